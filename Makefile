@@ -1,0 +1,181 @@
+# SPDX-License-Identifier: MIT
+# atftrace build. Everything goes to $(OUTPUT); quiet unless V=1.
+#   make            build .output/atftrace
+#   make demo       trace the bundled sample and write every export
+#   make test       unit tests (ASan+UBSan) and end-to-end tests with real BPF
+#   make bench      benchmarks (figures, never assertions)
+.DELETE_ON_ERROR:
+.DEFAULT_GOAL := all
+
+OUTPUT   ?= .output
+ARCH     := $(shell uname -m | sed -e 's/x86_64/x86/' -e 's/aarch64/arm64/')
+ifeq ($(filter x86 arm64,$(ARCH)),)
+$(error atftrace builds on x86_64 and arm64 only, not $(shell uname -m))
+endif
+
+ifeq ($(V),1)
+Q :=
+msg :=
+else
+Q := @
+msg = @printf '  %-8s %s\n' "$(1)" "$(2)";
+endif
+
+# ---- dependencies: scripts/deps.sh installs what is missing (once per missing item) -------
+DEP_FILES := /usr/include/bpf/libbpf.h /usr/include/gelf.h /usr/include/elfutils/libdw.h \
+	     /usr/include/lz4.h /usr/include/zlib.h /usr/include/jansson.h /usr/include/cmocka.h \
+	     /usr/include/cbor.h
+DEP_CMDS  := clang llvm-strip bpftool protoc bpftrace node npm
+DEPS_MISSING := $(strip $(foreach f,$(DEP_FILES),$(if $(wildcard $(f)),,$(f))) \
+		$(foreach c,$(DEP_CMDS),$(if $(shell command -v $(c) 2>/dev/null),,$(c))))
+ifneq ($(DEPS_MISSING),)
+$(info deps: missing $(DEPS_MISSING); running scripts/deps.sh)
+DEPS_RC := $(shell bash scripts/deps.sh >&2; echo $$?)
+ifneq ($(DEPS_RC),0)
+$(error scripts/deps.sh failed (exit $(DEPS_RC)))
+endif
+endif
+
+# ---- toolchain ------------------------------------------------------------------------------
+CC       ?= gcc
+CLANG    ?= clang
+BPFTOOL  ?= bpftool
+LLVM_STRIP ?= llvm-strip
+VERSION  := $(shell git describe --always --dirty 2>/dev/null || echo 0.1)
+
+INCLUDES := -Iinclude -Iformats -Ibpf -I$(OUTPUT)
+CFLAGS   ?= -O2 -g
+CFLAGS   += -std=gnu11 -Wall -Wextra -Wno-unused-parameter -Wno-missing-field-initializers \
+	    -D_GNU_SOURCE -DATFTRACE_VERSION='"$(VERSION)"' $(INCLUDES) -MMD -MP
+LIBS     := -lbpf -lelf -ldw -llz4 -lz -ljansson -lpthread
+SAN      := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
+TEST_LIBS := -lcmocka -lcbor
+
+BPF_ARCH_x86   := x86
+BPF_ARCH_arm64 := arm64
+BPF_CFLAGS := -g -O2 -target bpf -Wall -Wno-unused-function \
+	      -D__TARGET_ARCH_$(ARCH) -Ivmlinux/$(ARCH) -Ibpf -Iinclude
+
+# ---- sources --------------------------------------------------------------------------------
+LIB_SRCS  := $(filter-out user/main.c,$(wildcard user/*.c)) $(wildcard formats/*.c)
+BPF_SRCS  := $(wildcard bpf/*.bpf.c)
+SKELS     := $(patsubst bpf/%.bpf.c,$(OUTPUT)/%.skel.h,$(BPF_SRCS))
+UNIT_SRCS := $(wildcard tests/unit/test_*.c)
+TOOL_SRCS := $(wildcard tests/tools/*.c)
+BENCH_SRCS := $(wildcard bench/*.c)
+
+LIB_OBJS      := $(patsubst %.c,$(OUTPUT)/obj/%.o,$(LIB_SRCS))
+LIB_OBJS_ASAN := $(patsubst %.c,$(OUTPUT)/asan/%.o,$(LIB_SRCS))
+LIB           := $(OUTPUT)/libatftrace.a
+LIB_ASAN      := $(OUTPUT)/asan/libatftrace.a
+BIN           := $(OUTPUT)/atftrace
+BIN_ASAN      := $(OUTPUT)/asan/atftrace
+UNIT_BINS     := $(patsubst tests/unit/%.c,$(OUTPUT)/asan/tests/%,$(UNIT_SRCS))
+TOOL_BINS     := $(patsubst tests/tools/%.c,$(OUTPUT)/tools/%,$(TOOL_SRCS))
+BENCH_BINS    := $(patsubst bench/%.c,$(OUTPUT)/bench/%,$(BENCH_SRCS))
+
+# Test targets (programs atftrace traces). tests/targets/targets.mk adds per-target flags,
+# shared libraries and C++ programs.
+TARGET_CFLAGS ?= -O1 -g -fno-inline -fno-omit-frame-pointer
+TARGET_SRCS   := $(wildcard tests/targets/*.c)
+TARGETS       := $(patsubst tests/targets/%.c,$(OUTPUT)/targets/%,$(filter-out tests/targets/lib%.c,$(TARGET_SRCS)))
+-include tests/targets/targets.mk
+
+.PHONY: all lib tools targets test unit e2e demo bench clean check-bpf-arm64
+all: $(BIN)
+lib: $(LIB)
+
+# ---- BPF --------------------------------------------------------------------------------------
+$(OUTPUT)/bpf/%.bpf.o: bpf/%.bpf.c | $(OUTPUT)/bpf
+	$(call msg,BPF,$@)
+	$(Q)$(CLANG) $(BPF_CFLAGS) -MMD -MP -c $< -o $@
+	$(Q)$(LLVM_STRIP) -g $@
+
+$(OUTPUT)/%.skel.h: $(OUTPUT)/bpf/%.bpf.o
+	$(call msg,GEN-SKEL,$@)
+	$(Q)$(BPFTOOL) gen skeleton $< > $@
+
+# The arm64 object is built (never loaded here) so the detail lane's arm64 paths keep compiling.
+ARM64_BPF := $(if $(wildcard vmlinux/arm64/vmlinux.h),$(patsubst bpf/%.bpf.c,$(OUTPUT)/arm64/%.bpf.o,$(BPF_SRCS)))
+$(OUTPUT)/arm64/%.bpf.o: bpf/%.bpf.c | $(OUTPUT)/arm64
+	$(call msg,BPF-A64,$@)
+	$(Q)$(CLANG) -g -O2 -target bpf -Wall -Wno-unused-function -D__TARGET_ARCH_arm64 \
+		-Ivmlinux/arm64 -Ibpf -Iinclude -MMD -MP -c $< -o $@
+check-bpf-arm64: $(ARM64_BPF)
+
+# ---- user space -------------------------------------------------------------------------------
+$(OUTPUT)/obj/%.o: %.c | $(SKELS)
+	$(call msg,CC,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(CFLAGS) -c $< -o $@
+
+$(OUTPUT)/asan/%.o: %.c | $(SKELS)
+	$(call msg,CC-SAN,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(CFLAGS) -O1 $(SAN) -c $< -o $@
+
+$(LIB): $(LIB_OBJS)
+	$(call msg,AR,$@)
+	$(Q)rm -f $@ && ar rcs $@ $^
+
+$(LIB_ASAN): $(LIB_OBJS_ASAN)
+	$(call msg,AR,$@)
+	$(Q)rm -f $@ && ar rcs $@ $^
+
+$(BIN): $(OUTPUT)/obj/user/main.o $(LIB)
+	$(call msg,LINK,$@)
+	$(Q)$(CC) $(CFLAGS) $^ $(LIBS) -o $@
+
+$(BIN_ASAN): $(OUTPUT)/asan/user/main.o $(LIB_ASAN)
+	$(call msg,LINK,$@)
+	$(Q)$(CC) $(CFLAGS) $(SAN) $^ $(LIBS) -o $@
+
+$(OUTPUT)/asan/tests/%: tests/unit/%.c $(LIB_ASAN)
+	$(call msg,TEST,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(CFLAGS) -O1 $(SAN) -Itests $< $(LIB_ASAN) $(LIBS) $(TEST_LIBS) -o $@
+
+$(OUTPUT)/tools/%: tests/tools/%.c $(LIB)
+	$(call msg,TOOL,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(CFLAGS) -Itests $< $(LIB) $(LIBS) $(TEST_LIBS) -o $@
+
+$(OUTPUT)/bench/%: bench/%.c $(LIB)
+	$(call msg,BENCH,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(CFLAGS) $< $(LIB) $(LIBS) -o $@
+
+$(OUTPUT)/targets/%: tests/targets/%.c
+	$(call msg,TARGET,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(TARGET_CFLAGS) $(TARGET_CFLAGS_$*) $< $(TARGET_LDFLAGS_$*) -o $@
+
+$(OUTPUT)/bpf $(OUTPUT)/arm64:
+	$(Q)mkdir -p $@
+
+tools: $(TOOL_BINS)
+targets: $(TARGETS) $(EXTRA_TARGETS)
+
+# ---- test, demo, bench ------------------------------------------------------------------------
+TEST_DEPS := $(BIN) $(BIN_ASAN) $(UNIT_BINS) $(TOOL_BINS) $(TARGETS) $(EXTRA_TARGETS) $(ARM64_BPF)
+
+test: $(TEST_DEPS)
+	$(Q)OUTPUT=$(OUTPUT) bash tests/run_tests.sh
+
+unit: $(UNIT_BINS)
+	$(Q)OUTPUT=$(OUTPUT) bash tests/run_tests.sh unit
+
+e2e: $(TEST_DEPS)
+	$(Q)OUTPUT=$(OUTPUT) bash tests/run_tests.sh e2e
+
+demo: $(BIN) $(TOOL_BINS) $(TARGETS) $(EXTRA_TARGETS)
+	$(Q)OUTPUT=$(OUTPUT) bash scripts/demo.sh
+
+bench: $(BIN) $(BENCH_BINS) $(TARGETS) $(EXTRA_TARGETS) $(TOOL_BINS)
+	$(Q)OUTPUT=$(OUTPUT) bash bench/run.sh
+
+clean:
+	$(call msg,CLEAN,$(OUTPUT))
+	$(Q)rm -rf $(OUTPUT)
+
+-include $(shell find $(OUTPUT) -name '*.d' 2>/dev/null)

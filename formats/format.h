@@ -1,0 +1,71 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Export pipeline contract. user/cmd_export.c runs one reader loop over a session (threads
+ * merged by timestamp, or thread by thread when ops->per_thread) and drives one ops table.
+ * Every callback is optional. Exporters stream: they keep O(threads + functions) state,
+ * never O(events), and write through struct obuf in large blocks.
+ */
+#ifndef ATFTRACE_FORMAT_H
+#define ATFTRACE_FORMAT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include "atf.h"
+#include "obuf.h"
+
+struct export_options {
+	const char *out_path;           /* file, or directory for formats that write one (zts) */
+	int64_t thread_id;              /* -1: all threads */
+	uint64_t from_ns, to_ns;        /* absolute boottime ns; to_ns = UINT64_MAX for no limit */
+	uint32_t chunk_size;            /* wtf: bytes per event-data chunk (0 = default) */
+	bool json_partial;              /* wtf-json: --json-mode partial */
+	uint32_t unit_size;             /* rtc: --unit-size (0 = default) */
+	uint32_t minor_unit_size;       /* rtc: --minor-unit-size (0 = default) */
+	const char *compress;           /* zts: "lz4" | "zlib" | "none" (NULL = default) */
+};
+
+struct export_event {
+	uint32_t thread;                /* index into session->threads */
+	uint64_t seq;                   /* index_seq */
+	struct atf_index_event ev;
+	const char *name;               /* function display name (never NULL) */
+	const struct atf_detail_event *detail;  /* linked detail record, or NULL */
+};
+
+struct export_ctx {
+	struct atf_session *session;
+	const struct export_options *opts;
+	struct obuf *out;               /* opened on opts->out_path unless ops->writes_directory */
+	uint64_t time_base_ns;          /* first event's timestamp in the exported range */
+	uint64_t time_end_ns;           /* last event's timestamp in the exported range */
+	uint64_t nevents;               /* events in the exported range (known before begin) */
+	void *priv;                     /* exporter state */
+};
+
+struct export_ops {
+	const char *name;               /* -F value */
+	const char *description;        /* one line for --list */
+	bool per_thread;                /* deliver each thread's events contiguously, threads in order */
+	bool writes_directory;          /* opts->out_path is a directory the exporter creates */
+	int (*begin)(struct export_ctx *ctx);
+	/* per_thread: before each thread's events; merged: once per thread before the first event */
+	int (*thread_begin)(struct export_ctx *ctx, const struct atf_thread *t);
+	int (*event)(struct export_ctx *ctx, const struct export_event *e);
+	int (*thread_end)(struct export_ctx *ctx, const struct atf_thread *t);
+	int (*end)(struct export_ctx *ctx);     /* flush trailers; obuf is closed by the pipeline */
+	void (*cleanup)(struct export_ctx *ctx);/* free priv; always called */
+};
+
+/** export_format_list - NULL-terminated table of the exporters linked in. */
+const struct export_ops *const *export_format_list(void);
+
+/** export_find - ops for @name, or NULL. */
+const struct export_ops *export_find(const char *name);
+
+/**
+ * export_session - run the reader loop over @s with @ops and @opts.
+ * Returns 0, or a negative error (the partial output is removed).
+ */
+int export_session(struct atf_session *s, const struct export_ops *ops, const struct export_options *opts);
+
+#endif

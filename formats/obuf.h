@@ -1,0 +1,24 @@
+/* SPDX-License-Identifier: MIT */
+/* Buffered output file: large sequential writes, patching of already-written bytes, checked close. */
+#ifndef ATFTRACE_OBUF_H
+#define ATFTRACE_OBUF_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct obuf;
+
+/** obuf__open - create/truncate @path for writing through a @bufsize-byte buffer (0 = 1 MiB). */
+int obuf__open(struct obuf **out, const char *path, size_t bufsize);
+/** obuf__write - append @len bytes. Returns 0 or -errno (sticky: later calls fail too). */
+int obuf__write(struct obuf *o, const void *data, size_t len);
+/** obuf__pwrite - overwrite bytes already appended at @offset (flushes first if needed). */
+int obuf__pwrite(struct obuf *o, uint64_t offset, const void *data, size_t len);
+/** obuf__offset - bytes appended so far. */
+uint64_t obuf__offset(const struct obuf *o);
+/** obuf__close - flush, fsync, close; returns the first error seen. NULL is ignored. */
+int obuf__close(struct obuf *o);
+/** obuf__abort - close and unlink the partial file. */
+void obuf__abort(struct obuf *o);
+
+#endif

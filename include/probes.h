@@ -1,0 +1,58 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The BPF side as the recorder sees it (user/probes.c). Follows libbpf-bootstrap order:
+ * probes__open() opens the skeleton, sets rodata and map sizes, loads; probes__attach_module()
+ * attaches; the recorder polls probes__ring_fd() / consumes with its own ring_buffer.
+ */
+#ifndef ATFTRACE_PROBES_H
+#define ATFTRACE_PROBES_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include "symbols.h"
+
+struct probe_opts {
+	size_t ring_size;           /* bytes, power of two, >= 4 MiB by default */
+	uint32_t wakeup_bytes;      /* force a wakeup when the ring holds more than this */
+	bool system_wide;           /* no tgid filter (record -a) */
+	bool follow_fork;           /* add children of traced processes to the filter */
+	uint64_t cgroup_id;         /* 0: no cgroup filter */
+	/* detail lane (issue 4) */
+	bool detail_always;
+	uint32_t stack_bytes;       /* 0..256 */
+	bool verbose;               /* libbpf messages to stderr */
+};
+
+enum probe_link_kind { PROBE_LINK_SESSION, PROBE_LINK_MULTI, PROBE_LINK_PERF };
+
+struct probes;
+
+int probes__open(struct probes **out, const struct probe_opts *opts);
+
+/** probes__add_pid - trace process @tgid (tgid filter in BPF). */
+int probes__add_pid(struct probes *p, pid_t tgid);
+
+/**
+ * probes__attach_module - attach entry and return probes to every selected function of @m,
+ * with function_id as each offset's cookie, using one uprobe-session link (or one
+ * uprobe_multi link for entries and one for returns; per-function perf uprobes only on
+ * kernels without multi links). @pid restricts the link to one process (0 = all).
+ * Returns the number of functions attached.
+ */
+int probes__attach_module(struct probes *p, const struct sym_module *m, pid_t pid);
+
+/** probes__ring_fd - the ring buffer map fd for ring_buffer__new(). */
+int probes__ring_fd(const struct probes *p);
+
+/** probes__lost - sum of failed ring reserves over all CPUs so far. */
+void probes__lost(const struct probes *p, uint64_t *lost_events, uint64_t *lost_detail);
+
+/** probes__link_kind - what probes__attach_module used. */
+enum probe_link_kind probes__link_kind(const struct probes *p);
+
+/** probes__free - detach everything and release. NULL is ignored. */
+void probes__free(struct probes *p);
+
+#endif

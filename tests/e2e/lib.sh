@@ -1,0 +1,51 @@
+# Shared helpers for end-to-end tests; source it first. Every assertion failure exits 1 with
+# one line saying what differed. Tests create their files under a private temporary directory.
+set -euo pipefail
+ROOT=${ATFTRACE_ROOT:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}
+OUTPUT=${OUTPUT:-.output}
+OUT=$ROOT/$OUTPUT
+ATF=${ATFTRACE_BIN:-$OUT/atftrace}
+ATF_ASAN=${ATFTRACE_BIN_ASAN:-$OUT/asan/atftrace}
+TARGETS=$OUT/targets
+TOOLS=$OUT/tools
+T=$(mktemp -d /tmp/atftrace-test.XXXXXX)
+trap 'rm -rf "$T"' EXIT
+
+fail() { echo "FAIL: $*" >&2; exit 1; }
+skip() { echo "$*"; exit 77; }
+
+# need_bpf: skip (exit 77) unless we are root on a kernel with BTF.
+need_bpf() {
+	[ "$(id -u)" = 0 ] || skip "needs root"
+	[ -r /sys/kernel/btf/vmlinux ] || skip "needs kernel BTF (/sys/kernel/btf/vmlinux)"
+}
+
+# need_tracefs: mount tracefs (bpftrace needs it) when it is not mounted.
+need_tracefs() {
+	[ -d /sys/kernel/tracing/events ] || mount -t tracefs nodev /sys/kernel/tracing 2>/dev/null \
+		|| fail "cannot mount tracefs"
+}
+
+assert_eq() {   # expected actual what
+	[ "$1" = "$2" ] || fail "$3: expected '$1', got '$2'"
+}
+
+assert_contains() {   # file pattern what
+	grep -qE -- "$2" "$1" || { sed 's/^/  | /' "$1" | head -n 30 >&2; fail "$3: no line matching '$2' in $1"; }
+}
+
+# normalise_dump: make dump output comparable across runs (uftrace-style): thread ids become
+# T0, T1, … in order of first appearance, and times and durations become fixed tokens.
+normalise_dump() {
+	awk '{
+		line = $0
+		while (match(line, /tid=[0-9]+/)) {
+			id = substr(line, RSTART + 4, RLENGTH - 4)
+			if (!(id in map)) map[id] = "T" n++
+			line = substr(line, 1, RSTART - 1) "tid=" map[id] substr(line, RSTART + RLENGTH)
+		}
+		gsub(/[0-9]+\.[0-9]+ ?(ns|us|ms|s)\b/, "<dur>", line)
+		gsub(/^ *[0-9]+\.[0-9]{9}/, "<ts>", line)
+		print line
+	}'
+}
