@@ -48,10 +48,10 @@ struct export_ops {
 	bool per_thread;                /* deliver each thread's events contiguously, threads in order */
 	bool writes_directory;          /* opts->out_path is a directory the exporter creates */
 	int (*begin)(struct export_ctx *ctx);
-	/* per_thread: before each thread's events; merged: once per thread before the first event */
+	/* per_thread: before each thread's events; merged: once per selected thread, before any event */
 	int (*thread_begin)(struct export_ctx *ctx, const struct atf_thread *t);
 	int (*event)(struct export_ctx *ctx, const struct export_event *e);
-	int (*thread_end)(struct export_ctx *ctx, const struct atf_thread *t);
+	int (*thread_end)(struct export_ctx *ctx, const struct atf_thread *t); /* merged: after all events */
 	int (*end)(struct export_ctx *ctx);     /* flush trailers; obuf is closed by the pipeline */
 	void (*cleanup)(struct export_ctx *ctx);/* free priv; always called */
 };

@@ -1,0 +1,172 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Buffered output for exporters: one write() per buffer-full, patching of bytes already
+ * written (chunk lengths, headers), sticky errors so a full disk is reported once at close.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "obuf.h"
+
+struct obuf {
+	int fd;
+	int err;                /* first error, sticky */
+	char *path;
+	uint8_t *buf;
+	size_t cap, len;
+	uint64_t flushed;       /* bytes already in the file */
+};
+
+static int write_all(int fd, const uint8_t *p, size_t n)
+{
+	while (n) {
+		ssize_t w = write(fd, p, n);
+
+		if (w < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		p += w;
+		n -= (size_t)w;
+	}
+	return 0;
+}
+
+static int pwrite_all(int fd, const uint8_t *p, size_t n, uint64_t off)
+{
+	while (n) {
+		ssize_t w = pwrite(fd, p, n, (off_t)off);
+
+		if (w < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		p += w;
+		n -= (size_t)w;
+		off += (uint64_t)w;
+	}
+	return 0;
+}
+
+int obuf__open(struct obuf **out, const char *path, size_t bufsize)
+{
+	struct obuf *o = calloc(1, sizeof(*o));
+	int err;
+
+	if (!o)
+		return -ENOMEM;
+	o->cap = bufsize ? bufsize : 1u << 20;
+	o->buf = malloc(o->cap);
+	o->path = strdup(path);
+	if (!o->buf || !o->path) {
+		err = -ENOMEM;
+		goto cleanup;
+	}
+	o->fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (o->fd < 0) {
+		err = -errno;
+		goto cleanup;
+	}
+	*out = o;
+	return 0;
+cleanup:
+	free(o->buf);
+	free(o->path);
+	free(o);
+	return err;
+}
+
+static int obuf_flush(struct obuf *o)
+{
+	if (o->err || !o->len)
+		return o->err;
+	o->err = write_all(o->fd, o->buf, o->len);
+	o->flushed += o->len;
+	o->len = 0;
+	return o->err;
+}
+
+int obuf__write(struct obuf *o, const void *data, size_t len)
+{
+	const uint8_t *p = data;
+
+	if (o->err)
+		return o->err;
+	if (len >= o->cap) {    /* large blocks bypass the buffer */
+		if (obuf_flush(o))
+			return o->err;
+		o->err = write_all(o->fd, p, len);
+		o->flushed += len;
+		return o->err;
+	}
+	if (o->len + len > o->cap && obuf_flush(o))
+		return o->err;
+	memcpy(o->buf + o->len, p, len);
+	o->len += len;
+	return 0;
+}
+
+int obuf__pwrite(struct obuf *o, uint64_t offset, const void *data, size_t len)
+{
+	const uint8_t *p = data;
+
+	if (o->err)
+		return o->err;
+	if (offset + len > o->flushed + o->len)
+		return o->err = -EINVAL;
+	/* The part already in the file is patched there; the rest in the buffer. */
+	if (offset < o->flushed) {
+		size_t n = (size_t)(o->flushed - offset) < len ? (size_t)(o->flushed - offset) : len;
+
+		o->err = pwrite_all(o->fd, p, n, offset);
+		if (o->err)
+			return o->err;
+		p += n;
+		len -= n;
+		offset += n;
+	}
+	if (len)
+		memcpy(o->buf + (offset - o->flushed), p, len);
+	return 0;
+}
+
+uint64_t obuf__offset(const struct obuf *o)
+{
+	return o->flushed + o->len;
+}
+
+static void obuf_free(struct obuf *o)
+{
+	free(o->buf);
+	free(o->path);
+	free(o);
+}
+
+int obuf__close(struct obuf *o)
+{
+	int err;
+
+	if (!o)
+		return 0;
+	obuf_flush(o);
+	if (!o->err && fsync(o->fd) && errno != EINVAL)
+		o->err = -errno;
+	if (close(o->fd) && !o->err)
+		o->err = -errno;
+	err = o->err;
+	obuf_free(o);
+	return err;
+}
+
+void obuf__abort(struct obuf *o)
+{
+	if (!o)
+		return;
+	close(o->fd);
+	unlink(o->path);
+	obuf_free(o);
+}
