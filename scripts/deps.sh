@@ -13,7 +13,7 @@ PKGS=(
   libcbor-dev                        # ZTS0 test decoder (tests only)
   protobuf-compiler                  # Perfetto test decoding (protoc --decode)
   bpftrace                           # independent counts in e2e tests and benches
-  python3                            # test helpers
+  python3 python3-yaml               # test helpers (deploy lint parses YAML)
   binutils util-linux procps         # objdump, unshare, pgrep
   libsqlite3-dev sqlite3 zstd        # real third-party programs traced by e2e tests
 )
