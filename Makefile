@@ -122,13 +122,18 @@ $(LIB_ASAN): $(LIB_OBJS_ASAN)
 	$(call msg,AR,$@)
 	$(Q)rm -f $@ && ar rcs $@ $^
 
+# main.c refers to the subcommands weakly, and a weak reference does not pull a member out of
+# an archive: -u makes the linker take each user/cmd_<name>.o that exists.
+comma := ,
+CMD_UNDEFS := $(patsubst user/%.c,-Wl$(comma)-u$(comma)%,$(wildcard user/cmd_*.c))
+
 $(BIN): $(OUTPUT)/obj/user/main.o $(LIB)
 	$(call msg,LINK,$@)
-	$(Q)$(CC) $(CFLAGS) $^ $(LIBS) -o $@
+	$(Q)$(CC) $(CFLAGS) $^ $(CMD_UNDEFS) $(LIBS) -o $@
 
 $(BIN_ASAN): $(OUTPUT)/asan/user/main.o $(LIB_ASAN)
 	$(call msg,LINK,$@)
-	$(Q)$(CC) $(CFLAGS) $(SAN) $^ $(LIBS) -o $@
+	$(Q)$(CC) $(CFLAGS) $(SAN) $^ $(CMD_UNDEFS) $(LIBS) -o $@
 
 $(OUTPUT)/asan/tests/%: tests/unit/%.c $(LIB_ASAN)
 	$(call msg,TEST,$@)
