@@ -1,0 +1,374 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Chrome JSON trace exporter (the Trace Event Format read by chrome://tracing, Perfetto UI and
+ * speedscope): {"traceEvents":[...],"displayTimeUnit":"ns"}.
+ *
+ * - "M" metadata events name the process (process_name) and each thread (thread_name);
+ * - a call is a "B" event, a return an "E" event, an exception an "E" with args.exception = true;
+ *   events are merged by timestamp, one per line;
+ * - pid is the manifest pid, tid the OS thread id;
+ * - ts is microseconds with three decimals, so the boottime nanosecond is kept exactly;
+ * - a linked detail record adds args: registers as "0x..." strings (JSON numbers are doubles
+ *   and would round 64-bit values), plus flags and stack_size;
+ * - names are JSON-escaped for any bytes: '"', '\\' and control characters are escaped, and
+ *   each maximal invalid UTF-8 subpart becomes U+FFFD, so the output is always valid JSON.
+ * Memory: a staging buffer and one short prefix string per thread.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "format.h"
+
+#define STAGE_SIZE      (256u * 1024)
+#define EVENT_FIXED_MAX 1024u   /* bound on one event line without its name */
+#define PREFIX_MAX      64u
+
+struct chrome_state {
+	char (*prefix)[PREFIX_MAX];     /* per thread: ,"pid":P,"tid":T,"ts": */
+	bool first;                     /* no event written yet: no separator */
+	char *stage;
+	size_t len, cap;
+};
+
+/* ---- text helpers -------------------------------------------------------------------------- */
+
+static inline char *put_str(char *p, const char *s)
+{
+	size_t n = strlen(s);
+
+	memcpy(p, s, n);
+	return p + n;
+}
+
+static inline char *put_u64(char *p, uint64_t v)
+{
+	char tmp[20];
+	int n = 0;
+
+	do {
+		tmp[n++] = (char)('0' + v % 10);
+		v /= 10;
+	} while (v);
+	while (n)
+		*p++ = tmp[--n];
+	return p;
+}
+
+static inline char *put_hex(char *p, uint64_t v)
+{
+	static const char digits[] = "0123456789abcdef";
+	char tmp[16];
+	int n = 0;
+
+	do {
+		tmp[n++] = digits[v & 15];
+		v >>= 4;
+	} while (v);
+	*p++ = '0';
+	*p++ = 'x';
+	while (n)
+		*p++ = tmp[--n];
+	return p;
+}
+
+/* Microseconds with exactly three decimals: the nanosecond, without going through a double. */
+static inline char *put_ts_us(char *p, uint64_t ns)
+{
+	uint64_t frac = ns % 1000;
+
+	p = put_u64(p, ns / 1000);
+	*p++ = '.';
+	*p++ = (char)('0' + frac / 100);
+	*p++ = (char)('0' + frac / 10 % 10);
+	*p++ = (char)('0' + frac % 10);
+	return p;
+}
+
+/*
+ * Length (1-4) of the well-formed UTF-8 sequence at @p, or 0 with *@skip set to the length of its
+ * maximal invalid subpart, which becomes one U+FFFD (Unicode §3.9 "substitution of maximal subparts").
+ */
+static unsigned utf8_seq(const uint8_t *p, size_t n, unsigned *skip)
+{
+	uint8_t b = p[0], lo = 0x80, hi = 0xBF;
+	unsigned need;
+
+	if (b < 0x80)
+		return 1;
+	if (b >= 0xC2 && b <= 0xDF) {
+		need = 1;
+	} else if (b >= 0xE0 && b <= 0xEF) {
+		need = 2;
+		lo = b == 0xE0 ? 0xA0 : 0x80;
+		hi = b == 0xED ? 0x9F : 0xBF;
+	} else if (b >= 0xF0 && b <= 0xF4) {
+		need = 3;
+		lo = b == 0xF0 ? 0x90 : 0x80;
+		hi = b == 0xF4 ? 0x8F : 0xBF;
+	} else {
+		*skip = 1;
+		return 0;
+	}
+	for (unsigned i = 1; i <= need; i++) {
+		if (i >= n || p[i] < lo || p[i] > hi) {
+			*skip = i;
+			return 0;
+		}
+		lo = 0x80;
+		hi = 0xBF;
+	}
+	return need + 1;
+}
+
+/* @s as a quoted JSON string; needs at most 6 * strlen(s) + 2 bytes. */
+static char *put_json_string(char *p, const char *s)
+{
+	static const char hex[] = "0123456789abcdef";
+	const uint8_t *in = (const uint8_t *)s;
+	size_t len = strlen(s);
+
+	*p++ = '"';
+	for (size_t i = 0; i < len;) {
+		uint8_t c = in[i];
+		unsigned skip, n;
+
+		if (c >= 0x20 && c < 0x80 && c != '"' && c != '\\') {
+			*p++ = (char)c;
+			i++;
+			continue;
+		}
+		if (c == '"' || c == '\\') {
+			*p++ = '\\';
+			*p++ = (char)c;
+			i++;
+			continue;
+		}
+		if (c < 0x20) {
+			*p++ = '\\';
+			switch (c) {
+			case '\n': *p++ = 'n'; break;
+			case '\t': *p++ = 't'; break;
+			case '\r': *p++ = 'r'; break;
+			case '\b': *p++ = 'b'; break;
+			case '\f': *p++ = 'f'; break;
+			default:
+				p = put_str(p, "u00");
+				*p++ = hex[c >> 4];
+				*p++ = hex[c & 15];
+			}
+			i++;
+			continue;
+		}
+		n = utf8_seq(in + i, len - i, &skip);
+		if (n) {
+			memcpy(p, in + i, n);
+			p += n;
+			i += n;
+		} else {
+			p = put_str(p, "\xEF\xBF\xBD");
+			i += skip;
+		}
+	}
+	*p++ = '"';
+	return p;
+}
+
+/* ---- staging ------------------------------------------------------------------------------- */
+
+static int stage_flush(struct export_ctx *ctx, struct chrome_state *st)
+{
+	int err = st->len ? obuf__write(ctx->out, st->stage, st->len) : 0;
+
+	st->len = 0;
+	return err;
+}
+
+/* Room for @n bytes; the caller advances st->len. */
+static int stage_room(struct export_ctx *ctx, struct chrome_state *st, size_t n, char **p)
+{
+	int err;
+
+	if (st->len + n > st->cap) {
+		if ((err = stage_flush(ctx, st)))
+			return err;
+		if (n > st->cap) {
+			char *bigger = realloc(st->stage, n);
+
+			if (!bigger)
+				return -ENOMEM;
+			st->stage = bigger;
+			st->cap = n;
+		}
+	}
+	*p = st->stage + st->len;
+	return 0;
+}
+
+static size_t name_bound(const char *s)
+{
+	return s ? strlen(s) * 6 + 2 : 2;
+}
+
+/* Separator before every event but the first. */
+static char *put_separator(struct chrome_state *st, char *p)
+{
+	if (!st->first)
+		p = put_str(p, ",\n");
+	st->first = false;
+	return p;
+}
+
+/* {"ph":"M","name":"<what>","pid":P,"tid":T,"args":{"name":<name>}} */
+static int put_metadata(struct export_ctx *ctx, const char *what, uint64_t tid, const char *name)
+{
+	struct chrome_state *st = ctx->priv;
+	char *p, *start;
+	int err = stage_room(ctx, st, EVENT_FIXED_MAX + name_bound(name), &p);
+
+	if (err)
+		return err;
+	start = p;
+	p = put_separator(st, p);
+	p = put_str(p, "{\"ph\":\"M\",\"name\":\"");
+	p = put_str(p, what);
+	p = put_str(p, "\",\"pid\":");
+	p = put_u64(p, ctx->session->manifest->pid);
+	p = put_str(p, ",\"tid\":");
+	p = put_u64(p, tid);
+	p = put_str(p, ",\"args\":{\"name\":");
+	p = put_json_string(p, name);
+	p = put_str(p, "}}");
+	st->len += (size_t)(p - start);
+	return 0;
+}
+
+/* ---- ops ----------------------------------------------------------------------------------- */
+
+static int chrome_begin(struct export_ctx *ctx)
+{
+	struct chrome_state *st = calloc(1, sizeof(*st));
+	struct atf_session *s = ctx->session;
+	char *p;
+	int err;
+
+	if (!st)
+		return -ENOMEM;
+	ctx->priv = st;
+	st->first = true;
+	st->cap = STAGE_SIZE;
+	st->stage = malloc(st->cap);
+	st->prefix = calloc(s->nthreads ? s->nthreads : 1, sizeof(*st->prefix));
+	if (!st->stage || !st->prefix)
+		return -ENOMEM;
+	for (size_t i = 0; i < s->nthreads; i++)
+		snprintf(st->prefix[i], PREFIX_MAX, ",\"pid\":%u,\"tid\":%u,\"ts\":",
+			 s->manifest->pid, s->threads[i].tid);
+	if ((err = stage_room(ctx, st, 64, &p)))
+		return err;
+	st->len += (size_t)(put_str(p, "{\"traceEvents\":[\n") - p);
+	if (s->manifest->process_name)
+		return put_metadata(ctx, "process_name", s->manifest->pid, s->manifest->process_name);
+	return 0;
+}
+
+static int chrome_thread_begin(struct export_ctx *ctx, const struct atf_thread *t)
+{
+	return t->name ? put_metadata(ctx, "thread_name", t->tid, t->name) : 0;
+}
+
+static char *put_detail_args(char *p, const struct atf_detail_event *d, bool open)
+{
+	static const char *const gp_names[ATF_DETAIL_GP_REGS] = {
+		"gp0", "gp1", "gp2", "gp3", "gp4", "gp5", "gp6", "gp7",
+	};
+	const struct atf_detail_payload *pl = &d->payload;
+
+	p = put_str(p, open ? ",\"args\":{" : ",");
+	for (int i = 0; i < ATF_DETAIL_GP_REGS; i++) {
+		*p++ = '"';
+		p = put_str(p, gp_names[i]);
+		p = put_str(p, "\":\"");
+		p = put_hex(p, pl->gp[i]);
+		*p++ = '"';
+		*p++ = ',';
+	}
+	p = put_str(p, "\"lr\":\"");
+	p = put_hex(p, pl->lr);
+	p = put_str(p, "\",\"fp\":\"");
+	p = put_hex(p, pl->fp);
+	p = put_str(p, "\",\"sp\":\"");
+	p = put_hex(p, pl->sp);
+	p = put_str(p, "\",\"flags\":");
+	p = put_u64(p, d->hdr.flags);
+	p = put_str(p, ",\"stack_size\":");
+	return put_u64(p, pl->stack_size);
+}
+
+static int chrome_event(struct export_ctx *ctx, const struct export_event *e)
+{
+	struct chrome_state *st = ctx->priv;
+	bool call = e->ev.event_kind == ATF_KIND_CALL;
+	bool exception = e->ev.event_kind == ATF_KIND_EXCEPTION;
+	bool has_detail = e->detail && e->detail->has_payload;
+	char *p, *start;
+	int err;
+
+	if (!call && !exception && e->ev.event_kind != ATF_KIND_RETURN)
+		return -ATF_E_RECORD;
+	if ((err = stage_room(ctx, st, EVENT_FIXED_MAX + (call ? name_bound(e->name) : 0), &p)))
+		return err;
+	start = p;
+	p = put_separator(st, p);
+	p = put_str(p, call ? "{\"ph\":\"B\"" : "{\"ph\":\"E\"");
+	p = put_str(p, st->prefix[e->thread]);
+	p = put_ts_us(p, e->ev.timestamp_ns);
+	if (call) {
+		p = put_str(p, ",\"name\":");
+		p = put_json_string(p, e->name);
+	}
+	if (exception)
+		p = put_str(p, ",\"args\":{\"exception\":true");
+	if (has_detail)
+		p = put_detail_args(p, e->detail, !exception);
+	if (exception || has_detail)
+		*p++ = '}';
+	*p++ = '}';
+	st->len += (size_t)(p - start);
+	return 0;
+}
+
+static int chrome_end(struct export_ctx *ctx)
+{
+	struct chrome_state *st = ctx->priv;
+	char *p;
+	int err = stage_room(ctx, st, 64, &p);
+
+	if (err)
+		return err;
+	st->len += (size_t)(put_str(p, "\n],\"displayTimeUnit\":\"ns\"}\n") - p);
+	return stage_flush(ctx, st);
+}
+
+static void chrome_cleanup(struct export_ctx *ctx)
+{
+	struct chrome_state *st = ctx->priv;
+
+	if (!st)
+		return;
+	free(st->prefix);
+	free(st->stage);
+	free(st);
+	ctx->priv = NULL;
+}
+
+const struct export_ops chrome_ops = {
+	.name = "chrome",
+	.description = "Chrome JSON trace events (B/E, process and thread names; chrome://tracing, Perfetto UI)",
+	.per_thread = false,
+	.begin = chrome_begin,
+	.thread_begin = chrome_thread_begin,
+	.event = chrome_event,
+	.end = chrome_end,
+	.cleanup = chrome_cleanup,
+};

@@ -1,0 +1,455 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Perfetto exporter: the native protobuf trace (perfetto.protos.Trace), written directly as
+ * varints and length-delimited fields. Field numbers are those of Perfetto's trace.proto;
+ * tests/data/perfetto_trace.proto lists exactly the fields written here.
+ *
+ * One packet sequence (trusted_packet_sequence_id 1):
+ *   - a process TrackDescriptor (pid, cmdline, process name), flagged
+ *     SEQ_INCREMENTAL_STATE_CLEARED because it is the first packet of the sequence;
+ *   - one thread TrackDescriptor per thread (uuid, parent_uuid = the process, pid, tid, name);
+ *   - one TrackEvent packet per event, merged by timestamp: a call is TYPE_SLICE_BEGIN with an
+ *     interned name (InternedData.event_names is emitted in the packet of first use, and the
+ *     packet is flagged SEQ_NEEDS_INCREMENTAL_STATE); a return is TYPE_SLICE_END; an exception
+ *     is TYPE_SLICE_END with the debug annotation exception = true. A linked detail record
+ *     adds its registers as debug annotations (gp0..gp7 as uint, lr/fp/sp as pointers), which
+ *     trace processor shows as the slice's arguments.
+ *
+ * Timestamps are ATF's CLOCK_BOOTTIME nanoseconds, written as they are. timestamp_clock_id is
+ * left unset on purpose: trace_packet.proto defines an unset clock id (with no
+ * TracePacketDefaults) as BUILTIN_CLOCK_BOOTTIME (6), so it is exact and saves 2 bytes a packet.
+ *
+ * Nested lengths are written after the body: each length-delimited field reserves one byte and
+ * the body is moved up when the length needs more, so every varint is minimal.
+ * Memory: a function_id -> iid table (O(functions)) and a staging buffer.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include "format.h"
+
+/* Field numbers (perfetto/protos/perfetto/trace/...). */
+#define TRACE_PACKET                    1
+#define PKT_TIMESTAMP                   8
+#define PKT_TRUSTED_SEQUENCE_ID         10
+#define PKT_TRACK_EVENT                 11
+#define PKT_INTERNED_DATA               12
+#define PKT_SEQUENCE_FLAGS              13
+#define PKT_TRACK_DESCRIPTOR            60
+#define TD_UUID                         1
+#define TD_PROCESS                      3
+#define TD_THREAD                       4
+#define TD_PARENT_UUID                  5
+#define PD_PID                          1
+#define PD_CMDLINE                      2
+#define PD_PROCESS_NAME                 6
+#define THD_PID                         1
+#define THD_TID                         2
+#define THD_THREAD_NAME                 5
+#define TE_DEBUG_ANNOTATIONS            4
+#define TE_TYPE                         9
+#define TE_NAME_IID                     10
+#define TE_TRACK_UUID                   11
+#define DA_BOOL_VALUE                   2
+#define DA_UINT_VALUE                   3
+#define DA_POINTER_VALUE                7
+#define DA_NAME                         10
+#define ID_EVENT_NAMES                  2
+#define EN_IID                          1
+#define EN_NAME                         2
+
+#define SEQ_INCREMENTAL_STATE_CLEARED   1
+#define SEQ_NEEDS_INCREMENTAL_STATE     2
+#define TYPE_SLICE_BEGIN                1
+#define TYPE_SLICE_END                  2
+
+#define WT_VARINT                       0
+#define WT_LEN                          2
+
+#define SEQUENCE_ID                     1
+#define PROCESS_UUID                    1       /* thread i has uuid 2 + i */
+
+#define STAGE_SIZE                      (256u * 1024)
+#define PACKET_FIXED_MAX                1024u   /* bound on a packet without its strings */
+
+struct fn_ids {
+	uint64_t *keys;
+	uint64_t *vals;                 /* iid; 0 = empty slot (iids start at 1) */
+	size_t cap, n;
+};
+
+struct perfetto_state {
+	struct fn_ids ids;
+	uint64_t next_iid;
+	uint8_t *stage;
+	size_t len, cap;
+};
+
+/* ---- function_id -> iid table -------------------------------------------------------------- */
+
+static uint64_t mix64(uint64_t k)
+{
+	k ^= k >> 33;
+	k *= 0xff51afd7ed558ccdULL;
+	k ^= k >> 33;
+	return k;
+}
+
+static size_t fn_ids_slot(const struct fn_ids *m, uint64_t key)
+{
+	size_t i = mix64(key) & (m->cap - 1);
+
+	while (m->vals[i] && m->keys[i] != key)
+		i = (i + 1) & (m->cap - 1);
+	return i;
+}
+
+static int fn_ids_grow(struct fn_ids *m)
+{
+	struct fn_ids bigger = { .cap = m->cap ? m->cap * 2 : 1024 };
+
+	bigger.keys = calloc(bigger.cap, sizeof(*bigger.keys));
+	bigger.vals = calloc(bigger.cap, sizeof(*bigger.vals));
+	if (!bigger.keys || !bigger.vals) {
+		free(bigger.keys);
+		free(bigger.vals);
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i < m->cap; i++) {
+		if (!m->vals[i])
+			continue;
+		size_t j = fn_ids_slot(&bigger, m->keys[i]);
+
+		bigger.keys[j] = m->keys[i];
+		bigger.vals[j] = m->vals[i];
+	}
+	bigger.n = m->n;
+	free(m->keys);
+	free(m->vals);
+	*m = bigger;
+	return 0;
+}
+
+/* ---- protobuf encoding --------------------------------------------------------------------- */
+
+static inline uint8_t *pb_varint(uint8_t *p, uint64_t v)
+{
+	while (v >= 0x80) {
+		*p++ = (uint8_t)(v | 0x80);
+		v >>= 7;
+	}
+	*p++ = (uint8_t)v;
+	return p;
+}
+
+static inline unsigned varint_len(uint64_t v)
+{
+	unsigned n = 1;
+
+	while (v >= 0x80) {
+		v >>= 7;
+		n++;
+	}
+	return n;
+}
+
+static inline uint8_t *pb_uint(uint8_t *p, unsigned field, uint64_t v)
+{
+	p = pb_varint(p, (uint64_t)field << 3 | WT_VARINT);
+	return pb_varint(p, v);
+}
+
+/* Opens a length-delimited field: returns where its body starts (one length byte reserved). */
+static inline uint8_t *pb_open(uint8_t *p, unsigned field)
+{
+	p = pb_varint(p, (uint64_t)field << 3 | WT_LEN);
+	return p + 1;
+}
+
+/* Closes the field whose body starts at @body and ends at @end; returns the new end. */
+static inline uint8_t *pb_close(uint8_t *body, uint8_t *end)
+{
+	size_t len = (size_t)(end - body);
+	unsigned n = varint_len(len);
+
+	if (n > 1)
+		memmove(body + n - 1, body, len);
+	pb_varint(body - 1, len);
+	return body - 1 + n + len;
+}
+
+/*
+ * Length (1-4) of the well-formed UTF-8 sequence at @p, or 0 with *@skip set to the length of its
+ * maximal invalid subpart, which becomes one U+FFFD (Unicode §3.9 "substitution of maximal subparts").
+ */
+static unsigned utf8_seq(const uint8_t *p, size_t n, unsigned *skip)
+{
+	uint8_t b = p[0], lo = 0x80, hi = 0xBF;
+	unsigned need;
+
+	if (b < 0x80)
+		return 1;
+	if (b >= 0xC2 && b <= 0xDF) {
+		need = 1;
+	} else if (b >= 0xE0 && b <= 0xEF) {
+		need = 2;
+		lo = b == 0xE0 ? 0xA0 : 0x80;
+		hi = b == 0xED ? 0x9F : 0xBF;
+	} else if (b >= 0xF0 && b <= 0xF4) {
+		need = 3;
+		lo = b == 0xF0 ? 0x90 : 0x80;
+		hi = b == 0xF4 ? 0x8F : 0xBF;
+	} else {
+		*skip = 1;
+		return 0;
+	}
+	for (unsigned i = 1; i <= need; i++) {
+		if (i >= n || p[i] < lo || p[i] > hi) {
+			*skip = i;
+			return 0;
+		}
+		lo = 0x80;
+		hi = 0xBF;
+	}
+	return need + 1;
+}
+
+/* A string field, invalid UTF-8 replaced by U+FFFD (proto strings must be UTF-8); needs 3*len+10. */
+static uint8_t *pb_string(uint8_t *p, unsigned field, const char *s)
+{
+	const uint8_t *in = (const uint8_t *)s;
+	size_t len = strlen(s);
+	uint8_t *body = pb_open(p, field);
+
+	p = body;
+	for (size_t i = 0; i < len;) {
+		unsigned skip, n = utf8_seq(in + i, len - i, &skip);
+
+		if (n) {
+			memcpy(p, in + i, n);
+			p += n;
+			i += n;
+		} else {
+			memcpy(p, "\xEF\xBF\xBD", 3);
+			p += 3;
+			i += skip;
+		}
+	}
+	return pb_close(body, p);
+}
+
+/* ---- staging ------------------------------------------------------------------------------- */
+
+static int stage_flush(struct export_ctx *ctx, struct perfetto_state *st)
+{
+	int err = st->len ? obuf__write(ctx->out, st->stage, st->len) : 0;
+
+	st->len = 0;
+	return err;
+}
+
+/* Room for a packet of at most @n bytes; the caller advances st->len. */
+static int stage_room(struct export_ctx *ctx, struct perfetto_state *st, size_t n, uint8_t **p)
+{
+	int err;
+
+	if (st->len + n > st->cap) {
+		if ((err = stage_flush(ctx, st)))
+			return err;
+		if (n > st->cap) {      /* a packet with a huge name */
+			uint8_t *bigger = realloc(st->stage, n);
+
+			if (!bigger)
+				return -ENOMEM;
+			st->stage = bigger;
+			st->cap = n;
+		}
+	}
+	*p = st->stage + st->len;
+	return 0;
+}
+
+/* Worst-case encoded size of @s as a string field. */
+static size_t string_bound(const char *s)
+{
+	return s ? strlen(s) * 3 + 16 : 0;
+}
+
+/* ---- packets ------------------------------------------------------------------------------- */
+
+static int perfetto_begin(struct export_ctx *ctx)
+{
+	struct perfetto_state *st = calloc(1, sizeof(*st));
+	const struct atf_manifest *m = ctx->session->manifest;
+	uint8_t *p, *start, *pkt, *td, *pd;
+	size_t bound = PACKET_FIXED_MAX + string_bound(m->process_name);
+	int err;
+
+	if (!st)
+		return -ENOMEM;
+	ctx->priv = st;
+	st->next_iid = 1;
+	st->cap = STAGE_SIZE;
+	if (!(st->stage = malloc(st->cap)) || (err = fn_ids_grow(&st->ids)) < 0)
+		return -ENOMEM;
+	for (size_t i = 0; i < m->argc; i++)
+		bound += string_bound(m->argv[i]);
+	if ((err = stage_room(ctx, st, bound, &p)))
+		return err;
+	start = p;
+	pkt = pb_open(p, TRACE_PACKET);
+	p = pb_uint(pkt, PKT_TRUSTED_SEQUENCE_ID, SEQUENCE_ID);
+	p = pb_uint(p, PKT_SEQUENCE_FLAGS, SEQ_INCREMENTAL_STATE_CLEARED);
+	td = pb_open(p, PKT_TRACK_DESCRIPTOR);
+	p = pb_uint(td, TD_UUID, PROCESS_UUID);
+	pd = pb_open(p, TD_PROCESS);
+	p = pb_uint(pd, PD_PID, m->pid);
+	for (size_t i = 0; i < m->argc; i++)
+		p = pb_string(p, PD_CMDLINE, m->argv[i]);
+	if (m->process_name)
+		p = pb_string(p, PD_PROCESS_NAME, m->process_name);
+	p = pb_close(pd, p);
+	p = pb_close(td, p);
+	p = pb_close(pkt, p);
+	st->len += (size_t)(p - start);
+	return 0;
+}
+
+static int perfetto_thread_begin(struct export_ctx *ctx, const struct atf_thread *t)
+{
+	struct perfetto_state *st = ctx->priv;
+	uint8_t *p, *start, *pkt, *td, *thd;
+	uint64_t uuid = 2 + (uint64_t)(t - ctx->session->threads);
+	int err = stage_room(ctx, st, PACKET_FIXED_MAX + string_bound(t->name), &p);
+
+	if (err)
+		return err;
+	start = p;
+	pkt = pb_open(p, TRACE_PACKET);
+	p = pb_uint(pkt, PKT_TRUSTED_SEQUENCE_ID, SEQUENCE_ID);
+	td = pb_open(p, PKT_TRACK_DESCRIPTOR);
+	p = pb_uint(td, TD_UUID, uuid);
+	p = pb_uint(p, TD_PARENT_UUID, PROCESS_UUID);
+	thd = pb_open(p, TD_THREAD);
+	p = pb_uint(thd, THD_PID, ctx->session->manifest->pid);
+	p = pb_uint(p, THD_TID, t->tid);
+	if (t->name)
+		p = pb_string(p, THD_THREAD_NAME, t->name);
+	p = pb_close(thd, p);
+	p = pb_close(td, p);
+	p = pb_close(pkt, p);
+	st->len += (size_t)(p - start);
+	return 0;
+}
+
+static uint8_t *put_annotation(uint8_t *p, const char *name, unsigned value_field, uint64_t v)
+{
+	size_t nlen = strlen(name);
+	uint8_t *da = pb_open(p, TE_DEBUG_ANNOTATIONS);
+
+	p = pb_varint(da, DA_NAME << 3 | WT_LEN);
+	p = pb_varint(p, nlen);
+	memcpy(p, name, nlen);
+	p = pb_uint(p + nlen, value_field, v);
+	return pb_close(da, p);
+}
+
+static uint8_t *put_registers(uint8_t *p, const struct atf_detail_payload *pl)
+{
+	static const char *const gp_names[ATF_DETAIL_GP_REGS] = {
+		"gp0", "gp1", "gp2", "gp3", "gp4", "gp5", "gp6", "gp7",
+	};
+
+	for (int i = 0; i < ATF_DETAIL_GP_REGS; i++)
+		p = put_annotation(p, gp_names[i], DA_UINT_VALUE, pl->gp[i]);
+	p = put_annotation(p, "lr", DA_POINTER_VALUE, pl->lr);
+	p = put_annotation(p, "fp", DA_POINTER_VALUE, pl->fp);
+	return put_annotation(p, "sp", DA_POINTER_VALUE, pl->sp);
+}
+
+static int perfetto_event(struct export_ctx *ctx, const struct export_event *e)
+{
+	struct perfetto_state *st = ctx->priv;
+	struct fn_ids *m = &st->ids;
+	bool begin = e->ev.event_kind == ATF_KIND_CALL, new_name = false;
+	uint8_t *p, *start, *pkt, *te, *idata, *en;
+	uint64_t iid = 0;
+	size_t slot = 0;
+	int err;
+
+	if (e->ev.event_kind != ATF_KIND_CALL && e->ev.event_kind != ATF_KIND_RETURN &&
+	    e->ev.event_kind != ATF_KIND_EXCEPTION)
+		return -ATF_E_RECORD;
+	if (begin) {
+		slot = fn_ids_slot(m, e->ev.function_id);
+		iid = m->vals[slot];
+		new_name = !iid;
+	}
+	if ((err = stage_room(ctx, st, PACKET_FIXED_MAX + (new_name ? string_bound(e->name) : 0), &p)))
+		return err;
+	start = p;
+	pkt = pb_open(p, TRACE_PACKET);
+	p = pb_uint(pkt, PKT_TIMESTAMP, e->ev.timestamp_ns);
+	p = pb_uint(p, PKT_TRUSTED_SEQUENCE_ID, SEQUENCE_ID);
+	if (new_name) {
+		if ((m->n + 1) * 2 > m->cap) {
+			if ((err = fn_ids_grow(m)))
+				return err;
+			slot = fn_ids_slot(m, e->ev.function_id);
+		}
+		iid = st->next_iid++;
+		m->keys[slot] = e->ev.function_id;
+		m->vals[slot] = iid;
+		m->n++;
+		idata = pb_open(p, PKT_INTERNED_DATA);
+		en = pb_open(idata, ID_EVENT_NAMES);
+		p = pb_uint(en, EN_IID, iid);
+		p = pb_string(p, EN_NAME, e->name);
+		p = pb_close(en, p);
+		p = pb_close(idata, p);
+	}
+	if (begin)
+		p = pb_uint(p, PKT_SEQUENCE_FLAGS, SEQ_NEEDS_INCREMENTAL_STATE);
+	te = pb_open(p, PKT_TRACK_EVENT);
+	p = pb_uint(te, TE_TYPE, begin ? TYPE_SLICE_BEGIN : TYPE_SLICE_END);
+	p = pb_uint(p, TE_TRACK_UUID, 2 + (uint64_t)e->thread);
+	if (begin)
+		p = pb_uint(p, TE_NAME_IID, iid);
+	if (e->ev.event_kind == ATF_KIND_EXCEPTION)
+		p = put_annotation(p, "exception", DA_BOOL_VALUE, 1);
+	if (e->detail && e->detail->has_payload)
+		p = put_registers(p, &e->detail->payload);
+	p = pb_close(te, p);
+	p = pb_close(pkt, p);
+	st->len += (size_t)(p - start);
+	return 0;
+}
+
+static int perfetto_end(struct export_ctx *ctx)
+{
+	return stage_flush(ctx, ctx->priv);
+}
+
+static void perfetto_cleanup(struct export_ctx *ctx)
+{
+	struct perfetto_state *st = ctx->priv;
+
+	if (!st)
+		return;
+	free(st->ids.keys);
+	free(st->ids.vals);
+	free(st->stage);
+	free(st);
+	ctx->priv = NULL;
+}
+
+const struct export_ops perfetto_ops = {
+	.name = "perfetto",
+	.description = "Perfetto protobuf trace: thread tracks, slices with interned names (ui.perfetto.dev)",
+	.per_thread = false,
+	.begin = perfetto_begin,
+	.thread_begin = perfetto_thread_begin,
+	.event = perfetto_event,
+	.end = perfetto_end,
+	.cleanup = perfetto_cleanup,
+};
