@@ -43,6 +43,16 @@ int probes__add_pid(struct probes *p, pid_t tgid);
  */
 int probes__attach_module(struct probes *p, const struct sym_module *m, pid_t pid);
 
+/**
+ * probes__attach_unwind_hooks - close frames unwound by a C++ exception at the catch
+ * Attaches an entry probe on __cxa_begin_catch in the C++ runtime @libstdcxx_path (e.g. from
+ * sym_resolve_library(pid, "libstdc++.so.6")); it emits EXCEPTION events for the traced frames
+ * the throw skipped, at the moment of the catch. Without it they are closed at the thread's
+ * next traced call or return. @pid as for probes__attach_module. 0, or a negative errno
+ * (-ENOENT: no __cxa_begin_catch in that file).
+ */
+int probes__attach_unwind_hooks(struct probes *p, const char *libstdcxx_path, pid_t pid);
+
 /** probes__ring_fd - the ring buffer map fd for ring_buffer__new(). */
 int probes__ring_fd(const struct probes *p);
 

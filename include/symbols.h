@@ -20,6 +20,7 @@ enum sym_skip {
 	SYM_SKIP_ALIAS,             /* same address as an earlier symbol: probed once under that one */
 	SYM_SKIP_INSN,              /* first instruction cannot be probed */
 	SYM_SKIP_EXCLUDED,          /* matched -x */
+	SYM_SKIP_IFUNC,             /* STT_GNU_IFUNC: the address is a resolver run once at load */
 };
 
 /* First instruction at the probe site; decides the kernel's path (kernel-facts.md). */
@@ -40,6 +41,7 @@ struct sym_func {
 	uint8_t insn;               /* enum sym_insn at the probe site */
 	uint8_t skip;               /* enum sym_skip */
 	bool selected;              /* matched -f and not -x, and probe-able */
+	bool endbr64;               /* a leading endbr64 was hopped: probe_offset = entry + 4 */
 };
 
 struct sym_module {

@@ -1,0 +1,358 @@
+// SPDX-License-Identifier: (MIT OR GPL-2.0)
+/*
+ * atftrace probes: function entry/return events into one BPF ring buffer.
+ *
+ * The same event logic (on_entry / on_return) runs behind three attach styles, chosen by
+ * user/probes.c before load:
+ *   atf_session                   one uprobe-session link (entry and return in one program)
+ *   atf_multi_entry/_return       two uprobe_multi links (the return one with the RETURN flag)
+ *   atf_uprobe / atf_uretprobe    per-function perf-event uprobes (old kernels)
+ * The link cookie of every probed offset is the function_id (module_id << 32 | symbol_index).
+ *
+ * Depth and unwinding. Each thread keeps a shadow stack of its open traced frames with the
+ * stack pointer at their entry. A live caller always has a higher entry sp than its callees,
+ * so a frame whose entry sp is <= the sp of a new call is dead: something (C++ throw,
+ * longjmp) unwound it without running its uretprobe (the kernel drops those return
+ * instances). Such frames are closed with EXCEPTION events, innermost first, with their own
+ * function_id and depth. CALL depth = traced frames open before the call; RETURN repeats the
+ * depth and function_id of its CALL. When a CALL could not be recorded (ring full, counted in
+ * lost_events), its frame is not pushed and its RETURN is not emitted either.
+ *
+ * Limits (for the verifier): at most MAX_POPS frames are closed per probe hit (the rest on
+ * the next hit); frames deeper than SHADOW_MAX are counted in depth but not remembered, so
+ * their returns carry the link cookie and unwinding through them closes only the remembered
+ * frames below SHADOW_MAX.
+ */
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+#include <bpf/bpf_core_read.h>
+#include "atftrace.h"
+#include "atftrace.bpf.h"
+
+#define KIND_CALL       1   /* ATF_KIND_CALL */
+#define KIND_RETURN     2   /* ATF_KIND_RETURN */
+#define KIND_EXCEPTION  3   /* ATF_KIND_EXCEPTION */
+
+char LICENSE[] SEC("license") = "Dual MIT/GPL";
+
+/* ---- configuration: set by user/probes.c between open and load ------------------------ */
+const volatile bool system_wide = false;      /* no tgid filter */
+const volatile bool follow_fork = false;      /* children of traced processes become traced */
+const volatile __u64 cgroup_id = 0;           /* 0: any cgroup */
+const volatile __u32 wakeup_bytes = 0;        /* force a wakeup above this much unread data */
+/* Detail lane (issue 4): REC_EVENT_DETAIL records will be produced in emit_event(). */
+const volatile bool detail_always = false;
+const volatile __u32 stack_bytes = 0;
+
+/* ---- drop counters, read by the recorder at exit (probes__lost) ------------------------ */
+__u64 lost_events[MAX_CPUS];
+__u64 lost_detail[MAX_CPUS];
+
+/* ---- maps --------------------------------------------------------------------------------- */
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 4 << 20);   /* resized before load */
+} rb SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, MAX_TGIDS);
+	__type(key, __u32);     /* tgid */
+	__type(value, __u8);
+} tgid_filter SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct task_state);
+} task_states SEC(".maps");
+
+/* ---- helpers -------------------------------------------------------------------------------- */
+
+static __always_inline void count_lost(__u64 *counters)
+{
+	__u32 cpu = bpf_get_smp_processor_id() & (MAX_CPUS - 1);
+
+	/* Atomic: two CPUs may share a slot when there are more than MAX_CPUS. */
+	__sync_fetch_and_add(&counters[cpu], 1);
+}
+
+/* Wake the reader only when enough has piled up; otherwise it drains on its own timer. */
+static __always_inline __u64 wakeup_flag(void)
+{
+	return bpf_ringbuf_query(&rb, BPF_RB_AVAIL_DATA) > wakeup_bytes ? BPF_RB_FORCE_WAKEUP
+									: BPF_RB_NO_WAKEUP;
+}
+
+static __always_inline bool tgid_traced(__u32 tgid)
+{
+	if (cgroup_id && bpf_get_current_cgroup_id() != cgroup_id)
+		return false;
+	if (system_wide)
+		return true;
+	return bpf_map_lookup_elem(&tgid_filter, &tgid) != NULL;
+}
+
+/* One index event into the ring. Returns false (and counts the drop) when the ring is full. */
+static __always_inline bool emit_event(__u32 kind, __u64 function_id, __u32 depth,
+				       __u64 pid_tgid, __u64 ts)
+{
+	struct rec_event *e = bpf_ringbuf_reserve(&rb, sizeof(*e), 0);
+
+	if (!e) {
+		count_lost(lost_events);
+		return false;
+	}
+	e->type = REC_EVENT;
+	e->kind = kind;
+	e->pid = pid_tgid >> 32;
+	e->tid = (__u32)pid_tgid;
+	e->ts = ts;
+	e->function_id = function_id;
+	e->depth = depth;
+	e->flags = 0;
+	bpf_ringbuf_submit(e, wakeup_flag());
+	return true;
+}
+
+/*
+ * frame_at - &st->frames[i] in a form the verifier can bound: the compiler would drop a plain
+ * mask it can prove redundant (i < SHADOW_MAX already), and the verifier loses that proof.
+ */
+static __always_inline struct shadow_frame *frame_at(struct task_state *st, __u64 i)
+{
+	asm volatile("" : "+r"(i));
+	return &st->frames[i & (SHADOW_MAX - 1)];
+}
+
+/*
+ * close_dead_frames - close frames that unwinding left behind, innermost first
+ * @sp: a live stack pointer; frames with entry sp below it (or equal, when @inclusive) are dead.
+ */
+static __always_inline void close_dead_frames(struct task_state *st, __u64 sp, bool inclusive,
+					      __u64 pid_tgid, __u64 ts)
+{
+	for (int i = 0; i < MAX_POPS; i++) {
+		__u32 d = st->depth;
+
+		if (d == 0)
+			break;
+		if (d > SHADOW_MAX) {
+			/*
+			 * Frames above SHADOW_MAX are not remembered. If the deepest remembered one
+			 * is dead, so are they: forget them and go on with the remembered ones.
+			 */
+			struct shadow_frame *top = frame_at(st, SHADOW_MAX - 1);
+
+			if (inclusive ? top->entry_sp > sp : top->entry_sp >= sp)
+				break;
+			st->depth = d = SHADOW_MAX;
+		}
+		struct shadow_frame *f = frame_at(st, d - 1);
+
+		if (inclusive ? f->entry_sp > sp : f->entry_sp >= sp)
+			break;
+		emit_event(KIND_EXCEPTION, f->function_id, d - 1, pid_tgid, ts);
+		st->depth = d - 1;
+	}
+}
+
+static __always_inline struct task_state *current_state(bool create)
+{
+	return bpf_task_storage_get(&task_states, bpf_get_current_task_btf(), NULL,
+				    create ? BPF_LOCAL_STORAGE_GET_F_CREATE : 0);
+}
+
+/*
+ * on_entry - a traced function was called
+ * Returns 0 when a CALL was recorded (its return must be seen), 1 otherwise (a session
+ * program returns this to skip the return run).
+ */
+static __always_inline int on_entry(struct pt_regs *ctx)
+{
+	__u64 pid_tgid = bpf_get_current_pid_tgid();
+
+	if (!tgid_traced(pid_tgid >> 32))
+		return 1;
+
+	struct task_state *st = current_state(true);
+	__u64 ts = bpf_ktime_get_boot_ns();
+
+	if (!st) {      /* no memory for this thread's state: the event is lost, and counted */
+		count_lost(lost_events);
+		return 1;
+	}
+	__u64 sp = PT_REGS_SP(ctx);
+	__u64 function_id = bpf_get_attach_cookie(ctx);
+
+	close_dead_frames(st, sp, true, pid_tgid, ts);
+
+	__u32 depth = st->depth;
+
+	if (!emit_event(KIND_CALL, function_id, depth, pid_tgid, ts))
+		return 1;
+	if (depth < SHADOW_MAX) {
+		struct shadow_frame *f = frame_at(st, depth);
+
+		f->function_id = function_id;
+		f->entry_sp = sp;
+	}
+	st->depth = depth + 1;
+	return 0;
+}
+
+/* on_return - a traced function returned; only threads with open frames get here usefully. */
+static __always_inline void on_return(struct pt_regs *ctx)
+{
+	struct task_state *st = current_state(false);
+
+	if (!st || st->depth == 0)
+		return;
+
+	__u64 pid_tgid = bpf_get_current_pid_tgid();
+	__u64 ts = bpf_ktime_get_boot_ns();
+	__u64 entry_sp = PT_REGS_SP(ctx) - RET_SP_ADJUST;
+
+	close_dead_frames(st, entry_sp, false, pid_tgid, ts);
+
+	__u32 d = st->depth;
+
+	if (d == 0)
+		return;
+	if (d > SHADOW_MAX) {   /* not remembered: trust the cookie and the count */
+		emit_event(KIND_RETURN, bpf_get_attach_cookie(ctx), d - 1, pid_tgid, ts);
+		st->depth = d - 1;
+		return;
+	}
+	struct shadow_frame *f = frame_at(st, d - 1);
+
+	if (f->entry_sp != entry_sp)    /* its CALL was not recorded (lost): no RETURN either */
+		return;
+	emit_event(KIND_RETURN, f->function_id, d - 1, pid_tgid, ts);
+	st->depth = d - 1;
+}
+
+/* ---- programs --------------------------------------------------------------------------- */
+
+/* Uprobe session (expected attach type BPF_TRACE_UPROBE_SESSION): one program, two runs. */
+SEC("uprobe")
+int atf_session(struct pt_regs *ctx)
+{
+	if (bpf_session_is_return()) {
+		on_return(ctx);
+		return 0;
+	}
+	return on_entry(ctx);
+}
+
+/* Two uprobe_multi links (expected attach type BPF_TRACE_UPROBE_MULTI). */
+SEC("uprobe")
+int atf_multi_entry(struct pt_regs *ctx)
+{
+	on_entry(ctx);
+	return 0;
+}
+
+SEC("uprobe")
+int atf_multi_return(struct pt_regs *ctx)
+{
+	on_return(ctx);
+	return 0;
+}
+
+/* Per-function perf-event uprobes: the fallback on kernels without multi links. */
+SEC("uprobe")
+int atf_uprobe(struct pt_regs *ctx)
+{
+	on_entry(ctx);
+	return 0;
+}
+
+SEC("uretprobe")
+int atf_uretprobe(struct pt_regs *ctx)
+{
+	on_return(ctx);
+	return 0;
+}
+
+/*
+ * Entry of the C++ runtime's catch (__cxa_begin_catch): the frames the exception unwound
+ * (entry sp <= this sp; the catching frame itself is above) are closed now, at the catch.
+ */
+SEC("uprobe")
+int atf_unwind_catch(struct pt_regs *ctx)
+{
+	__u64 pid_tgid = bpf_get_current_pid_tgid();
+
+	if (!tgid_traced(pid_tgid >> 32))
+		return 0;
+
+	struct task_state *st = current_state(false);
+
+	if (st && st->depth)
+		close_dead_frames(st, PT_REGS_SP(ctx), true, pid_tgid, bpf_ktime_get_boot_ns());
+	return 0;
+}
+
+/* ---- process lifecycle ----------------------------------------------------------------- */
+
+static __always_inline void emit_task(__u32 type, __u32 tgid, __u32 tid, __u32 child)
+{
+	struct rec_task *r = bpf_ringbuf_reserve(&rb, sizeof(*r), 0);
+
+	if (!r) {
+		count_lost(lost_events);
+		return;
+	}
+	r->type = type;
+	r->pid = tgid;
+	r->tid = tid;
+	r->child_pid = child;
+	r->ts = bpf_ktime_get_boot_ns();
+	bpf_ringbuf_submit(r, wakeup_flag());
+}
+
+/* A traced process forked: with follow_fork the child is traced from its first instruction. */
+SEC("tp_btf/sched_process_fork")
+int BPF_PROG(atf_fork, struct task_struct *parent, struct task_struct *child)
+{
+	__u32 ptgid = parent->tgid, ctgid = child->tgid;
+	__u8 one = 1;
+
+	if (!follow_fork || ptgid == ctgid)    /* a new thread is not a new process */
+		return 0;
+	if (!tgid_traced(ptgid))
+		return 0;
+	if (!system_wide)
+		bpf_map_update_elem(&tgid_filter, &ctgid, &one, BPF_ANY);
+	emit_task(REC_TASK_FORK, ptgid, parent->pid, ctgid);
+	return 0;
+}
+
+/* A thread of a traced process exits; when it was the last one, the tgid leaves the filter. */
+SEC("tp_btf/sched_process_exit")
+int BPF_PROG(atf_exit, struct task_struct *p)
+{
+	__u32 tgid = p->tgid;
+
+	if (!tgid_traced(tgid))
+		return 0;
+	emit_task(REC_TASK_EXIT, tgid, p->pid, 0);
+	/* signal->live is decremented before this tracepoint: 0 means the whole group is dead. */
+	if (!system_wide && BPF_CORE_READ(p, signal, live.counter) == 0)
+		bpf_map_delete_elem(&tgid_filter, &tgid);
+	return 0;
+}
+
+SEC("tp_btf/sched_process_exec")
+int BPF_PROG(atf_exec, struct task_struct *p, pid_t old_pid)
+{
+	__u32 tgid = p->tgid;
+
+	if (!tgid_traced(tgid))
+		return 0;
+	emit_task(REC_TASK_EXEC, tgid, p->pid, 0);
+	return 0;
+}

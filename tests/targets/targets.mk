@@ -1,0 +1,24 @@
+# SPDX-License-Identifier: MIT
+# Per-target flags for tests/targets/*.c (included by the Makefile):
+#   TARGET_CFLAGS_<name>, TARGET_LDFLAGS_<name>: extra flags for $(OUTPUT)/targets/<name>
+#   EXTRA_TARGETS: special builds (shared libraries, C++), built by `make targets`.
+
+# probe_sites: hot functions written in assembly, one per first-instruction kind; the C parts
+# keep frame pointers so their prologue is push %rbp (emulated by the kernel).
+TARGET_CFLAGS_probe_sites := -fcf-protection=none
+
+# ---- recorder targets (record) ----
+TARGET_CFLAGS_threads  := -pthread
+TARGET_LDFLAGS_threads := -pthread
+# shlib_user calls into libatftest.so, found next to it through $ORIGIN.
+$(OUTPUT)/targets/libatftest.so: tests/targets/libatftest.c
+	$(call msg,TARGET,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(TARGET_CFLAGS) -fPIC -shared $< -o $@
+$(OUTPUT)/targets/shlib_user: $(OUTPUT)/targets/libatftest.so
+TARGET_LDFLAGS_shlib_user := -L$(OUTPUT)/targets -latftest -Wl,-rpath,'$$ORIGIN'
+$(OUTPUT)/targets/cxx_throw: tests/targets/cxx_throw.cpp
+	$(call msg,TARGET,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CXX) $(TARGET_CFLAGS) $< -o $@
+EXTRA_TARGETS += $(OUTPUT)/targets/libatftest.so $(OUTPUT)/targets/cxx_throw

@@ -1,0 +1,354 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The BPF side as the recorder sees it (include/probes.h): open the skeleton, configure it
+ * (rodata, ring size, which programs load with which expected attach type), load, attach.
+ *
+ * Link kinds, in order of preference on this kernel (bench/bench_probe_cost.sh measures them):
+ *   session  one uprobe-session link per module: entry and return in one program run pair
+ *   multi    two uprobe_multi links per module, the second with the RETURN flag
+ *   perf     one perf-event uprobe + uretprobe per function (kernels before 6.6; slow to
+ *            attach and detach: about 3 ms and 110 ms per function)
+ * ATFTRACE_LINK=session|multi|perf in the environment picks one (tests and benchmarks).
+ */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include "atftrace.skel.h"
+#include "probes.h"
+#include "uprobe_multi.h"
+
+#define DEFAULT_RING_SIZE (4u << 20)
+
+struct probes {
+	struct atftrace_bpf *skel;
+	enum probe_link_kind kind;
+	int *link_fds;              /* session / multi links */
+	size_t nlink_fds, cap_link_fds;
+	struct bpf_link **links;    /* perf uprobes and unwind hooks */
+	size_t nlinks, cap_links;
+};
+
+static bool libbpf_verbose;
+
+/* libbpf talks only when asked to (--verbose); our own errors are one line each. */
+static int print_libbpf(enum libbpf_print_level level, const char *fmt, va_list ap)
+{
+	if (!libbpf_verbose || level == LIBBPF_DEBUG)
+		return 0;
+	return vfprintf(stderr, fmt, ap);
+}
+
+static const char *kind_name(enum probe_link_kind k)
+{
+	return k == PROBE_LINK_SESSION ? "session" : k == PROBE_LINK_MULTI ? "multi" : "perf";
+}
+
+/* The link kind to use: ATFTRACE_LINK if set, else the cheapest this kernel supports. */
+static int choose_kind(enum probe_link_kind *out)
+{
+	const char *env = getenv("ATFTRACE_LINK");
+	bool session = uprobe_multi_supported(ATF_BPF_TRACE_UPROBE_SESSION);
+	bool multi = uprobe_multi_supported(ATF_BPF_TRACE_UPROBE_MULTI);
+
+	if (env && *env) {
+		if (!strcmp(env, "session") && session)
+			*out = PROBE_LINK_SESSION;
+		else if (!strcmp(env, "multi") && multi)
+			*out = PROBE_LINK_MULTI;
+		else if (!strcmp(env, "perf"))
+			*out = PROBE_LINK_PERF;
+		else {
+			fprintf(stderr, "atftrace: ATFTRACE_LINK=%s: %s\n", env,
+				strcmp(env, "session") && strcmp(env, "multi")
+				? "expected session, multi or perf" : "not supported by this kernel");
+			return -EINVAL;
+		}
+		return 0;
+	}
+	*out = session ? PROBE_LINK_SESSION : multi ? PROBE_LINK_MULTI : PROBE_LINK_PERF;
+	return 0;
+}
+
+static int configure(struct probes *p, const struct probe_opts *opts)
+{
+	struct atftrace_bpf *s = p->skel;
+	size_t ring = opts->ring_size ? opts->ring_size : DEFAULT_RING_SIZE;
+	long page = sysconf(_SC_PAGESIZE);
+	int err;
+
+	if ((ring & (ring - 1)) || ring < (size_t)page || ring > (1u << 30)) {
+		fprintf(stderr, "atftrace: ring size %zu: not a power of two between %ld and 1 GiB\n",
+			ring, page);
+		return -EINVAL;
+	}
+	if (opts->stack_bytes > 256) {
+		fprintf(stderr, "atftrace: stack bytes %u: at most 256\n", opts->stack_bytes);
+		return -EINVAL;
+	}
+	s->rodata->system_wide = opts->system_wide;
+	s->rodata->follow_fork = opts->follow_fork;
+	s->rodata->cgroup_id = opts->cgroup_id;
+	s->rodata->wakeup_bytes = opts->wakeup_bytes;
+	s->rodata->detail_always = opts->detail_always;
+	s->rodata->stack_bytes = opts->stack_bytes;
+	err = bpf_map__set_max_entries(s->maps.rb, (uint32_t)ring);
+	if (err)
+		return err;
+
+	/* Load only the programs of the chosen link kind, with the attach type they need. */
+	bpf_program__set_autoload(s->progs.atf_session, p->kind == PROBE_LINK_SESSION);
+	bpf_program__set_autoload(s->progs.atf_multi_entry, p->kind == PROBE_LINK_MULTI);
+	bpf_program__set_autoload(s->progs.atf_multi_return, p->kind == PROBE_LINK_MULTI);
+	bpf_program__set_autoload(s->progs.atf_uprobe, p->kind == PROBE_LINK_PERF);
+	bpf_program__set_autoload(s->progs.atf_uretprobe, p->kind == PROBE_LINK_PERF);
+	bpf_program__set_expected_attach_type(s->progs.atf_session, ATF_BPF_TRACE_UPROBE_SESSION);
+	bpf_program__set_expected_attach_type(s->progs.atf_multi_entry, ATF_BPF_TRACE_UPROBE_MULTI);
+	bpf_program__set_expected_attach_type(s->progs.atf_multi_return, ATF_BPF_TRACE_UPROBE_MULTI);
+	return 0;
+}
+
+int probes__open(struct probes **out, const struct probe_opts *opts)
+{
+	struct probes *p;
+	int err;
+
+	*out = NULL;
+	libbpf_verbose = opts->verbose;
+	libbpf_set_print(print_libbpf);
+	p = calloc(1, sizeof(*p));
+	if (!p)
+		return -ENOMEM;
+	err = choose_kind(&p->kind);
+	if (err)
+		goto cleanup;
+	p->skel = atftrace_bpf__open();
+	if (!p->skel) {
+		err = -errno;
+		fprintf(stderr, "atftrace: cannot open the BPF object: %s\n", strerror(-err));
+		goto cleanup;
+	}
+	err = configure(p, opts);
+	if (err)
+		goto cleanup;
+	err = atftrace_bpf__load(p->skel);
+	if (err) {
+		fprintf(stderr, "atftrace: cannot load the BPF programs: %s%s\n", strerror(-err),
+			opts->verbose ? "" : " (--verbose shows the verifier's log)");
+		goto cleanup;
+	}
+	/* Process lifecycle tracepoints: fork (follow_fork), thread exit, exec. */
+	p->skel->links.atf_fork = bpf_program__attach(p->skel->progs.atf_fork);
+	p->skel->links.atf_exit = bpf_program__attach(p->skel->progs.atf_exit);
+	p->skel->links.atf_exec = bpf_program__attach(p->skel->progs.atf_exec);
+	if (!p->skel->links.atf_fork || !p->skel->links.atf_exit || !p->skel->links.atf_exec) {
+		err = -errno;
+		fprintf(stderr, "atftrace: cannot attach the scheduler tracepoints: %s\n",
+			strerror(-err));
+		goto cleanup;
+	}
+	*out = p;
+	return 0;
+cleanup:
+	probes__free(p);
+	return err;
+}
+
+int probes__add_pid(struct probes *p, pid_t tgid)
+{
+	uint32_t key = (uint32_t)tgid;
+	uint8_t one = 1;
+
+	if (bpf_map__update_elem(p->skel->maps.tgid_filter, &key, sizeof(key), &one, sizeof(one),
+				 BPF_ANY))
+		return -errno;
+	return 0;
+}
+
+static int keep_link_fd(struct probes *p, int fd)
+{
+	if (p->nlink_fds == p->cap_link_fds) {
+		size_t cap = p->cap_link_fds ? p->cap_link_fds * 2 : 8;
+		int *n = realloc(p->link_fds, cap * sizeof(*n));
+
+		if (!n)
+			return -ENOMEM;
+		p->link_fds = n;
+		p->cap_link_fds = cap;
+	}
+	p->link_fds[p->nlink_fds++] = fd;
+	return 0;
+}
+
+static int keep_link(struct probes *p, struct bpf_link *l)
+{
+	if (p->nlinks == p->cap_links) {
+		size_t cap = p->cap_links ? p->cap_links * 2 : 64;
+		struct bpf_link **n = realloc(p->links, cap * sizeof(*n));
+
+		if (!n)
+			return -ENOMEM;
+		p->links = n;
+		p->cap_links = cap;
+	}
+	p->links[p->nlinks++] = l;
+	return 0;
+}
+
+static int attach_multi_link(struct probes *p, int prog_fd, uint32_t type, const char *path,
+			     const uint64_t *offsets, const uint64_t *cookies, uint32_t n,
+			     uint32_t flags, pid_t pid)
+{
+	int fd = uprobe_multi_link_create(prog_fd, type, path, offsets, cookies, n, flags, pid);
+	int err;
+
+	if (fd < 0)
+		return fd;
+	err = keep_link_fd(p, fd);
+	if (err)
+		close(fd);
+	return err;
+}
+
+/* One perf uprobe (or uretprobe) of @prog at @offset, cookie @cookie. */
+static int attach_perf(struct probes *p, struct bpf_program *prog, const char *path,
+		       uint64_t offset, uint64_t cookie, bool ret, pid_t pid)
+{
+	LIBBPF_OPTS(bpf_uprobe_opts, o, .bpf_cookie = cookie, .retprobe = ret);
+	/* libbpf: -1 = every process, 0 = ourselves; ours: 0 = every process. */
+	struct bpf_link *l = bpf_program__attach_uprobe_opts(prog, pid ? pid : -1, path,
+							      (size_t)offset, &o);
+	int err;
+
+	if (!l)
+		return -errno;
+	err = keep_link(p, l);
+	if (err)
+		bpf_link__destroy(l);
+	return err;
+}
+
+int probes__attach_module(struct probes *p, const struct sym_module *m, pid_t pid)
+{
+	const char *path = m->open_path ? m->open_path : m->path;
+	struct atftrace_bpf *s = p->skel;
+	uint64_t *offsets = NULL, *cookies = NULL;
+	uint32_t n = 0;
+	int err = 0;
+
+	offsets = malloc((m->nfuncs ? m->nfuncs : 1) * sizeof(*offsets));
+	cookies = malloc((m->nfuncs ? m->nfuncs : 1) * sizeof(*cookies));
+	if (!offsets || !cookies) {
+		err = -ENOMEM;
+		goto cleanup;
+	}
+	for (size_t i = 0; i < m->nfuncs; i++) {
+		const struct sym_func *f = &m->funcs[i];
+
+		if (!f->selected || f->skip != 0)
+			continue;
+		offsets[n] = f->probe_offset;
+		cookies[n] = (uint64_t)m->module_id << 32 | f->symbol_index;
+		n++;
+	}
+	if (n == 0)
+		goto cleanup;
+
+	switch (p->kind) {
+	case PROBE_LINK_SESSION:
+		err = attach_multi_link(p, bpf_program__fd(s->progs.atf_session),
+					ATF_BPF_TRACE_UPROBE_SESSION, path, offsets, cookies, n, 0, pid);
+		break;
+	case PROBE_LINK_MULTI:
+		err = attach_multi_link(p, bpf_program__fd(s->progs.atf_multi_entry),
+					ATF_BPF_TRACE_UPROBE_MULTI, path, offsets, cookies, n, 0, pid);
+		if (!err)
+			err = attach_multi_link(p, bpf_program__fd(s->progs.atf_multi_return),
+						ATF_BPF_TRACE_UPROBE_MULTI, path, offsets, cookies, n,
+						ATF_BPF_F_UPROBE_MULTI_RETURN, pid);
+		break;
+	case PROBE_LINK_PERF:
+		for (uint32_t i = 0; i < n && !err; i++) {
+			err = attach_perf(p, s->progs.atf_uprobe, path, offsets[i], cookies[i], false, pid);
+			if (!err)
+				err = attach_perf(p, s->progs.atf_uretprobe, path, offsets[i], cookies[i],
+						  true, pid);
+		}
+		break;
+	}
+	if (err)
+		fprintf(stderr, "atftrace: attach %u functions of %s (%s links): %s\n", n, m->path,
+			kind_name(p->kind), strerror(-err));
+cleanup:
+	free(offsets);
+	free(cookies);
+	return err ? err : (int)n;
+}
+
+int probes__attach_unwind_hooks(struct probes *p, const char *libstdcxx_path, pid_t pid)
+{
+	struct sym_module *m = NULL;
+	int err = -ENOENT;
+
+	if (sym_module__open(&m, libstdcxx_path, -1))
+		return -EINVAL;
+	for (size_t i = 0; i < m->nfuncs; i++) {
+		const struct sym_func *f = &m->funcs[i];
+
+		if (strcmp(f->name, "__cxa_begin_catch") || f->skip != 0)
+			continue;
+		err = attach_perf(p, p->skel->progs.atf_unwind_catch, libstdcxx_path,
+				  f->probe_offset, (uint64_t)m->module_id << 32 | f->symbol_index,
+				  false, pid);
+		if (err)
+			fprintf(stderr, "atftrace: attach __cxa_begin_catch in %s: %s\n",
+				libstdcxx_path, strerror(-err));
+		break;
+	}
+	sym_module__free(m);
+	return err;
+}
+
+int probes__ring_fd(const struct probes *p)
+{
+	return bpf_map__fd(p->skel->maps.rb);
+}
+
+void probes__lost(const struct probes *p, uint64_t *lost_events, uint64_t *lost_detail)
+{
+	uint64_t ev = 0, det = 0;
+
+	/* .bss is mmap'ed: these are the live per-CPU counters. */
+	for (size_t i = 0; i < sizeof(p->skel->bss->lost_events) / sizeof(uint64_t); i++) {
+		ev += __atomic_load_n(&p->skel->bss->lost_events[i], __ATOMIC_RELAXED);
+		det += __atomic_load_n(&p->skel->bss->lost_detail[i], __ATOMIC_RELAXED);
+	}
+	if (lost_events)
+		*lost_events = ev;
+	if (lost_detail)
+		*lost_detail = det;
+}
+
+enum probe_link_kind probes__link_kind(const struct probes *p)
+{
+	return p->kind;
+}
+
+void probes__free(struct probes *p)
+{
+	if (!p)
+		return;
+	/* Multi/session links detach all their probes in one close. */
+	for (size_t i = 0; i < p->nlink_fds; i++)
+		close(p->link_fds[i]);
+	for (size_t i = 0; i < p->nlinks; i++)
+		bpf_link__destroy(p->links[i]);
+	atftrace_bpf__destroy(p->skel);
+	free(p->link_fds);
+	free(p->links);
+	free(p);
+}

@@ -1,0 +1,111 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Raw BPF_LINK_CREATE for uprobe_multi / uprobe-session links.
+ *
+ * Debian 12's libbpf (1.1) and UAPI headers (6.1) predate uprobe_multi (kernel 6.6) and
+ * sessions (6.12), so this file defines the link_create part of union bpf_attr itself, as laid
+ * out by the running kernel (see /work/shared/kernel-facts.md), and checks every offset at
+ * compile time. The rest of the union is zero, as the kernel requires.
+ */
+#include <errno.h>
+#include <stddef.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/syscall.h>
+#include <linux/bpf.h>
+#include <bpf/bpf.h>
+#include "uprobe_multi.h"
+
+/* union bpf_attr as BPF_LINK_CREATE reads it for uprobe_multi links. */
+struct uprobe_multi_link_attr {
+	uint32_t prog_fd;
+	uint32_t target_fd;             /* unused: 0 */
+	uint32_t attach_type;
+	uint32_t flags;                 /* link flags: 0 */
+	uint64_t path;                  /* const char * */
+	uint64_t offsets;               /* const uint64_t *[cnt] */
+	uint64_t ref_ctr_offsets;       /* 0: no USDT semaphores */
+	uint64_t cookies;               /* const uint64_t *[cnt] or 0 */
+	uint32_t cnt;
+	uint32_t uprobe_flags;          /* ATF_BPF_F_UPROBE_MULTI_RETURN */
+	uint32_t pid;
+	uint8_t rest[148];              /* zero up to the size of the kernel's union bpf_attr */
+};
+
+_Static_assert(offsetof(struct uprobe_multi_link_attr, prog_fd) == 0, "prog_fd");
+_Static_assert(offsetof(struct uprobe_multi_link_attr, target_fd) == 4, "target_fd");
+_Static_assert(offsetof(struct uprobe_multi_link_attr, attach_type) == 8, "attach_type");
+_Static_assert(offsetof(struct uprobe_multi_link_attr, flags) == 12, "flags");
+_Static_assert(offsetof(struct uprobe_multi_link_attr, path) == 16, "path");
+_Static_assert(offsetof(struct uprobe_multi_link_attr, offsets) == 24, "offsets");
+_Static_assert(offsetof(struct uprobe_multi_link_attr, ref_ctr_offsets) == 32, "ref_ctr_offsets");
+_Static_assert(offsetof(struct uprobe_multi_link_attr, cookies) == 40, "cookies");
+_Static_assert(offsetof(struct uprobe_multi_link_attr, cnt) == 48, "cnt");
+_Static_assert(offsetof(struct uprobe_multi_link_attr, uprobe_flags) == 52, "uprobe_multi.flags");
+_Static_assert(offsetof(struct uprobe_multi_link_attr, pid) == 56, "pid");
+_Static_assert(sizeof(struct uprobe_multi_link_attr) >= sizeof(union bpf_attr), "covers bpf_attr");
+
+int uprobe_multi_link_create(int prog_fd, uint32_t attach_type, const char *path,
+			     const uint64_t *offsets, const uint64_t *cookies, uint32_t cnt,
+			     uint32_t flags, pid_t pid)
+{
+	struct uprobe_multi_link_attr attr;
+	int fd;
+
+	if (prog_fd < 0 || !path || !offsets || cnt == 0)
+		return -EINVAL;
+	memset(&attr, 0, sizeof(attr));
+	attr.prog_fd = prog_fd;
+	attr.attach_type = attach_type;
+	attr.path = (uint64_t)(uintptr_t)path;
+	attr.offsets = (uint64_t)(uintptr_t)offsets;
+	attr.cookies = (uint64_t)(uintptr_t)cookies;
+	attr.cnt = cnt;
+	attr.uprobe_flags = flags;
+	attr.pid = (uint32_t)pid;
+	fd = (int)syscall(__NR_bpf, BPF_LINK_CREATE, &attr, sizeof(attr));
+	return fd < 0 ? -errno : fd;
+}
+
+/* Load "r0 = 0; exit" as a kprobe-type program expecting @attach_type. */
+static int load_trivial_prog(uint32_t attach_type)
+{
+	const struct bpf_insn insns[] = {
+		{ .code = BPF_ALU64 | BPF_MOV | BPF_K, .dst_reg = BPF_REG_0, .imm = 0 },
+		{ .code = BPF_JMP | BPF_EXIT },
+	};
+	LIBBPF_OPTS(bpf_prog_load_opts, opts, .expected_attach_type = attach_type);
+	int fd = bpf_prog_load(BPF_PROG_TYPE_KPROBE, "atf_feature", "GPL", insns, 2, &opts);
+
+	return fd < 0 ? -errno : fd;
+}
+
+static int probe_attach_type(uint32_t attach_type)
+{
+	uint64_t offset = 0;
+	int prog_fd, link_fd, ok;
+
+	prog_fd = load_trivial_prog(attach_type);
+	if (prog_fd < 0)
+		return 0;
+	/* "/" is a directory: a kernel that knows the attach type fails with EBADF. */
+	link_fd = uprobe_multi_link_create(prog_fd, attach_type, "/", &offset, NULL, 1, 0, 0);
+	ok = link_fd == -EBADF || link_fd >= 0;
+	if (link_fd >= 0)
+		close(link_fd);
+	close(prog_fd);
+	return ok;
+}
+
+bool uprobe_multi_supported(uint32_t attach_type)
+{
+	/* 0: not probed yet; 1: no; 2: yes. Probing twice is harmless, so no locking. */
+	static int multi_state, session_state;
+	int *state = attach_type == ATF_BPF_TRACE_UPROBE_SESSION ? &session_state : &multi_state;
+
+	if (attach_type != ATF_BPF_TRACE_UPROBE_MULTI && attach_type != ATF_BPF_TRACE_UPROBE_SESSION)
+		return false;
+	if (!*state)
+		*state = probe_attach_type(attach_type) ? 2 : 1;
+	return *state == 2;
+}
