@@ -1,0 +1,243 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Test helper for the exporter tests (test_export_dial9/perfetto/chrome.c): writes a synthetic
+ * session with libatf's writer and keeps every event it wrote, so a test can compare an
+ * exporter's output with what was recorded without going through the readers.
+ *
+ * The session: one process (pid GEN_PID) with N threads (tids GEN_TID0 + i), a random but
+ * well-nested call tree per thread (calls, returns, exceptions; frames may stay open at the
+ * end), timestamps stepping by gaps drawn from a caller's table, a detail record with
+ * registers and 0-180 stack bytes on every third call or return, and function names that
+ * need escaping or UTF-8 repair plus one function id missing from the manifest.
+ */
+#ifndef EXPORT_GEN_H
+#define EXPORT_GEN_H
+
+#include <ftw.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include "atf.h"
+#include "format.h"
+
+#define GEN_PID            4242u
+#define GEN_TID0           100u
+#define GEN_TS0            10000000000000ull   /* 10^13 ns: a boottime of ~2.8 hours */
+#define GEN_NSYMS          5
+#define GEN_UNKNOWN_INDEX  99u                  /* symbol index not in the manifest */
+#define GEN_MAX_DEPTH      6
+
+static const char *const gen_symbols[GEN_NSYMS] = {
+	"main", "parse_expr", "quote\"back\\slash\ttab\x01", "bad\xff\xc3(\xed\xa0\x80utf8",
+	"caf\xc3\xa9_\xf0\x9f\x98\x80",
+};
+static const char *const gen_thread_names[] = { "main", "work\xff" "er", NULL, "t3" };
+static const char gen_process_name[] = "gen\"demo";
+
+struct gen_event {
+	uint32_t thread;                /* index in the manifest and the session */
+	uint64_t seq;
+	struct atf_index_event ev;      /* as written (detail_seq filled by the writer) */
+	bool has_detail;
+	uint16_t detail_flags;
+	struct atf_detail_payload pl;
+	uint8_t stack[ATF_DETAIL_MAX_STACK];
+};
+
+struct gen {
+	char root[64];                  /* temporary directory */
+	char dir[128];                  /* root/pid_<GEN_PID>: the process directory */
+	uint32_t nthreads;
+	struct gen_event *ev;           /* every event, sorted by (timestamp, thread, seq) */
+	size_t n;
+};
+
+static uint64_t gen_rand(uint64_t *s)
+{
+	*s ^= *s << 13;
+	*s ^= *s >> 7;
+	*s ^= *s << 17;
+	return *s;
+}
+
+static int gen_cmp(const void *a, const void *b)
+{
+	const struct gen_event *x = a, *y = b;
+
+	if (x->ev.timestamp_ns != y->ev.timestamp_ns)
+		return x->ev.timestamp_ns < y->ev.timestamp_ns ? -1 : 1;
+	if (x->thread != y->thread)
+		return x->thread < y->thread ? -1 : 1;
+	return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+static void gen_thread(struct gen *g, struct atf_thread_writer *w, uint32_t t, uint32_t count,
+		       const uint64_t *gaps, size_t ngaps, uint64_t *rng, uint32_t module_id)
+{
+	uint64_t stack[GEN_MAX_DEPTH], ts = GEN_TS0 + t * 7;
+	uint32_t depth = 0;
+	uint8_t payload[ATF_DETAIL_PAYLOAD_SIZE + ATF_DETAIL_MAX_STACK];
+
+	for (uint32_t i = 0; i < count; i++) {
+		struct gen_event *e = &g->ev[g->n++];
+		uint64_t r = gen_rand(rng);
+		struct atf_detail_in din = { 0 };
+
+		memset(e, 0, sizeof(*e));
+		e->thread = t;
+		if (depth == 0 || (depth < GEN_MAX_DEPTH && r % 100 < 55)) {
+			uint32_t idx = (uint32_t)(r >> 8) % (GEN_NSYMS + 1) + 1;
+
+			e->ev.function_id = (uint64_t)module_id << 32 | (idx > GEN_NSYMS ? GEN_UNKNOWN_INDEX : idx);
+			e->ev.event_kind = ATF_KIND_CALL;
+			e->ev.call_depth = depth;
+			stack[depth++] = e->ev.function_id;
+		} else {
+			e->ev.function_id = stack[--depth];
+			e->ev.event_kind = r % 100 < 62 ? ATF_KIND_EXCEPTION : ATF_KIND_RETURN;
+			e->ev.call_depth = depth;
+		}
+		ts += gaps[(r >> 24) % ngaps];
+		e->ev.timestamp_ns = ts;
+		e->ev.thread_id = t;
+		e->has_detail = e->ev.event_kind != ATF_KIND_EXCEPTION && i % 3 == 0;
+		if (e->has_detail) {
+			e->pl.function_id = e->ev.function_id;
+			for (int k = 0; k < ATF_DETAIL_GP_REGS; k++)
+				e->pl.gp[k] = gen_rand(rng) >> (k * 7);   /* small and full-width values */
+			e->pl.lr = 0x7f0000001000ull + i;
+			e->pl.fp = 0x7ffc00000000ull + i * 16;
+			e->pl.sp = UINT64_MAX - i;
+			e->pl.stack_size = (uint16_t)((i % 4) * 60);
+			for (uint16_t b = 0; b < e->pl.stack_size; b++)
+				e->stack[b] = (uint8_t)(i * 31 + b);
+			e->detail_flags = (uint16_t)(i & 3);
+			atf_detail_payload_encode(payload, &e->pl);
+			memcpy(payload + ATF_DETAIL_PAYLOAD_SIZE, e->stack, e->pl.stack_size);
+			din.event_type = e->ev.event_kind == ATF_KIND_CALL ? ATF_DETAIL_CALL : ATF_DETAIL_RETURN;
+			din.flags = e->detail_flags;
+			din.payload = payload;
+			din.payload_len = ATF_DETAIL_PAYLOAD_SIZE + e->pl.stack_size;
+		}
+		int64_t seq = atf_thread_writer__append(w, &e->ev, e->has_detail ? &din : NULL);
+
+		if (seq < 0) {
+			fprintf(stderr, "gen: append: %s\n", atf_strerror((int)seq));
+			abort();
+		}
+		e->seq = (uint64_t)seq;
+	}
+}
+
+/** gen_session - write a session of @nthreads threads x @per_thread events into a new temp dir. */
+static void gen_session(struct gen *g, uint32_t nthreads, uint32_t per_thread, const uint64_t *gaps,
+			size_t ngaps, uint64_t seed)
+{
+	struct atf_manifest *m = atf_manifest__new();
+	uint64_t rng = seed * 0x9E3779B97F4A7C15ull + 1;
+	char path[256];
+	struct atf_module *mod;
+	uint32_t module_id;
+
+	memset(g, 0, sizeof(*g));
+	snprintf(g->root, sizeof(g->root), "/tmp/atf_export_test_XXXXXX");
+	if (!m || !mkdtemp(g->root))
+		abort();
+	snprintf(g->dir, sizeof(g->dir), "%s/pid_%u", g->root, GEN_PID);
+	if (mkdir(g->dir, 0755))
+		abort();
+	g->nthreads = nthreads;
+	g->ev = calloc((size_t)nthreads * per_thread + 1, sizeof(*g->ev));
+	mod = atf_manifest__add_module(m, "/usr/bin/gen-demo");
+	if (!g->ev || !mod)
+		abort();
+	module_id = mod->module_id;
+	for (uint32_t i = 0; i < GEN_NSYMS; i++)
+		if (!atf_manifest__add_symbol(m, module_id, i + 1, gen_symbols[i]))
+			abort();
+	for (uint32_t t = 0; t < nthreads; t++) {
+		struct atf_thread_writer *w;
+		struct atf_thread_info *ti;
+
+		if (atf_thread_writer__new(&w, g->dir, t, GEN_TID0 + t))
+			abort();
+		gen_thread(g, w, t, per_thread, gaps, ngaps, &rng, module_id);
+		if (atf_thread_writer__finalize(w))
+			abort();
+		ti = atf_manifest__add_thread(m, t, GEN_TID0 + t, gen_thread_names[t % 4]);
+		if (!ti)
+			abort();
+		ti->index_events = atf_thread_writer__index_count(w);
+		ti->detail_events = atf_thread_writer__detail_count(w);
+		ti->has_detail = ti->detail_events > 0;
+		atf_thread_writer__free(w);
+	}
+	m->pid = GEN_PID;
+	m->process_name = strdup(gen_process_name);
+	m->time_start_ns = GEN_TS0 - 5000;
+	snprintf(path, sizeof(path), "%s/manifest.json", g->dir);
+	if (atf_manifest__save(m, path))
+		abort();
+	atf_manifest__free(m);
+	qsort(g->ev, g->n, sizeof(*g->ev), gen_cmp);
+}
+
+/** gen_select - pointers to the events an export of (@thread, @from..@to) holds, in order. */
+static size_t gen_select(const struct gen *g, int64_t thread, uint64_t from, uint64_t to,
+			 const struct gen_event **out)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < g->n; i++)
+		if ((thread < 0 || g->ev[i].thread == (uint64_t)thread) &&
+		    g->ev[i].ev.timestamp_ns >= from && g->ev[i].ev.timestamp_ns <= to)
+			out[n++] = &g->ev[i];
+	return n;
+}
+
+/** gen_export - run @ops over the session; returns the output bytes (malloc'd) and their length. */
+static uint8_t *gen_export(const struct gen *g, const struct export_ops *ops, int64_t thread,
+			   uint64_t from, uint64_t to, size_t *len)
+{
+	struct export_options o = { .thread_id = thread, .from_ns = from, .to_ns = to };
+	struct atf_session *s = NULL;
+	struct atf_diag diag = { 0 };
+	char out[256];
+	uint8_t *buf;
+	FILE *f;
+	long size;
+	int err;
+
+	snprintf(out, sizeof(out), "%s/out.%s", g->root, ops->name);
+	o.out_path = out;
+	if ((err = atf_session__open(&s, g->dir, 0, &diag)) ||
+	    (err = export_session(s, ops, &o))) {
+		fprintf(stderr, "gen_export: %s (%s)\n", atf_strerror(err), diag.msg);
+		abort();
+	}
+	atf_session__close(s);
+	f = fopen(out, "rb");
+	if (!f || fseek(f, 0, SEEK_END) || (size = ftell(f)) < 0 || fseek(f, 0, SEEK_SET))
+		abort();
+	buf = malloc((size_t)size + 1);
+	if (!buf || fread(buf, 1, (size_t)size, f) != (size_t)size)
+		abort();
+	fclose(f);
+	buf[size] = 0;
+	*len = (size_t)size;
+	return buf;
+}
+
+static int gen_rm(const char *p, const struct stat *st, int flag, struct FTW *ftw)
+{
+	return remove(p);
+}
+
+static void gen_free(struct gen *g)
+{
+	nftw(g->root, gen_rm, 16, FTW_DEPTH | FTW_PHYS);
+	free(g->ev);
+}
+
+#endif
