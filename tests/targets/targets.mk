@@ -22,3 +22,13 @@ $(OUTPUT)/targets/cxx_throw: tests/targets/cxx_throw.cpp
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CXX) $(TARGET_CFLAGS) $< -o $@
 EXTRA_TARGETS += $(OUTPUT)/targets/libatftest.so $(OUTPUT)/targets/cxx_throw
+
+# ---- symbol-resolution targets (probe) ----
+# probe_plt: odd symbols (in .plt, int3 first, aliases, data, ifunc) for tests/unit/test_symbols.c.
+TARGET_CFLAGS_probe_plt := -fcf-protection=none
+# probe_sites_cet: probe_sites built with -fcf-protection: compiled functions start with endbr64.
+$(OUTPUT)/targets/probe_sites_cet: tests/targets/probe_sites.c
+	$(call msg,TARGET,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(TARGET_CFLAGS) -fcf-protection=full $< -o $@
+EXTRA_TARGETS += $(OUTPUT)/targets/probe_sites_cet

@@ -1,0 +1,87 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The recorder (user/recorder.c, user/recorder_manifest.c): drains the BPF ring into per-thread
+ * ATF writers, one process directory <session>/pid_<PID>/ per traced process with its own
+ * manifest.json and thread table.
+ *
+ * Durability: after every drain tick the dirty writers are flushed, and each process manifest is
+ * written at start, again (at most every ~100 ms) when threads appeared or ended, and at the
+ * end; so a recorder killed with -9 leaves a session `atftrace recover` can repair with every
+ * event written so far.
+ */
+#ifndef ATFTRACE_RECORDER_H
+#define ATFTRACE_RECORDER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include "probes.h"
+#include "symbols.h"
+
+struct recorder_opts {
+	const char *session_dir;    /* created if missing; pid_<PID>/ directories go inside */
+	struct probes *probes;      /* the ring to drain and the lost counters */
+	int wake_fd;                /* extra fd that ends a tick early when readable (signalfd), or -1 */
+	bool verbose;
+};
+
+struct recorder_stats {
+	uint64_t events;            /* index events written */
+	uint64_t detail_events;
+	uint64_t lost_events;       /* failed ring reserves (probes__lost) */
+	uint64_t lost_detail;
+	uint64_t bad_records;       /* malformed ring records, skipped and counted */
+	uint64_t ignored_events;    /* events of a process whose recording had ended (after exec) */
+	uint64_t write_errors;      /* events that could not be written (reported as errors) */
+	uint32_t threads;           /* thread directories created */
+	uint32_t processes;         /* process directories created */
+	uint32_t live_processes;    /* processes still being recorded */
+	uint64_t time_start_ns, time_end_ns;
+};
+
+struct recorder;
+
+/** recorder__new - set up the ring consumer; nothing is written until a process is added. */
+int recorder__new(struct recorder **out, const struct recorder_opts *opts);
+
+/**
+ * recorder__add_module - list @m's selected functions in every process manifest (modules and
+ * symbols). @m must stay valid until recorder__free(). Call before recorder__add_process().
+ */
+int recorder__add_module(struct recorder *r, const struct sym_module *m);
+
+/**
+ * recorder__add_process - start recording process @pid: create pid_<PID>/ and write its first
+ * manifest. @argv (NULL: read /proc/PID/cmdline) is stored in the manifest. @launched_gated:
+ * the process is a gated child about to exec its target, so its first exec is the start of
+ * the recording, not an exec that ends it.
+ */
+int recorder__add_process(struct recorder *r, pid_t pid, char *const *argv, size_t argc,
+			  bool launched_gated);
+
+/**
+ * recorder__tick - wait up to @timeout_ms for ring data, the end of a traced process or @wake_fd,
+ * then drain the ring, finalize the threads that exited and the processes that ended, flush
+ * every dirty writer and save changed manifests. Returns 0 or a negative error.
+ */
+int recorder__tick(struct recorder *r, int timeout_ms);
+
+/** recorder__live_processes - processes still being recorded (0: every target is gone). */
+uint32_t recorder__live_processes(const struct recorder *r);
+
+/**
+ * recorder__finish - drain what is left, finalize every file and write each live process's
+ * manifest with @end_reason ("signal", "duration", ...). Idempotent.
+ */
+int recorder__finish(struct recorder *r, const char *end_reason);
+
+void recorder__stats(const struct recorder *r, struct recorder_stats *s);
+
+/** recorder__exit_status - wait(2) status of a launched child the recorder reaped, or -1. */
+int recorder__exit_status(const struct recorder *r, pid_t pid);
+
+/** recorder__free - finalize if needed and release. NULL is ignored. */
+void recorder__free(struct recorder *r);
+
+#endif

@@ -1,0 +1,482 @@
+// SPDX-License-Identifier: MIT
+/*
+ * atftrace record [OPTIONS] -- CMD [ARGS...]   trace a command from its first instruction
+ * atftrace record [OPTIONS] -p PID             trace a running process (also: atftrace attach)
+ *
+ * Order matters for a launched command: the child is forked and held on a pipe, its pid goes
+ * into the BPF filter and the uprobe links (restricted to it) are attached, and only then is
+ * it released to exec; so no call of the target escapes. Signals arrive through a signalfd
+ * (no work in handlers); after the first SIGINT/SIGTERM the default action is restored, so a
+ * second one ends the recorder at once, leaving files that were flushed at every drain tick.
+ */
+#include <argp.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/signalfd.h>
+#include <sys/wait.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+#include "commands.h"
+#include "probes.h"
+#include "proc.h"
+#include "record_modules.h"
+#include "recorder.h"
+
+#define TICK_MS 5
+
+struct record_args {
+	bool attach_cmd;            /* invoked as `atftrace attach` */
+	pid_t pid;
+	bool follow_fork;
+	struct rm_spec spec;        /* -f / -x */
+	const char *outdir;
+	double duration;
+	size_t ring_size;
+	bool verbose;
+	const char *ready_file;
+	char **cmd;
+	int ncmd;
+};
+
+enum { OPT_FOLLOW_FORK = 1000, OPT_DURATION, OPT_RING_SIZE, OPT_READY_FILE };
+
+static const struct argp_option options[] = {
+	{ "pid", 'p', "PID", 0, "Trace the running process PID instead of launching CMD", 0 },
+	{ "follow-fork", OPT_FOLLOW_FORK, NULL, 0,
+	  "Also trace processes the target forks (each in its own pid_<PID>/)", 0 },
+	{ "function", 'f', "[MODULE:]GLOB", 0,
+	  "Trace functions matching GLOB (repeatable); MODULE is a path or a library name such as "
+	  "libc.so.6. Default: every function of the main executable", 0 },
+	{ "exclude", 'x', "GLOB", 0, "Do not trace functions matching GLOB (repeatable)", 0 },
+	{ "output", 'o', "DIR", 0,
+	  "Session directory (default ada_traces/session_YYYYMMDD_HHMMSS)", 0 },
+	{ "duration", OPT_DURATION, "SEC", 0, "Stop after SEC seconds", 0 },
+	{ "ring-size", OPT_RING_SIZE, "SIZE", 0,
+	  "BPF ring buffer size, a power of two with optional K/M/G suffix (default 8M)", 0 },
+	{ "ready-file", OPT_READY_FILE, "PATH", 0,
+	  "Create PATH once the probes are attached (for scripts that must not race the recorder)", 0 },
+	{ "verbose", 'v', NULL, 0, "Say more: skipped functions, processes, libbpf messages", 0 },
+	{ 0 }
+};
+
+static int parse_size(const char *s, size_t *out)
+{
+	char *end;
+	unsigned long long v;
+
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (errno || end == s)
+		return -EINVAL;
+	switch (*end) {
+	case 'k': case 'K': v <<= 10; end++; break;
+	case 'm': case 'M': v <<= 20; end++; break;
+	case 'g': case 'G': v <<= 30; end++; break;
+	}
+	if (*end == 'i' || *end == 'I')     /* "8MiB" */
+		end++;
+	if (*end == 'b' || *end == 'B')
+		end++;
+	if (*end || v < 4096 || v > (1ull << 30) || (v & (v - 1)))
+		return -EINVAL;
+	*out = (size_t)v;
+	return 0;
+}
+
+static error_t parse_opt(int key, char *arg, struct argp_state *state)
+{
+	struct record_args *a = state->input;
+	char *end;
+
+	switch (key) {
+	case 'p': {
+		long v;
+		errno = 0;
+		v = strtol(arg, &end, 10);
+		if (errno || *end || v <= 0 || v > 0x3fffffff)
+			argp_error(state, "--pid: '%s' is not a process id", arg);
+		a->pid = (pid_t)v;
+		break;
+	}
+	case OPT_FOLLOW_FORK:
+		a->follow_fork = true;
+		break;
+	case 'f':
+		if (rm_spec_add(&a->spec, arg, false) < 0)
+			argp_failure(state, 1, ENOMEM, "-f");
+		break;
+	case 'x':
+		if (rm_spec_add(&a->spec, arg, true) < 0)
+			argp_failure(state, 1, ENOMEM, "-x");
+		break;
+	case 'o':
+		a->outdir = arg;
+		break;
+	case OPT_DURATION:
+		errno = 0;
+		a->duration = strtod(arg, &end);
+		if (errno || *end || !(a->duration > 0) || a->duration > 1e9)
+			argp_error(state, "--duration: '%s' is not a positive number of seconds", arg);
+		break;
+	case OPT_RING_SIZE:
+		if (parse_size(arg, &a->ring_size))
+			argp_error(state, "--ring-size: '%s' is not a power of two between 4K and 1G", arg);
+		break;
+	case OPT_READY_FILE:
+		a->ready_file = arg;
+		break;
+	case 'v':
+		a->verbose = true;
+		break;
+	case ARGP_KEY_ARG:
+		if (a->attach_cmd && !a->pid && state->argc - state->next == 0) {
+			/* `atftrace attach PID` */
+			long v;
+			errno = 0;
+			v = strtol(arg, &end, 10);
+			if (errno || *end || v <= 0 || v > 0x3fffffff)
+				argp_error(state, "'%s' is not a process id", arg);
+			a->pid = (pid_t)v;
+			break;
+		}
+		/* the command and all its arguments, options included */
+		a->cmd = &state->argv[state->next - 1];
+		a->ncmd = state->argc - state->next + 1;
+		state->next = state->argc;
+		break;
+	case ARGP_KEY_END:
+		if (a->attach_cmd && a->cmd)
+			argp_error(state, "attach traces a running process: give -p PID, not a command");
+		if (a->pid && a->cmd)
+			argp_error(state, "give either -p PID or a command, not both");
+		if (!a->pid && !a->cmd)
+			argp_error(state, "give a command to launch (-- CMD [ARGS...]) or -p PID");
+		break;
+	default:
+		return ARGP_ERR_UNKNOWN;
+	}
+	return 0;
+}
+
+/* ---- session directory ---------------------------------------------------------------------- */
+
+static int mkdir_p(const char *path)
+{
+	char tmp[4096];
+	size_t len = strlen(path);
+
+	if (len >= sizeof(tmp))
+		return -ENAMETOOLONG;
+	memcpy(tmp, path, len + 1);
+	for (char *p = tmp + 1; *p; p++) {
+		if (*p != '/')
+			continue;
+		*p = '\0';
+		if (mkdir(tmp, 0755) < 0 && errno != EEXIST)
+			return -errno;
+		*p = '/';
+	}
+	if (mkdir(tmp, 0755) < 0 && errno != EEXIST)
+		return -errno;
+	return 0;
+}
+
+/* -o DIR as given, or a fresh ada_traces/session_YYYYMMDD_HHMMSS[_N]. */
+static char *make_session_dir(const char *outdir)
+{
+	char base[64], *dir = NULL;
+	time_t now = time(NULL);
+	struct tm tm;
+	int err;
+
+	if (outdir) {
+		err = mkdir_p(outdir);
+		if (err < 0) {
+			fprintf(stderr, "atftrace record: %s: %s\n", outdir, strerror(-err));
+			return NULL;
+		}
+		return strdup(outdir);
+	}
+	localtime_r(&now, &tm);
+	strftime(base, sizeof(base), "ada_traces/session_%Y%m%d_%H%M%S", &tm);
+	if (mkdir_p("ada_traces") < 0) {
+		fprintf(stderr, "atftrace record: ada_traces: %s\n", strerror(errno));
+		return NULL;
+	}
+	for (int n = 1; n < 1000; n++) {
+		free(dir);
+		if ((n == 1 ? asprintf(&dir, "%s", base) : asprintf(&dir, "%s_%d", base, n)) < 0)
+			return NULL;
+		if (mkdir(dir, 0755) == 0)
+			return dir;
+		if (errno != EEXIST)
+			break;
+	}
+	fprintf(stderr, "atftrace record: %s: %s\n", dir, strerror(errno));
+	free(dir);
+	return NULL;
+}
+
+/* ---- the drain loop ------------------------------------------------------------------------- */
+
+static double mono_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static void status_line(const struct recorder *r, double now, double *last_t, uint64_t *last_ev)
+{
+	struct recorder_stats st;
+
+	recorder__stats(r, &st);
+	fprintf(stderr, "\r\033[K  %llu events (%.0f/s), %u threads, %u processes, %llu lost",
+		(unsigned long long)st.events, (double)(st.events - *last_ev) / (now - *last_t),
+		st.threads, st.processes, (unsigned long long)st.lost_events);
+	*last_t = now;
+	*last_ev = st.events;
+}
+
+/* Returns the end reason, or NULL on a recorder error. */
+static const char *record_loop(struct recorder *r, int sigfd, double duration)
+{
+	bool tty = isatty(STDERR_FILENO);
+	double start = mono_s(), last_status = start;
+	uint64_t last_events = 0;
+	const char *reason = NULL;
+
+	while (!reason) {
+		struct signalfd_siginfo si;
+		double now;
+		int err = recorder__tick(r, TICK_MS);
+
+		if (err < 0) {
+			fprintf(stderr, "atftrace record: draining the ring buffer: %s\n", strerror(-err));
+			return NULL;
+		}
+		if (read(sigfd, &si, sizeof(si)) == (ssize_t)sizeof(si)) {
+			sigset_t set;
+			/* a second Ctrl-C/SIGTERM now ends us at once; files are flushed every tick */
+			sigemptyset(&set);
+			sigaddset(&set, SIGINT);
+			sigaddset(&set, SIGTERM);
+			sigprocmask(SIG_UNBLOCK, &set, NULL);
+			reason = "signal";
+		} else if (!recorder__live_processes(r)) {
+			reason = "target exited";
+		}
+		now = mono_s();
+		if (!reason && duration > 0 && now - start >= duration)
+			reason = "duration";
+		if (tty && now - last_status >= 1.0)
+			status_line(r, now, &last_status, &last_events);
+	}
+	if (tty)
+		fprintf(stderr, "\r\033[K");
+	return reason;
+}
+
+static void print_summary(const struct recorder *r, const char *session_dir, const char *reason,
+			  double seconds)
+{
+	struct recorder_stats st;
+
+	recorder__stats(r, &st);
+	fprintf(stderr, "atftrace record: %llu events (%llu with detail) from %u thread%s in %u "
+		"process%s, %llu lost, %.3f s, ended by %s; output in %s\n",
+		(unsigned long long)st.events, (unsigned long long)st.detail_events, st.threads,
+		st.threads == 1 ? "" : "s", st.processes, st.processes == 1 ? "" : "es",
+		(unsigned long long)(st.lost_events + st.lost_detail), seconds, reason, session_dir);
+	if (st.lost_events || st.lost_detail)
+		fprintf(stderr, "atftrace record: %llu events could not enter the ring buffer; "
+			"a larger --ring-size may help\n",
+			(unsigned long long)(st.lost_events + st.lost_detail));
+	if (st.bad_records)
+		fprintf(stderr, "atftrace record: %llu malformed ring records were skipped\n",
+			(unsigned long long)st.bad_records);
+	if (st.ignored_events)
+		fprintf(stderr, "atftrace record: %llu events after an exec were not recorded\n",
+			(unsigned long long)st.ignored_events);
+	if (st.write_errors)
+		fprintf(stderr, "atftrace record: %llu events could not be written\n",
+			(unsigned long long)st.write_errors);
+}
+
+static void raise_nofile_limit(void)
+{
+	struct rlimit rl;
+
+	/* two files per live thread: many-threaded targets need more than the usual 1024 */
+	if (!getrlimit(RLIMIT_NOFILE, &rl) && rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		setrlimit(RLIMIT_NOFILE, &rl);
+	}
+}
+
+static int write_ready_file(const char *path)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+
+	if (fd < 0) {
+		fprintf(stderr, "atftrace record: --ready-file %s: %s\n", path, strerror(errno));
+		return -errno;
+	}
+	close(fd);
+	return 0;
+}
+
+static int record_main(struct record_args *a)
+{
+	struct probe_opts po = { .ring_size = a->ring_size ? a->ring_size : 8u << 20 };
+	struct proc_child child = { .pid = -1, .gate_fd = -1, .exec_err_fd = -1 };
+	struct rm_modules mods = { 0 };
+	struct probes *probes = NULL;
+	struct recorder *rec = NULL;
+	char *session_dir = NULL;
+	const char *reason = NULL;
+	sigset_t sigs;
+	int sigfd = -1, err, ret = 1, status;
+	pid_t target;
+	double t0;
+
+	raise_nofile_limit();
+	sigemptyset(&sigs);
+	sigaddset(&sigs, SIGINT);
+	sigaddset(&sigs, SIGTERM);
+	sigprocmask(SIG_BLOCK, &sigs, NULL);
+	sigfd = signalfd(-1, &sigs, SFD_NONBLOCK | SFD_CLOEXEC);
+	if (sigfd < 0) {
+		fprintf(stderr, "atftrace record: signalfd: %s\n", strerror(errno));
+		goto cleanup;
+	}
+	if (a->pid && !proc_alive(a->pid)) {
+		fprintf(stderr, "atftrace record: -p %d: no such process\n", (int)a->pid);
+		goto cleanup;
+	}
+	/* symbols first: a bad -f fails before anything is created */
+	if (rm_modules_open(&mods, &a->spec, a->pid, a->cmd ? a->cmd[0] : NULL, a->verbose) < 0)
+		goto cleanup;
+	po.wakeup_bytes = (uint32_t)(po.ring_size / 4);
+	po.follow_fork = a->follow_fork;
+	po.verbose = a->verbose;
+	err = probes__open(&probes, &po);
+	if (err < 0) {
+		fprintf(stderr, "atftrace record: cannot load the BPF probes: %s%s\n", strerror(-err),
+			err == -EPERM ? " (run as root)" : "");
+		goto cleanup;
+	}
+	if (a->cmd) {
+		err = proc_child__spawn_gated(&child, mods.exe_path, a->cmd);
+		if (err < 0) {
+			fprintf(stderr, "atftrace record: cannot fork: %s\n", strerror(-err));
+			goto cleanup;
+		}
+		target = child.pid;
+	} else {
+		target = a->pid;
+	}
+	session_dir = make_session_dir(a->outdir);
+	if (!session_dir)
+		goto cleanup;
+	struct recorder_opts ro = { .session_dir = session_dir, .probes = probes, .wake_fd = sigfd,
+				    .verbose = a->verbose };
+	err = recorder__new(&rec, &ro);
+	for (size_t i = 0; !err && i < mods.n; i++)
+		err = recorder__add_module(rec, mods.m[i]);
+	if (!err)
+		err = recorder__add_process(rec, target, a->cmd, a->cmd ? (size_t)a->ncmd : 0,
+					    a->cmd != NULL);
+	if (err < 0) {
+		fprintf(stderr, "atftrace record: cannot start the recorder in %s: %s\n", session_dir,
+			strerror(-err));
+		goto cleanup;
+	}
+	err = probes__add_pid(probes, target);
+	if (err < 0) {
+		fprintf(stderr, "atftrace record: cannot trace process %d: %s\n", (int)target,
+			strerror(-err));
+		goto cleanup;
+	}
+	if (rm_modules_attach(&mods, probes, a->follow_fork ? 0 : target) < 0)
+		goto cleanup;
+	if (a->cmd) {
+		err = proc_child__release(&child);
+		if (err < 0) {
+			fprintf(stderr, "atftrace record: cannot run %s: %s\n", mods.exe_path,
+				strerror(-err));
+			goto cleanup;
+		}
+	}
+	if (a->ready_file && write_ready_file(a->ready_file) < 0)
+		goto cleanup;
+	fprintf(stderr, "atftrace record: %s %d: %zu functions in %zu module%s; recording to %s\n",
+		a->cmd ? "launched" : "attached to", (int)target, mods.attached, mods.n,
+		mods.n == 1 ? "" : "s", session_dir);
+	t0 = mono_s();
+	reason = record_loop(rec, sigfd, a->duration);
+	err = recorder__finish(rec, reason ? reason : "recorder error");
+	if (!reason || err < 0)
+		goto cleanup;
+	print_summary(rec, session_dir, reason, mono_s() - t0);
+	status = a->cmd ? recorder__exit_status(rec, target) : -1;
+	if (status >= 0 && WIFEXITED(status) && WEXITSTATUS(status))
+		fprintf(stderr, "atftrace record: the target exited with status %d\n",
+			WEXITSTATUS(status));
+	else if (status >= 0 && WIFSIGNALED(status))
+		fprintf(stderr, "atftrace record: the target was killed by signal %d\n",
+			WTERMSIG(status));
+	{
+		struct recorder_stats st;
+		recorder__stats(rec, &st);
+		ret = st.write_errors ? 1 : 0;
+	}
+cleanup:
+	if (child.gate_fd >= 0)
+		proc_child__abort(&child);      /* never released: it exits 127 without running */
+	recorder__free(rec);
+	probes__free(probes);
+	rm_modules_free(&mods);
+	free(session_dir);
+	if (sigfd >= 0)
+		close(sigfd);
+	return ret;
+}
+
+static int run(int argc, char **argv, bool attach_cmd)
+{
+	struct record_args a = { .attach_cmd = attach_cmd };
+	struct argp argp = {
+		.options = options,
+		.parser = parse_opt,
+		.args_doc = attach_cmd ? "PID" : "-- CMD [ARGS...]\n-p PID",
+		.doc = attach_cmd ? "Trace a running process (the same as record -p PID)."
+				  : "Trace a command from its first instruction, or a running process.",
+	};
+	int ret;
+
+	argp_err_exit_status = 1;
+	if (argp_parse(&argp, argc, argv, ARGP_IN_ORDER, NULL, &a))
+		ret = 1;
+	else
+		ret = record_main(&a);
+	rm_spec_free(&a.spec);
+	return ret;
+}
+
+int cmd_record(int argc, char **argv)
+{
+	return run(argc, argv, false);
+}
+
+int cmd_attach(int argc, char **argv)
+{
+	return run(argc, argv, true);
+}

@@ -1,0 +1,318 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Module and function selection for `atftrace record`: -f [MODULE:]GLOB picks the module
+ * (the main executable when MODULE is absent; a path, or a library name resolved through
+ * /proc/PID/maps for -p or the library path for a launched command) and the functions in it;
+ * -x GLOB excludes everywhere. Functions that match but cannot be probed are reported with
+ * their reasons, never dropped silently.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <fnmatch.h>
+#include <gelf.h>
+#include <libelf.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "proc.h"
+#include "record_modules.h"
+
+static int push_str(char ***arr, size_t *n, const char *s)
+{
+	char **na = realloc(*arr, (*n + 1) * sizeof(*na));
+
+	if (!na)
+		return -ENOMEM;
+	*arr = na;
+	if (!(na[*n] = strdup(s)))
+		return -ENOMEM;
+	(*n)++;
+	return 0;
+}
+
+int rm_spec_add(struct rm_spec *s, const char *arg, bool exclude)
+{
+	return exclude ? push_str(&s->excludes, &s->nexcludes, arg)
+		       : push_str(&s->funcs, &s->nfuncs, arg);
+}
+
+void rm_spec_free(struct rm_spec *s)
+{
+	for (size_t i = 0; i < s->nfuncs; i++)
+		free(s->funcs[i]);
+	for (size_t i = 0; i < s->nexcludes; i++)
+		free(s->excludes[i]);
+	free(s->funcs);
+	free(s->excludes);
+	*s = (struct rm_spec){ 0 };
+}
+
+int rm_split(const char *arg)
+{
+	for (const char *c = arg; (c = strchr(c, ':')); ) {
+		if (c[1] == ':') {      /* "::" belongs to a C++ name */
+			c += 2;
+			continue;
+		}
+		return c == arg ? -1 : (int)(c - arg);
+	}
+	return -1;
+}
+
+/* Does the ELF file at @path list a DT_NEEDED entry starting with @prefix? */
+static bool elf_needs(const char *path, const char *prefix)
+{
+	bool found = false;
+	Elf_Scn *scn = NULL;
+	Elf *elf;
+	int fd;
+
+	if (elf_version(EV_CURRENT) == EV_NONE)
+		return false;
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	elf = elf_begin(fd, ELF_C_READ, NULL);
+	while (elf && !found && (scn = elf_nextscn(elf, scn))) {
+		GElf_Shdr sh;
+		Elf_Data *d;
+
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_DYNAMIC || !sh.sh_entsize)
+			continue;
+		d = elf_getdata(scn, NULL);
+		for (size_t i = 0; d && i < sh.sh_size / sh.sh_entsize && !found; i++) {
+			GElf_Dyn dyn;
+			const char *name;
+
+			if (!gelf_getdyn(d, (int)i, &dyn) || dyn.d_tag != DT_NEEDED)
+				continue;
+			name = elf_strptr(elf, sh.sh_link, dyn.d_un.d_val);
+			found = name && !strncmp(name, prefix, strlen(prefix));
+		}
+	}
+	elf_end(elf);
+	close(fd);
+	return found;
+}
+
+static bool func_matches(const struct sym_func *f, const char *const *globs, size_t n)
+{
+	if (!n)
+		return true;
+	for (size_t i = 0; i < n; i++)
+		if (!fnmatch(globs[i], f->name, 0) || (f->demangled && !fnmatch(globs[i], f->demangled, 0)))
+			return true;
+	return false;
+}
+
+/* One line per module about matching functions that cannot be probed; names with -v. */
+static void report_skips(const struct sym_module *m, const char *const *globs, size_t nglobs,
+			 size_t selected, bool verbose)
+{
+	size_t counts[16] = { 0 }, total = 0;
+	char line[512];
+	int len;
+
+	for (size_t i = 0; i < m->nfuncs; i++) {
+		const struct sym_func *f = &m->funcs[i];
+		/* aliases are probed under another name; -x is what the user asked for */
+		if (f->skip == SYM_OK || f->skip == SYM_SKIP_ALIAS || f->skip == SYM_SKIP_EXCLUDED ||
+		    f->skip >= 16 || !func_matches(f, globs, nglobs))
+			continue;
+		counts[f->skip]++;
+		total++;
+		if (verbose)
+			fprintf(stderr, "atftrace record: %s: not probed: %s (%s)\n", m->path,
+				f->demangled ? f->demangled : f->name, sym_skip_str(f->skip));
+	}
+	if (verbose)
+		fprintf(stderr, "atftrace record: %s: %zu functions selected\n", m->path, selected);
+	if (!total)
+		return;
+	len = snprintf(line, sizeof(line), "atftrace record: %s: %zu matching function%s cannot be "
+		       "probed:", m->path, total, total == 1 ? "" : "s");
+	for (int s = 0; s < 16 && len > 0 && (size_t)len < sizeof(line); s++)
+		if (counts[s])
+			len += snprintf(line + len, sizeof(line) - (size_t)len, " %zu %s", counts[s],
+					sym_skip_str((enum sym_skip)s));
+	fprintf(stderr, "%s%s\n", line, verbose ? "" : " (-v lists them)");
+}
+
+static bool same_file(const char *a, const char *b)
+{
+	char ra[PATH_MAX], rb[PATH_MAX];
+
+	if (!strcmp(a, b))
+		return true;
+	return realpath(a, ra) && realpath(b, rb) && !strcmp(ra, rb);
+}
+
+/* Open @path (unless already open) and select @globs in it. */
+static int add_module(struct rm_modules *mods, const char *path, const char *const *globs,
+		      size_t nglobs, const struct rm_spec *spec, pid_t pid)
+{
+	struct sym_module *m = NULL, **nm;
+	size_t sel;
+	int err;
+
+	for (size_t i = 0; i < mods->n; i++)
+		if (same_file(mods->m[i]->path, path)) {
+			fprintf(stderr, "atftrace record: %s is named twice; give all its -f globs with "
+				"one spelling\n", path);
+			return -EINVAL;
+		}
+	err = sym_module__open(&m, path, -1);
+	if (err < 0) {
+		fprintf(stderr, "atftrace record: %s: cannot read symbols: %s\n", path, strerror(-err));
+		return err;
+	}
+	sel = sym_module__select(m, globs, nglobs, (const char *const *)spec->excludes,
+				 spec->nexcludes);
+	report_skips(m, globs, nglobs, sel, mods->verbose);
+	if (pid > 0 && !m->base) {
+		struct proc_mapping *maps;
+		size_t nmaps;
+		if (!proc_maps(pid, &maps, &nmaps)) {
+			for (size_t i = 0; i < nmaps; i++)
+				if (same_file(maps[i].path, path))
+					m->base = maps[i].start - maps[i].file_offset_at_start;
+			proc_maps_free(maps, nmaps);
+		}
+	}
+	if (!sel) {
+		fprintf(stderr, "atftrace record: %s: no probe-able function matches%s%s\n", path,
+			nglobs ? " " : "", nglobs ? globs[0] : "");
+		sym_module__free(m);
+		return -ENOENT;
+	}
+	nm = realloc(mods->m, (mods->n + 1) * sizeof(*nm));
+	if (!nm) {
+		sym_module__free(m);
+		return -ENOMEM;
+	}
+	mods->m = nm;
+	mods->m[mods->n++] = m;
+	mods->selected += sel;
+	return 0;
+}
+
+static char *resolve_module(const char *name, pid_t pid)
+{
+	char *path = sym_resolve_library(pid > 0 ? pid : 0, name);
+
+	if (!path)
+		fprintf(stderr, "atftrace record: %s: not found %s\n", name,
+			pid > 0 ? "in the process's mappings (/proc/PID/maps)" : "on the library path");
+	return path;
+}
+
+int rm_modules_open(struct rm_modules *mods, const struct rm_spec *spec, pid_t pid,
+		    const char *cmd, bool verbose)
+{
+	const char **globs = calloc(spec->nfuncs + 1, sizeof(*globs));
+	bool *done = calloc(spec->nfuncs + 1, sizeof(*done));
+	size_t nglobs = 0;
+	int err = -ENOMEM;
+
+	mods->verbose = verbose;
+	if (!globs || !done)
+		goto cleanup;
+	mods->exe_path = cmd ? proc_find_in_path(cmd) : proc_exe_path(pid);
+	if (!mods->exe_path) {
+		err = -ENOENT;
+		if (cmd)
+			fprintf(stderr, "atftrace record: %s: command not found\n", cmd);
+		else
+			fprintf(stderr, "atftrace record: -p %d: cannot read /proc/%d/exe\n", (int)pid,
+				(int)pid);
+		goto cleanup;
+	}
+	/* the main executable: globs without a module, or all functions when there is no -f */
+	for (size_t i = 0; i < spec->nfuncs; i++)
+		if (rm_split(spec->funcs[i]) < 0) {
+			globs[nglobs++] = spec->funcs[i];
+			done[i] = true;
+		}
+	if (nglobs || !spec->nfuncs) {
+		err = add_module(mods, mods->exe_path, globs, nglobs, spec, pid);
+		if (err < 0)
+			goto cleanup;
+	}
+	/* every other module, with all of its globs at once */
+	for (size_t i = 0; i < spec->nfuncs; i++) {
+		int len = rm_split(spec->funcs[i]);
+		char *name, *path;
+
+		if (done[i])
+			continue;
+		name = strndup(spec->funcs[i], (size_t)len);
+		if (!name)
+			goto cleanup;
+		nglobs = 0;
+		for (size_t j = i; j < spec->nfuncs; j++) {
+			if (done[j] || rm_split(spec->funcs[j]) != len || strncmp(spec->funcs[j], name, (size_t)len))
+				continue;
+			globs[nglobs++] = spec->funcs[j] + len + 1;
+			done[j] = true;
+		}
+		path = strchr(name, '/') ? strdup(name) : resolve_module(name, pid);
+		free(name);
+		if (!path) {
+			err = -ENOENT;
+			goto cleanup;
+		}
+		err = add_module(mods, path, globs, nglobs, spec, pid);
+		free(path);
+		if (err < 0)
+			goto cleanup;
+	}
+	/* C++: the catch hook closes unwound frames at the catch, not at the next call */
+	if (pid > 0)
+		mods->cxx_path = sym_resolve_library(pid, "libstdc++.so.6");
+	else if (elf_needs(mods->exe_path, "libstdc++"))
+		mods->cxx_path = sym_resolve_library(0, "libstdc++.so.6");
+	err = 0;
+cleanup:
+	free(globs);
+	free(done);
+	if (err < 0)
+		rm_modules_free(mods);
+	return err;
+}
+
+int rm_modules_attach(struct rm_modules *mods, struct probes *p, pid_t pid)
+{
+	for (size_t i = 0; i < mods->n; i++) {
+		int n = probes__attach_module(p, mods->m[i], pid);
+		if (n < 0) {
+			fprintf(stderr, "atftrace record: %s: cannot attach probes: %s\n",
+				mods->m[i]->path, strerror(-n));
+			return n;
+		}
+		mods->attached += (size_t)n;
+	}
+	if (mods->cxx_path) {
+		int err = probes__attach_unwind_hooks(p, mods->cxx_path, pid);
+		if (err < 0) {
+			/* still correct, only later: frames close at the next traced call */
+			fprintf(stderr, "atftrace record: %s: no catch hook (%s); frames a C++ exception "
+				"unwinds close at the thread's next traced call\n", mods->cxx_path,
+				strerror(-err));
+		} else if (mods->verbose) {
+			fprintf(stderr, "atftrace record: catch hook on %s\n", mods->cxx_path);
+		}
+	}
+	return 0;
+}
+
+void rm_modules_free(struct rm_modules *mods)
+{
+	for (size_t i = 0; i < mods->n; i++)
+		sym_module__free(mods->m[i]);
+	free(mods->m);
+	free(mods->exe_path);
+	free(mods->cxx_path);
+	*mods = (struct rm_modules){ .verbose = mods->verbose };
+}

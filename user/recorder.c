@@ -1,0 +1,659 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The recorder: BPF ring records -> per-thread ATF writers.
+ *
+ * One consumer thread does everything: the ring callback dispatches on the record's type tag
+ * with one switch, looks the thread up by tid (a one-entry cache in front of an open-addressing
+ * table, because events come in bursts per thread) and appends to that thread's writer.
+ * The BPF side submits without wakeups and forces one only past a fill threshold, so each tick
+ * waits at most a few milliseconds, drains everything, and then flushes the writers it touched;
+ * that is what makes every drained event durable against kill -9 of the recorder.
+ *
+ * Processes: each traced process has a directory pid_<PID>/, a manifest and a thread table;
+ * threads get dense directory ids in order of first appearance. A thread's files are finalized
+ * when its REC_TASK_EXIT arrives, so long sessions with many short threads keep few files open.
+ * A process ends when its pidfd reports the whole thread group gone (all of its events are then
+ * already in the ring), or at its exec (REC_TASK_EXEC).
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+#include <bpf/libbpf.h>
+#include "atftrace.h"
+#include "container.h"
+#include "proc.h"
+#include "recorder_int.h"
+
+#define MANIFEST_SAVE_INTERVAL_NS (100ull * 1000 * 1000)
+
+/* epoll tags for the ring and the wake fd; processes are tagged with their own pointer */
+static char tag_ring, tag_wake;
+
+uint64_t rec_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* ---- tid table ------------------------------------------------------------------------------ */
+
+static size_t tid_hash(uint32_t tid, size_t cap)
+{
+	return (size_t)((tid * 2654435761u) & (cap - 1));
+}
+
+static struct rec_thread *tid_lookup(const struct recorder *r, uint32_t tid)
+{
+	if (!r->tid_cap)
+		return NULL;
+	for (size_t i = tid_hash(tid, r->tid_cap);; i = (i + 1) & (r->tid_cap - 1)) {
+		struct rec_thread *t = r->tid_slots[i];
+		if (!t || t->tid == tid)
+			return t;
+	}
+}
+
+/* Insert or replace the entry for t->tid (a reused tid replaces the ended thread). */
+static int tid_insert(struct recorder *r, struct rec_thread *t)
+{
+	if ((r->tid_used + 1) * 2 > r->tid_cap) {
+		size_t ncap = r->tid_cap ? r->tid_cap * 2 : 256;
+		struct rec_thread **ns = calloc(ncap, sizeof(*ns));
+		if (!ns)
+			return -ENOMEM;
+		for (size_t i = 0; i < r->tid_cap; i++) {
+			struct rec_thread *o = r->tid_slots[i];
+			size_t j;
+			if (!o)
+				continue;
+			for (j = tid_hash(o->tid, ncap); ns[j]; j = (j + 1) & (ncap - 1))
+				;
+			ns[j] = o;
+		}
+		free(r->tid_slots);
+		r->tid_slots = ns;
+		r->tid_cap = ncap;
+	}
+	for (size_t i = tid_hash(t->tid, r->tid_cap);; i = (i + 1) & (r->tid_cap - 1)) {
+		if (!r->tid_slots[i]) {
+			r->tid_slots[i] = t;
+			r->tid_used++;
+			return 0;
+		}
+		if (r->tid_slots[i]->tid == t->tid) {
+			r->tid_slots[i] = t;
+			return 0;
+		}
+	}
+}
+
+/* ---- processes and threads ------------------------------------------------------------------ */
+
+static struct rec_process *proc_find(struct recorder *r, pid_t pid)
+{
+	if (r->last_proc && r->last_proc->pid == pid)
+		return r->last_proc;
+	for (size_t i = 0; i < r->nprocs; i++)
+		if (r->procs[i]->pid == pid)
+			return r->last_proc = r->procs[i];
+	return NULL;
+}
+
+static void report_write_error(struct recorder *r, const char *what, const char *path, int err)
+{
+	r->st.write_errors++;
+	if (r->write_error_reported)
+		return;
+	r->write_error_reported = true;
+	fprintf(stderr, "atftrace record: %s %s: %s\n", what, path, atf_strerror(err));
+}
+
+/* Flush, finalize and close one thread's files; its counts stay for the manifest. */
+static void thread_end(struct recorder *r, struct rec_thread *t)
+{
+	int err;
+
+	if (t->ended)
+		return;
+	t->ended = true;
+	if (r->last_thread == t)
+		r->last_thread = NULL;
+	if (!t->w)
+		return;
+	err = atf_thread_writer__finalize(t->w);
+	if (err < 0)
+		report_write_error(r, "cannot finalize thread files in", t->proc->dir, err);
+	atf_thread_writer__free(t->w);
+	t->w = NULL;
+	t->dirty = false;           /* it may still sit in r->dirty: flushing skips w == NULL */
+	t->proc->manifest_dirty = true;
+}
+
+static void process_end(struct recorder *r, struct rec_process *p, const char *reason)
+{
+	int err;
+
+	if (p->state == REC_PROC_ENDED)
+		return;
+	for (size_t i = 0; i < p->nthreads; i++)
+		thread_end(r, p->threads[i]);
+	if (p->pidfd >= 0) {
+		epoll_ctl(r->epfd, EPOLL_CTL_DEL, p->pidfd, NULL);
+		close(p->pidfd);
+		p->pidfd = -1;
+	}
+	p->state = REC_PROC_ENDED;
+	p->end_reason = reason;
+	r->st.live_processes--;
+	err = rec_manifest_save(r, p);
+	if (err < 0)
+		report_write_error(r, "cannot write the manifest in", p->dir, err);
+}
+
+static int pidfd_open_nofail(pid_t pid)
+{
+	int fd = (int)syscall(SYS_pidfd_open, pid, 0);
+	return fd < 0 ? -errno : fd;
+}
+
+int recorder__add_process(struct recorder *r, pid_t pid, char *const *argv, size_t argc,
+			  bool launched_gated)
+{
+	struct rec_process *p = NULL, **np;
+	struct epoll_event ee = { .events = EPOLLIN };
+	int err;
+
+	if (proc_find(r, pid))
+		return -EEXIST;
+	np = realloc(r->procs, (r->nprocs + 1) * sizeof(*np));
+	if (!np)
+		return -ENOMEM;
+	r->procs = np;
+	p = calloc(1, sizeof(*p));
+	if (!p)
+		return -ENOMEM;
+	p->pid = pid;
+	p->pidfd = -1;
+	p->expect_exec = launched_gated;
+	p->exit_status = -1;
+	if (asprintf(&p->dir, "%s/pid_%d", r->session_dir, (int)pid) < 0) {
+		p->dir = NULL;
+		err = -ENOMEM;
+		goto cleanup;
+	}
+	if (mkdir(p->dir, 0755) < 0) {
+		err = -errno;
+		fprintf(stderr, "atftrace record: cannot create %s: %s\n", p->dir, strerror(errno));
+		goto cleanup;
+	}
+	err = rec_manifest_build(r, p, argv, argc);
+	if (err < 0)
+		goto cleanup;
+	p->pidfd = pidfd_open_nofail(pid);
+	if (p->pidfd >= 0) {
+		ee.data.ptr = p;
+		if (epoll_ctl(r->epfd, EPOLL_CTL_ADD, p->pidfd, &ee) < 0) {
+			err = -errno;
+			goto cleanup;
+		}
+		p->state = REC_PROC_LIVE;
+	} else {
+		/* Already gone (a short-lived forked child): its events are all in the ring. */
+		p->state = REC_PROC_GONE;
+	}
+	err = rec_manifest_save(r, p);
+	if (err < 0) {
+		fprintf(stderr, "atftrace record: cannot write %s/manifest.json: %s\n", p->dir,
+			atf_strerror(err));
+		goto cleanup;
+	}
+	r->procs[r->nprocs++] = p;
+	r->st.processes++;
+	r->st.live_processes++;
+	if (r->opts.verbose)
+		fprintf(stderr, "atftrace record: recording process %d in %s\n", (int)pid, p->dir);
+	return 0;
+cleanup:
+	if (p->pidfd >= 0)
+		close(p->pidfd);
+	atf_manifest__free(p->man);
+	free(p->dir);
+	free(p);
+	return err;
+}
+
+static struct rec_thread *thread_new(struct recorder *r, struct rec_process *p, uint32_t tid)
+{
+	struct rec_thread *t = calloc(1, sizeof(*t));
+	char name[64];
+	struct atf_thread_info *ti;
+	pid_t nstid = 0;
+	int err;
+
+	if (!t)
+		return NULL;
+	if (p->nthreads == p->cap) {
+		size_t ncap = p->cap ? p->cap * 2 : 16;
+		struct rec_thread **nt = realloc(p->threads, ncap * sizeof(*nt));
+		if (!nt)
+			goto fail;
+		p->threads = nt;
+		p->cap = ncap;
+	}
+	t->proc = p;
+	t->tid = tid;
+	t->dir_id = (uint32_t)p->nthreads;
+	if (proc_comm(p->pid, (pid_t)tid, name, sizeof(name)) < 0)
+		name[0] = '\0';     /* already gone: the manifest has no name for it */
+	ti = atf_manifest__add_thread(p->man, t->dir_id, tid, name[0] ? name : NULL);
+	if (!ti)
+		goto fail;
+	if (!proc_nspid((pid_t)tid, &nstid) && nstid != (pid_t)tid)
+		ti->ns_tid = (uint32_t)nstid;
+	if (tid_insert(r, t) < 0) {
+		p->man->nthreads--;     /* undo the manifest entry; ids stay dense */
+		free(p->man->threads[p->man->nthreads].name);
+		goto fail;
+	}
+	p->threads[p->nthreads++] = t;
+	r->st.threads++;
+	p->manifest_dirty = true;
+	err = atf_thread_writer__new(&t->w, p->dir, t->dir_id, tid);
+	if (err < 0) {
+		t->w = NULL;
+		report_write_error(r, "cannot create thread files in", p->dir, err);
+	}
+	return t;
+fail:
+	free(t);
+	return NULL;
+}
+
+static void mark_dirty(struct recorder *r, struct rec_thread *t)
+{
+	if (t->dirty)
+		return;
+	if (r->ndirty == r->dirty_cap) {
+		size_t ncap = r->dirty_cap ? r->dirty_cap * 2 : 64;
+		struct rec_thread **nd = realloc(r->dirty, ncap * sizeof(*nd));
+		if (!nd)
+			return;     /* it is flushed at finalize anyway; only durability is delayed */
+		r->dirty = nd;
+		r->dirty_cap = ncap;
+	}
+	r->dirty[r->ndirty++] = t;
+	t->dirty = true;
+}
+
+/* ---- ring records --------------------------------------------------------------------------- */
+
+static void on_event(struct recorder *r, const void *data, size_t size, bool with_detail)
+{
+	struct rec_event re;
+	struct rec_detail rd;
+	struct rec_thread *t = r->last_thread;
+	struct rec_process *p;
+	struct atf_index_event ev;
+	struct atf_detail_in din, *dp = NULL;
+	uint8_t payload[ATF_DETAIL_PAYLOAD_SIZE + ATF_DETAIL_MAX_STACK];
+	int64_t seq;
+
+	if (size < sizeof(re)) {
+		r->st.bad_records++;
+		return;
+	}
+	memcpy(&re, data, sizeof(re));
+	if (!t || t->tid != re.tid || t->ended) {
+		t = tid_lookup(r, re.tid);
+		if (!t || t->ended || t->proc->pid != (pid_t)re.pid) {
+			p = proc_find(r, (pid_t)re.pid);
+			if (!p) {
+				/* not announced (e.g. a fork record was lost): record it anyway */
+				if (recorder__add_process(r, (pid_t)re.pid, NULL, 0, false) < 0) {
+					r->st.write_errors++;
+					return;
+				}
+				p = proc_find(r, (pid_t)re.pid);
+			}
+			if (p->state == REC_PROC_ENDED) {
+				r->st.ignored_events++;
+				return;
+			}
+			p->expect_exec = false;
+			t = thread_new(r, p, re.tid);
+			if (!t) {
+				r->st.write_errors++;
+				return;
+			}
+		}
+		r->last_thread = t;
+	}
+	if (with_detail) {
+		if (size < sizeof(re) + sizeof(rd)) {
+			r->st.bad_records++;
+			return;
+		}
+		memcpy(&rd, (const uint8_t *)data + sizeof(re), sizeof(rd));
+		if (rd.stack_size > ATF_DETAIL_MAX_STACK || size < sizeof(re) + sizeof(rd) + rd.stack_size) {
+			r->st.bad_records++;
+			return;
+		}
+		struct atf_detail_payload pl = { .function_id = re.function_id, .lr = rd.lr,
+						 .fp = rd.fp, .sp = rd.sp,
+						 .stack_size = (uint16_t)rd.stack_size };
+		memcpy(pl.gp, rd.gp, sizeof(pl.gp));
+		atf_detail_payload_encode(payload, &pl);
+		memcpy(payload + ATF_DETAIL_PAYLOAD_SIZE, (const uint8_t *)data + sizeof(re) + sizeof(rd),
+		       rd.stack_size);
+		din = (struct atf_detail_in){
+			.event_type = re.kind == ATF_KIND_CALL ? ATF_DETAIL_CALL : ATF_DETAIL_RETURN,
+			.flags = (uint16_t)re.flags,
+			.payload = payload,
+			.payload_len = ATF_DETAIL_PAYLOAD_SIZE + rd.stack_size,
+		};
+		dp = &din;
+	}
+	if (!t->w) {
+		r->st.write_errors++;
+		return;
+	}
+	ev = (struct atf_index_event){ .timestamp_ns = re.ts, .function_id = re.function_id,
+				       .thread_id = re.tid, .event_kind = re.kind,
+				       .call_depth = re.depth };
+	seq = atf_thread_writer__append(t->w, &ev, dp);
+	if (seq < 0) {
+		report_write_error(r, "cannot write events in", t->proc->dir, (int)seq);
+		return;
+	}
+	if (!t->events)
+		t->first_ts = re.ts;
+	t->last_ts = re.ts;
+	t->events++;
+	r->st.events++;
+	if (dp) {
+		t->detail_events++;
+		r->st.detail_events++;
+	}
+	if (!r->st.time_start_ns || re.ts < r->st.time_start_ns)
+		r->st.time_start_ns = re.ts;
+	if (re.ts > r->st.time_end_ns)
+		r->st.time_end_ns = re.ts;
+	mark_dirty(r, t);
+}
+
+static void on_task(struct recorder *r, const void *data, size_t size)
+{
+	struct rec_task tk;
+	struct rec_thread *t;
+	struct rec_process *p, *child;
+	int err;
+
+	if (size < sizeof(tk)) {
+		r->st.bad_records++;
+		return;
+	}
+	memcpy(&tk, data, sizeof(tk));
+	switch (tk.type) {
+	case REC_TASK_EXIT:
+		t = tid_lookup(r, tk.tid);
+		if (t && t->proc->pid == (pid_t)tk.pid)
+			thread_end(r, t);
+		break;
+	case REC_TASK_FORK:
+		p = proc_find(r, (pid_t)tk.pid);
+		if (!p || tk.child_pid == tk.pid || proc_find(r, (pid_t)tk.child_pid))
+			break;
+		err = recorder__add_process(r, (pid_t)tk.child_pid, p->man->argv, p->man->argc, false);
+		if (err < 0) {
+			report_write_error(r, "cannot record a forked child in", r->session_dir, err);
+			break;
+		}
+		child = proc_find(r, (pid_t)tk.child_pid);
+		fprintf(stderr, "atftrace record: process %d forked %d, recorded in %s\n",
+			(int)tk.pid, (int)tk.child_pid, child->dir);
+		break;
+	case REC_TASK_EXEC:
+		p = proc_find(r, (pid_t)tk.pid);
+		if (!p || p->state == REC_PROC_ENDED)
+			break;
+		if (p->expect_exec) {
+			p->expect_exec = false;     /* the gated child became the target */
+			break;
+		}
+		fprintf(stderr, "atftrace record: process %d called exec; its recording ends there "
+			"(%s)\n", (int)tk.pid, p->dir);
+		process_end(r, p, "exec");
+		break;
+	}
+}
+
+static int on_record(void *ctx, void *data, size_t size)
+{
+	struct recorder *r = ctx;
+	uint32_t type;
+
+	if (size < sizeof(type)) {
+		r->st.bad_records++;
+		return 0;
+	}
+	memcpy(&type, data, sizeof(type));
+	switch (type) {
+	case REC_EVENT:
+		on_event(r, data, size, false);
+		break;
+	case REC_EVENT_DETAIL:
+		on_event(r, data, size, true);
+		break;
+	case REC_TASK_EXIT:
+	case REC_TASK_FORK:
+	case REC_TASK_EXEC:
+		on_task(r, data, size);
+		break;
+	default:
+		r->st.bad_records++;
+		break;
+	}
+	return 0;
+}
+
+/* ---- the drain loop ------------------------------------------------------------------------- */
+
+int recorder__new(struct recorder **out, const struct recorder_opts *opts)
+{
+	struct recorder *r = calloc(1, sizeof(*r));
+	struct epoll_event ee = { .events = EPOLLIN };
+	int err;
+
+	if (!r)
+		return -ENOMEM;
+	r->opts = *opts;
+	r->epfd = -1;
+	r->session_dir = strdup(opts->session_dir);
+	if (!r->session_dir) {
+		err = -ENOMEM;
+		goto cleanup;
+	}
+	r->epfd = epoll_create1(EPOLL_CLOEXEC);
+	if (r->epfd < 0) {
+		err = -errno;
+		goto cleanup;
+	}
+	r->rb = ring_buffer__new(probes__ring_fd(opts->probes), on_record, r, NULL);
+	if (!r->rb) {
+		err = -errno ? -errno : -EINVAL;
+		goto cleanup;
+	}
+	ee.data.ptr = &tag_ring;
+	if (epoll_ctl(r->epfd, EPOLL_CTL_ADD, ring_buffer__epoll_fd(r->rb), &ee) < 0) {
+		err = -errno;
+		goto cleanup;
+	}
+	if (opts->wake_fd >= 0) {
+		ee.data.ptr = &tag_wake;
+		if (epoll_ctl(r->epfd, EPOLL_CTL_ADD, opts->wake_fd, &ee) < 0) {
+			err = -errno;
+			goto cleanup;
+		}
+	}
+	*out = r;
+	return 0;
+cleanup:
+	recorder__free(r);
+	return err;
+}
+
+int recorder__add_module(struct recorder *r, const struct sym_module *m)
+{
+	const struct sym_module **nm = realloc(r->modules, (r->nmodules + 1) * sizeof(*nm));
+
+	if (!nm)
+		return -ENOMEM;
+	r->modules = nm;
+	r->modules[r->nmodules++] = m;
+	return 0;
+}
+
+static void reap(struct rec_process *p)
+{
+	int status;
+
+	if (p->reaped)
+		return;
+	/* Only our own (launched) child can be reaped; for others this is ECHILD. */
+	if (waitpid(p->pid, &status, WNOHANG) == p->pid) {
+		p->reaped = true;
+		p->exit_status = status;
+	}
+}
+
+/* Drain the ring, then finalize what ended, flush what was written, save what changed. */
+static int drain(struct recorder *r)
+{
+	uint64_t now;
+	int n = ring_buffer__consume(r->rb);
+
+	if (n < 0 && n != -EINTR)
+		return n;
+	for (size_t i = 0; i < r->nprocs; i++)
+		if (r->procs[i]->state == REC_PROC_GONE)
+			process_end(r, r->procs[i], "target exited");
+	for (size_t i = 0; i < r->ndirty; i++) {
+		struct rec_thread *t = r->dirty[i];
+		int err;
+		if (!t->dirty || !t->w)
+			continue;
+		t->dirty = false;
+		err = atf_thread_writer__flush(t->w);
+		if (err < 0)
+			report_write_error(r, "cannot write events in", t->proc->dir, err);
+	}
+	r->ndirty = 0;
+	now = rec_now_ns();
+	for (size_t i = 0; i < r->nprocs; i++) {
+		struct rec_process *p = r->procs[i];
+		if (p->state != REC_PROC_LIVE || !p->manifest_dirty ||
+		    now - p->last_save_ns < MANIFEST_SAVE_INTERVAL_NS)
+			continue;
+		int err = rec_manifest_save(r, p);
+		if (err < 0)
+			report_write_error(r, "cannot write the manifest in", p->dir, err);
+	}
+	return 0;
+}
+
+int recorder__tick(struct recorder *r, int timeout_ms)
+{
+	struct epoll_event evs[16];
+	int n;
+
+	n = epoll_wait(r->epfd, evs, 16, timeout_ms);
+	if (n < 0 && errno != EINTR)
+		return -errno;
+	for (int i = 0; i < n; i++) {
+		void *tag = evs[i].data.ptr;
+		if (tag == &tag_ring || tag == &tag_wake)
+			continue;
+		struct rec_process *p = tag;
+		if (p->state == REC_PROC_LIVE) {
+			p->state = REC_PROC_GONE;       /* finalized after this drain */
+			reap(p);
+		}
+	}
+	return drain(r);
+}
+
+uint32_t recorder__live_processes(const struct recorder *r)
+{
+	return r->st.live_processes;
+}
+
+int recorder__finish(struct recorder *r, const char *end_reason)
+{
+	int err;
+
+	if (r->finished)
+		return 0;
+	err = drain(r);
+	for (size_t i = 0; i < r->nprocs; i++) {
+		struct rec_process *p = r->procs[i];
+		if (p->state == REC_PROC_LIVE && !proc_alive(p->pid))
+			p->state = REC_PROC_GONE;
+		process_end(r, p, p->state == REC_PROC_GONE ? "target exited" : end_reason);
+		reap(p);
+	}
+	r->finished = true;
+	return err;
+}
+
+void recorder__stats(const struct recorder *r, struct recorder_stats *s)
+{
+	*s = r->st;
+	probes__lost(r->opts.probes, &s->lost_events, &s->lost_detail);
+}
+
+int recorder__exit_status(const struct recorder *r, pid_t pid)
+{
+	for (size_t i = 0; i < r->nprocs; i++)
+		if (r->procs[i]->pid == pid)
+			return r->procs[i]->reaped ? r->procs[i]->exit_status : -1;
+	return -1;
+}
+
+void recorder__free(struct recorder *r)
+{
+	if (!r)
+		return;
+	if (!r->finished && r->nprocs)
+		recorder__finish(r, "recorder stopped");
+	for (size_t i = 0; i < r->nprocs; i++) {
+		struct rec_process *p = r->procs[i];
+		for (size_t j = 0; j < p->nthreads; j++) {
+			atf_thread_writer__free(p->threads[j]->w);
+			free(p->threads[j]);
+		}
+		if (p->pidfd >= 0)
+			close(p->pidfd);
+		free(p->threads);
+		atf_manifest__free(p->man);
+		free(p->dir);
+		free(p);
+	}
+	free(r->procs);
+	ring_buffer__free(r->rb);
+	if (r->epfd >= 0)
+		close(r->epfd);
+	free(r->tid_slots);
+	free(r->dirty);
+	free(r->modules);
+	free(r->session_dir);
+	free(r);
+}

@@ -1,0 +1,76 @@
+/* SPDX-License-Identifier: MIT */
+/* Internals shared by user/recorder.c and user/recorder_manifest.c; nothing else includes it. */
+#ifndef ATFTRACE_RECORDER_INT_H
+#define ATFTRACE_RECORDER_INT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include "atf.h"
+#include "recorder.h"
+
+struct rec_process;
+
+/* One OS thread's files: thread_<dir_id>/ inside its process directory. */
+struct rec_thread {
+	struct rec_process *proc;
+	uint32_t dir_id;            /* == its index in proc->threads and in the manifest's threads */
+	uint32_t tid;
+	struct atf_thread_writer *w;    /* NULL once finalized (or if it could not be created) */
+	bool dirty;                 /* appended since the last flush */
+	bool ended;                 /* finalized: a later event with this tid is a new thread */
+	uint64_t events, detail_events;
+	uint64_t first_ts, last_ts;
+};
+
+enum rec_proc_state {
+	REC_PROC_LIVE,              /* being recorded */
+	REC_PROC_GONE,              /* exited: finalize once the ring is drained */
+	REC_PROC_ENDED,             /* files final, manifest written */
+};
+
+struct rec_process {
+	pid_t pid;
+	char *dir;                  /* <session>/pid_<PID> */
+	struct atf_manifest *man;
+	struct rec_thread **threads;
+	size_t nthreads, cap;
+	int pidfd;                  /* readable once the whole process has exited; -1 if none */
+	enum rec_proc_state state;
+	bool expect_exec;           /* gated child: its first exec starts the target */
+	bool manifest_dirty;
+	bool reaped;
+	int exit_status;
+	uint64_t last_save_ns;      /* CLOCK_MONOTONIC of the last manifest write */
+	const char *end_reason;     /* static string */
+};
+
+struct recorder {
+	struct recorder_opts opts;
+	char *session_dir;
+	struct ring_buffer *rb;
+	int epfd;
+	const struct sym_module **modules;
+	size_t nmodules;
+	struct rec_process **procs;
+	size_t nprocs;
+	struct rec_process *last_proc;  /* lookup cache */
+	/* tid -> current rec_thread; open addressing, linear probing, never shrinks */
+	struct rec_thread **tid_slots;
+	size_t tid_cap, tid_used;
+	struct rec_thread *last_thread; /* lookup cache: events come in bursts per thread */
+	struct rec_thread **dirty;
+	size_t ndirty, dirty_cap;
+	struct recorder_stats st;
+	bool write_error_reported;
+	bool finished;
+};
+
+uint64_t rec_now_ns(void);
+
+/** rec_manifest_build - the first manifest of @p: identity, host, modules, symbols. */
+int rec_manifest_build(struct recorder *r, struct rec_process *p, char *const *argv, size_t argc);
+
+/** rec_manifest_save - refresh counts, times and lost events, then write manifest.json. */
+int rec_manifest_save(struct recorder *r, struct rec_process *p);
+
+#endif

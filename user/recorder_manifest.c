@@ -1,0 +1,161 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Process manifests for the recorder. The first one is written as soon as the process
+ * directory exists (identity, host, modules, symbols), so even a session killed before its
+ * first event is listed; later writes refresh thread counts, times, lost events and the end
+ * reason. atf_manifest__save() is atomic, so a reader never sees half a manifest.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/utsname.h>
+#include <time.h>
+#include "container.h"
+#include "proc.h"
+#include "recorder_int.h"
+
+static int set_str(char **dst, const char *src)
+{
+	char *c = src ? strdup(src) : NULL;
+
+	if (src && !c)
+		return -ENOMEM;
+	free(*dst);
+	*dst = c;
+	return 0;
+}
+
+static int add_modules(struct recorder *r, struct atf_manifest *man)
+{
+	for (size_t i = 0; i < r->nmodules; i++) {
+		const struct sym_module *m = r->modules[i];
+		struct atf_module *am = atf_manifest__add_module(man, m->path);
+
+		if (!am)
+			return -ENOMEM;
+		/* module ids come from the symbol side (the path the probe used) */
+		am->module_id = m->module_id;
+		am->base_address = m->base;
+		am->size = m->size;
+		if (set_str(&am->build_id, m->build_id))
+			return -ENOMEM;
+		for (size_t j = 0; j < m->nfuncs; j++) {
+			const struct sym_func *f = &m->funcs[j];
+			struct atf_symbol *s;
+
+			if (!f->selected)
+				continue;
+			s = atf_manifest__add_symbol(man, m->module_id, f->symbol_index, f->name);
+			if (!s)
+				return -ENOMEM;
+			s->address = f->addr;
+			s->size = f->size;
+			if (set_str(&s->demangled, f->demangled))
+				return -ENOMEM;
+		}
+	}
+	return 0;
+}
+
+static int set_host_fields(struct atf_manifest *man)
+{
+	struct utsname u;
+	char kernel[3 * sizeof(u.release)], iso[32];
+	time_t now = time(NULL);
+	struct tm tm;
+
+	if (uname(&u) == 0) {
+		snprintf(kernel, sizeof(kernel), "%s %s %s", u.sysname, u.release, u.machine);
+		if (set_str(&man->kernel, kernel) || set_str(&man->host, u.nodename))
+			return -ENOMEM;
+	}
+	gmtime_r(&now, &tm);
+	strftime(iso, sizeof(iso), "%Y-%m-%dT%H:%M:%SZ", &tm);
+	if (set_str(&man->start_time, iso) || set_str(&man->atftrace_version, ATFTRACE_VERSION))
+		return -ENOMEM;
+	return 0;
+}
+
+int rec_manifest_build(struct recorder *r, struct rec_process *p, char *const *argv, size_t argc)
+{
+	struct atf_manifest *man = atf_manifest__new();
+	char **own_argv = NULL, comm[64];
+	size_t own_argc = 0;
+	pid_t nspid = 0;
+	int err = -ENOMEM;
+
+	if (!man)
+		return -ENOMEM;
+	man->clock_type = ATF_CLOCK_BOOTTIME;
+	man->pid = (uint32_t)p->pid;
+	if (!proc_nspid(p->pid, &nspid) && nspid != p->pid)
+		man->ns_pid = (uint32_t)nspid;
+	if (!argv && !proc_cmdline(p->pid, &own_argv, &own_argc)) {
+		argv = own_argv;
+		argc = own_argc;
+	}
+	if (argc) {
+		man->argv = calloc(argc, sizeof(*man->argv));
+		if (!man->argv)
+			goto cleanup;
+		for (size_t i = 0; i < argc; i++) {
+			if (!(man->argv[i] = strdup(argv[i] ? argv[i] : "")))
+				goto cleanup;
+			man->argc = i + 1;
+		}
+	}
+	/* A gated child still runs our own image: name it after the command it is about to exec. */
+	if (p->expect_exec && argc) {
+		const char *base = strrchr(argv[0], '/');
+		snprintf(comm, sizeof(comm), "%s", base ? base + 1 : argv[0]);
+	} else if (proc_comm(p->pid, 0, comm, sizeof(comm)) < 0) {
+		comm[0] = '\0';
+	}
+	if ((comm[0] && set_str(&man->process_name, comm)) || set_host_fields(man))
+		goto cleanup;
+	err = add_modules(r, man);
+	if (err < 0)
+		goto cleanup;
+	p->man = man;
+	man = NULL;
+cleanup:
+	proc_argv_free(own_argv, own_argc);
+	atf_manifest__free(man);
+	return err;
+}
+
+int rec_manifest_save(struct recorder *r, struct rec_process *p)
+{
+	struct atf_manifest *man = p->man;
+	uint64_t t0 = 0, t1 = 0;
+	char path[4096];
+	int err;
+
+	for (size_t i = 0; i < p->nthreads && i < man->nthreads; i++) {
+		const struct rec_thread *t = p->threads[i];
+		struct atf_thread_info *ti = &man->threads[i];
+
+		ti->index_events = t->events;
+		ti->detail_events = t->detail_events;
+		ti->has_detail = t->detail_events > 0;
+		if (!t->events)
+			continue;
+		if (!t0 || t->first_ts < t0)
+			t0 = t->first_ts;
+		if (t->last_ts > t1)
+			t1 = t->last_ts;
+	}
+	man->time_start_ns = t0;
+	man->time_end_ns = t1;
+	probes__lost(r->opts.probes, &man->lost_events, &man->lost_detail);
+	if (p->end_reason && set_str(&man->end_reason, p->end_reason))
+		return -ENOMEM;
+	snprintf(path, sizeof(path), "%s/manifest.json", p->dir);
+	err = atf_manifest__save(man, path);
+	if (err < 0)
+		return err;
+	p->manifest_dirty = false;
+	p->last_save_ns = rec_now_ns();
+	return 0;
+}
