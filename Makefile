@@ -126,6 +126,9 @@ $(LIB_ASAN): $(LIB_OBJS_ASAN)
 # an archive: -u makes the linker take each user/cmd_<name>.o that exists.
 comma := ,
 CMD_UNDEFS := $(patsubst user/%.c,-Wl$(comma)-u$(comma)%,$(wildcard user/cmd_*.c))
+# formats/registry.c refers to the exporters weakly too: -u takes each formats/<name>.c's
+# <name>_ops (a -u naming no symbol, e.g. obuf_ops, is ignored by the linker).
+CMD_UNDEFS += $(patsubst formats/%.c,-Wl$(comma)-u$(comma)%_ops,$(wildcard formats/*.c))
 
 $(BIN): $(OUTPUT)/obj/user/main.o $(LIB)
 	$(call msg,LINK,$@)
