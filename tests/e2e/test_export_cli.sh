@@ -1,0 +1,100 @@
+#!/usr/bin/env bash
+# atftrace export's command line: --list, the cross-option rules (each an error line and exit 2),
+# SESSION as a session dir or a pid dir (--pid when there are several), --thread by directory
+# id or OS tid, --from/--to as offsets from the session start in ns/us/ms/s, and failures that
+# leave no partial output.
+source "$(dirname "$0")/lib.sh"
+
+command -v jq >/dev/null || skip "needs jq"
+[ -x "$TOOLS/gen_session" ] || fail "missing $TOOLS/gen_session (make OUTPUT=$OUTPUT tools)"
+
+mkdir -p "$T/one" "$T/two"
+"$TOOLS/gen_session" -o "$T/one/pid_4242" --threads 2 --calls 20 --seed 3 >/dev/null
+"$TOOLS/gen_session" -o "$T/two/pid_4242" --threads 1 --calls 5 --seed 4 >/dev/null
+"$TOOLS/gen_session" -o "$T/two/pid_77" --threads 1 --calls 9 --seed 5 >/dev/null
+M=$T/one/pid_4242/manifest.json
+
+# usage ERRLINE args...: exit status 2 and that first stderr line, no output file.
+usage() {
+	local want=$1 rc=0; shift
+	"$ATF" export "$@" 2>"$T/err" >/dev/null || rc=$?
+	assert_eq 2 "$rc" "exit status of export $*"
+	assert_eq "$want" "$(head -n 1 "$T/err")" "error line of export $*"
+	[ ! -e "$T/x.out" ] || fail "export $* left $T/x.out"
+}
+# failure ERRLINE args...: exit status 1 and that first stderr line.
+failure() {
+	local want=$1 rc=0; shift
+	"$ATF" export "$@" 2>"$T/err" >/dev/null || rc=$?
+	assert_eq 1 "$rc" "exit status of export $*"
+	assert_eq "$want" "$(head -n 1 "$T/err")" "error line of export $*"
+}
+# events FILE: B and E events in a Chrome export.
+events() { jq '[.traceEvents[] | select(.ph != "M")] | length' "$1"; }
+
+"$ATF" export --list >"$T/list"
+for f in dial9 perfetto chrome; do
+	assert_contains "$T/list" "^  $f +[^ ]" "--list entry for $f"
+done
+
+S=$T/one
+usage "atftrace export: -F FORMAT: missing (see --list)" "$S" -o "$T/x.out"
+usage "atftrace export: -o OUT: missing" "$S" -F chrome
+usage "atftrace export: SESSION: missing (a session directory or a pid_* directory)" -F chrome -o "$T/x.out"
+usage "atftrace export: -F nope: unknown format (see --list)" "$S" -F nope -o "$T/x.out"
+usage "atftrace export: --chunk-size: only applies to -F wtf, not -F perfetto" \
+	"$S" -F perfetto -o "$T/x.out" --chunk-size 64K
+usage "atftrace export: --compress: only applies to -F zts, not -F chrome" "$S" -F chrome -o "$T/x.out" --compress lz4
+usage "atftrace export: --json-mode: only applies to -F wtf-json, not -F dial9" \
+	"$S" -F dial9 -o "$T/x.out" --json-mode partial
+usage "atftrace export: --unit-size: only applies to -F rtc, not -F chrome" "$S" -F chrome -o "$T/x.out" --unit-size 8192
+usage "atftrace export: --from 3parsecs: expected a time such as 1500, 20us, 1.5ms or 2s" \
+	"$S" -F chrome -o "$T/x.out" --from 3parsecs
+usage "atftrace export: --to: earlier than --from" "$S" -F chrome -o "$T/x.out" --from 2ms --to 1ms
+usage "atftrace export: --compress gzip: expected lz4, zlib or none" "$S" -F zts -o "$T/x.out" --compress gzip
+
+rc=0
+"$ATF" export "$T/missing" -F chrome -o "$T/x.out" 2>"$T/err" || rc=$?
+assert_eq 1 "$rc" "exit status for a missing session"
+# (atf_session_resolve prints a line of its own first; ours must be there too)
+assert_contains "$T/err" "^atftrace export: $T/missing: No such file or directory$" "error line for a missing session"
+failure "atftrace export: $T/two: holds 2 processes; choose one with --pid: 77 4242" "$T/two" -F chrome -o "$T/x.out"
+failure "atftrace export: --pid 5: no pid_5 directory in $T/two" "$T/two" -F chrome -o "$T/x.out" --pid 5
+failure "atftrace export: --thread 9: no such thread in $S/pid_4242" "$S" -F chrome -o "$T/x.out" --thread 9
+rc=0
+"$ATF" export "$S" -F chrome -o "$T/nodir/x.json" 2>"$T/err" || rc=$?
+assert_eq 1 "$rc" "exit status when the output cannot be created"
+assert_contains "$T/err" "^atftrace export: $T/nodir/x.json: " "error line for the output"
+
+# SESSION forms: session dir, pid dir, --pid among several.
+"$ATF" export "$S" -F chrome -o "$T/a.json"
+"$ATF" export "$S/pid_4242" -F chrome -o "$T/b.json"
+cmp -s "$T/a.json" "$T/b.json" || fail "session dir and pid dir exports differ"
+total=$(jq '[.threads[].index_events] | add' "$M")
+assert_eq "$total" "$(events "$T/a.json")" "events in a full export"
+"$ATF" export "$T/two" --pid 77 -F chrome -o "$T/p77.json"
+assert_eq "$(jq '[.threads[].index_events] | add' "$T/two/pid_77/manifest.json")" "$(events "$T/p77.json")" \
+	"events of --pid 77"
+
+# --thread: directory id or OS tid select the same thread.
+tid1=$(jq '.threads[1].tid' "$M")
+"$ATF" export "$S" -F chrome -o "$T/t1.json" --thread 1
+"$ATF" export "$S" -F chrome -o "$T/tid.json" --thread "$tid1"
+cmp -s "$T/t1.json" "$T/tid.json" || fail "--thread 1 and --thread $tid1 differ"
+assert_eq "$(jq '.threads[1].index_events' "$M")" "$(events "$T/t1.json")" "events of thread 1"
+assert_eq "[$tid1]" "$(jq -c '[.traceEvents[] | select(.ph != "M") | .tid] | unique' "$T/t1.json")" "tids of thread 1"
+
+# --from/--to: offsets from time_start_ns, inclusive, in any unit.
+start=$(jq '.time_start_ns' "$M")
+jq '.traceEvents[] | select(.ph != "M") | .ts * 1000 | round' "$T/a.json" >"$T/ts"   # ns
+mid=$(sed -n "$((total / 2))p" "$T/ts")
+rel=$((mid - start))
+"$ATF" export "$S" -F chrome -o "$T/r1.json" --from "${rel}ns" --to "$rel"
+assert_eq "$(grep -cx "$mid" "$T/ts")" "$(events "$T/r1.json")" "events at exactly one timestamp"
+"$ATF" export "$S" -F chrome -o "$T/r2.json" --from "$((rel / 1000)).$(printf %03d $((rel % 1000)))us"
+"$ATF" export "$S" -F chrome -o "$T/r3.json" --from "$rel"
+cmp -s "$T/r2.json" "$T/r3.json" || fail "--from in us with decimals differs from ns"
+assert_eq "$(awk -v m="$mid" '$1 >= m' "$T/ts" | wc -l)" "$(events "$T/r3.json")" "events from the middle on"
+"$ATF" export "$S" -F chrome -o "$T/r4.json" --to 0s
+assert_eq 0 "$(events "$T/r4.json")" "events up to the session start"
+echo "ok"
