@@ -235,18 +235,19 @@ static void classify(const struct reader *r, const struct raw_sym *s, struct sym
 		f->skip = SYM_SKIP_ZERO_SIZE;
 		return;
 	}
+	/* The addr check above bounds the offset within the section: no overflow here. */
 	off = s->addr - sh->sh_addr + sh->sh_offset;
 	f->probe_offset = off;
-	/* Readable code bytes: to the end of the function, its section and the file. */
-	end = sh->sh_offset + sh->sh_size;
-	if (end > r->file_size)
-		end = r->file_size;
-	if (s->size < end - off)
-		end = off + s->size;
-	if (sh->sh_type == SHT_NOBITS || off >= end) {
+	/* Code bytes must lie in the file: the section (untrusted header) is checked first. */
+	if (sh->sh_type == SHT_NOBITS || sh->sh_offset > r->file_size ||
+	    sh->sh_size > r->file_size - sh->sh_offset) {
 		f->skip = SYM_SKIP_INSN;
 		return;
 	}
+	/* Readable code bytes: to the end of the function or of its section. */
+	end = sh->sh_offset + sh->sh_size;
+	if (s->size < end - off)
+		end = off + s->size;
 	if (is_endbr64(r->file + off, end - off) && end - off > 4) {
 		f->endbr64 = true;
 		off += 4;
@@ -266,7 +267,8 @@ static int build_funcs(struct reader *r, struct sym_module *m)
 {
 	size_t n = 0;
 
-	qsort(r->syms, r->nsyms, sizeof(*r->syms), cmp_raw_sym);
+	if (r->nsyms)
+		qsort(r->syms, r->nsyms, sizeof(*r->syms), cmp_raw_sym);
 	m->funcs = calloc(r->nsyms ? r->nsyms : 1, sizeof(*m->funcs));
 	if (!m->funcs)
 		return -ENOMEM;
@@ -279,7 +281,9 @@ static int build_funcs(struct reader *r, struct sym_module *m)
 		for (size_t j = n; j-- > 0 && m->funcs[j].addr == s->addr;) {
 			if (!strcmp(m->funcs[j].name, s->name))
 				goto next;
-			alias = true;
+			/* An ifunc shares its address with its resolver's own name, but is no alias. */
+			if (!s->ifunc && m->funcs[j].skip != SYM_SKIP_IFUNC)
+				alias = true;
 		}
 		f = &m->funcs[n];
 		f->name = strdup(s->name);
@@ -415,6 +419,14 @@ int sym_module__open(struct sym_module **out, const char *path, int fd)
 	r.file = (const uint8_t *)elf_rawfile(r.elf, &r.file_size);
 	if (!r.file) {
 		err = bad_elf(&r, elf_errmsg(-1));
+		goto cleanup;
+	}
+	/* libelf quietly reports no sections when their table lies past the end of the file. */
+	if (eh.e_shoff > r.file_size ||
+	    (uint64_t)eh.e_shnum * eh.e_shentsize > r.file_size - eh.e_shoff ||
+	    eh.e_phoff > r.file_size ||
+	    (uint64_t)eh.e_phnum * eh.e_phentsize > r.file_size - eh.e_phoff) {
+		err = bad_elf(&r, "header tables beyond the end of the file (truncated?)");
 		goto cleanup;
 	}
 	err = read_sections(&r);
