@@ -252,8 +252,11 @@ static struct rec_thread *thread_new(struct recorder *r, struct rec_process *p, 
 	t->proc = p;
 	t->tid = tid;
 	t->dir_id = (uint32_t)p->nthreads;
-	if (proc_comm(p->pid, (pid_t)tid, name, sizeof(name)) < 0)
-		name[0] = '\0';     /* already gone: the manifest has no name for it */
+	if (proc_comm(p->pid, (pid_t)tid, name, sizeof(name)) < 0) {
+		/* already gone: the main thread is still named after its process, others stay unnamed */
+		snprintf(name, sizeof(name), "%s",
+			 tid == (uint32_t)p->pid && p->man->process_name ? p->man->process_name : "");
+	}
 	ti = atf_manifest__add_thread(p->man, t->dir_id, tid, name[0] ? name : NULL);
 	if (!ti)
 		goto fail;
@@ -426,7 +429,12 @@ static void on_task(struct recorder *r, const void *data, size_t size)
 		if (!p || p->state == REC_PROC_ENDED)
 			break;
 		if (p->expect_exec) {
+			char comm[64];
 			p->expect_exec = false;     /* the gated child became the target */
+			if (!proc_comm(p->pid, 0, comm, sizeof(comm))) {
+				free(p->man->process_name);
+				p->man->process_name = strdup(comm);
+			}
 			break;
 		}
 		fprintf(stderr, "atftrace record: process %d called exec; its recording ends there "

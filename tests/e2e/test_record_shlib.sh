@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# record a shared library's functions: by path, and by library name (LD_LIBRARY_PATH).
+source "$(dirname "$0")/lib.sh"
+need_bpf
+N=10
+
+check() {   # session
+	"$ATF" verify "$1" >/dev/null || fail "verify $1"
+	"$TOOLS/record_stats" "$1" >"$T/stats"
+	st() { awk -v k="$1" -v n="$2" '$1 == k && $3 == n { print $4 }' "$T/stats"; }
+	assert_eq 1 "$(st call main)" "calls of main"
+	assert_eq $N "$(st call lib_entry)" "calls of lib_entry"
+	assert_eq $((2 * N)) "$(st call lib_leaf)" "calls of lib_leaf"
+	read -r _ _ _ _ _ events _ _ _ _ _ _ _ maxdepth _ lost _ <<<"$(grep '^process ' "$T/stats")"
+	assert_eq $((2 * (1 + 3 * N))) "$events" "events"
+	assert_eq 2 "$maxdepth" "depth of lib_leaf (main 0, lib_entry 1)"
+	assert_eq 0 "$lost" "lost"
+	grep -q '"path": ".*/libatftest.so"' "$1"/pid_*/manifest.json || fail "libatftest.so not among the manifest's modules"
+}
+
+"$ATF" record -o "$T/bypath" -f main -f "$TARGETS/libatftest.so:lib_*" -- "$TARGETS/shlib_user" $N 2>"$T/err" || { cat "$T/err" >&2; fail "record by path failed"; }
+check "$T/bypath"
+LD_LIBRARY_PATH=$TARGETS "$ATF" record -o "$T/byname" -f main -f 'libatftest.so:lib_*' -- "$TARGETS/shlib_user" $N 2>"$T/err" || { cat "$T/err" >&2; fail "record by name failed"; }
+check "$T/byname"
+# a library that does not exist is one clear error, and nothing is launched
+if "$ATF" record -o "$T/none" -f 'libnosuch.so.9:x*' -- "$TARGETS/shlib_user" 1 2>"$T/err"; then fail "record with a missing library succeeded"; fi
+assert_contains "$T/err" "^atftrace record: libnosuch.so.9: not found" "error line"
+echo "ok"
