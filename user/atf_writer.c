@@ -472,17 +472,32 @@ static int close_fd(int *fd)
 	return err;
 }
 
+/* Close both files and drop the buffers; the writer accepts nothing afterwards. */
+static int writer_close(struct atf_thread_writer *w)
+{
+	int err = close_fd(&w->detail.fd), err2 = close_fd(&w->index.fd);
+
+	free(w->index.buf);
+	free(w->detail.buf);
+	w->index.buf = w->detail.buf = NULL;
+	w->index.len = w->detail.len = 0;
+	w->finalized = true;
+	return err ? err : err2;
+}
+
 /**
  * atf_thread_writer__finalize - flush, write final headers and footers, fsync and close
  *
  * The detail file is completed before the index file, so a complete index implies a complete
- * detail file. If flushing fails, headers and footers are left as placeholders: the files
- * stay readable (recovered) with every event that reached them, rather than claiming counts
- * that are not on disk. Idempotent: later calls return the first call's result.
+ * detail file. On failure nothing is closed or dropped: the files keep what reached them
+ * (placeholder headers if the flush failed, so they never claim counts that are not on disk)
+ * and a later call retries from where this one stopped, e.g. once disk space is freed; every
+ * step rewrites the same bytes at the same offsets, so repeating one is harmless. After
+ * success, later calls return 0 (or the error from closing the files).
  */
 int atf_thread_writer__finalize(struct atf_thread_writer *w)
 {
-	int err, err2;
+	int err;
 
 	if (w->finalized)
 		return w->final_err;
@@ -493,28 +508,23 @@ int atf_thread_writer__finalize(struct atf_thread_writer *w)
 		err = finalize_detail(w);
 	if (!err)
 		err = finalize_index(w);
-	err2 = close_fd(&w->detail.fd);
-	if (!err)
-		err = err2;
-	err2 = close_fd(&w->index.fd);
-	if (!err)
-		err = err2;
-	free(w->index.buf);
-	free(w->detail.buf);
-	w->index.buf = w->detail.buf = NULL;
-	w->index.len = w->detail.len = 0;
-	w->finalized = true;
-	w->final_err = err;
-	return err;
+	if (err)
+		return err;
+	w->final_err = writer_close(w);
+	return w->final_err;
 }
 
-/** atf_thread_writer__free - finalize if needed, then release. NULL is ignored. */
+/**
+ * atf_thread_writer__free - finalize if needed, then release. NULL is ignored.
+ * If finalizing fails here, the files are closed as they are (readable as recovered); a
+ * caller that must know calls atf_thread_writer__finalize() first.
+ */
 void atf_thread_writer__free(struct atf_thread_writer *w)
 {
 	if (!w)
 		return;
-	/* The result was the caller's to collect through finalize(); free() cannot report it. */
-	(void)atf_thread_writer__finalize(w);
+	if (atf_thread_writer__finalize(w))
+		(void)writer_close(w);
 	free(w);
 }
 

@@ -13,6 +13,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <cmocka.h>
@@ -419,6 +421,111 @@ static void test_live_files_and_misuse(void **state)
 	atf_index_close(&ix);
 }
 
+static void set_file_size_limit(rlim_t soft)
+{
+	struct rlimit rl;
+
+	assert_int_equal(getrlimit(RLIMIT_FSIZE, &rl), 0);
+	rl.rlim_cur = soft;
+	assert_int_equal(setrlimit(RLIMIT_FSIZE, &rl), 0);
+}
+
+/*
+ * A write that fails part-way (here: RLIMIT_FSIZE, EFBIG) loses nothing: the bytes not written
+ * stay buffered, the append that needed room reports the error, and once the disk accepts
+ * data again the file continues exactly where it stopped, with a CRC over every byte.
+ */
+static void test_write_error_keeps_data(void **state)
+{
+	struct atf_thread_writer *w;
+	struct atf_index_file ix;
+	struct rlimit saved;
+	const uint64_t n = 10000, limit = 64 + 32 * 1000;
+	uint64_t i = 0;
+	int64_t rc = 0;
+
+	assert_int_equal(getrlimit(RLIMIT_FSIZE, &saved), 0);
+	signal(SIGXFSZ, SIG_IGN);
+	assert_int_equal(atf_thread_writer__new(&w, tmpdir, 6, 8), 0);
+	set_file_size_limit(limit);
+	for (; i < n; i++) {
+		struct atf_index_event e = make_event(i, 8);
+
+		rc = atf_thread_writer__append(w, &e, NULL);
+		if (rc < 0)
+			break;
+	}
+	/* The 256 KiB buffer holds 8192 events; the 8193rd append must flush and hit the limit. */
+	assert_int_equal(rc, -EFBIG);
+	assert_int_equal(i, 8192);
+	assert_int_equal(atf_thread_writer__flush(w), -EFBIG);
+	assert_int_equal(file_size(thread_file(0, 6, "index.atf")), limit);
+
+	set_file_size_limit(saved.rlim_cur);
+	for (; i < n; i++) {
+		struct atf_index_event e = make_event(i, 8);
+
+		assert_int_equal(atf_thread_writer__append(w, &e, NULL), (int64_t)i);
+	}
+	assert_int_equal(atf_thread_writer__finalize(w), 0);
+	atf_thread_writer__free(w);
+	assert_int_equal(atf_index_open(&ix, thread_file(0, 6, "index.atf"),
+					ATF_OPEN_STRICT | ATF_OPEN_CHECK_CRC, NULL), 0);
+	assert_int_equal(ix.count, n);
+	for (uint64_t s = 0; s < n; s++) {
+		struct atf_index_event want = make_event(s, 8), got;
+
+		atf_index_get(&ix, s, &got);
+		assert_int_equal(got.timestamp_ns, want.timestamp_ns);
+		assert_int_equal(got.function_id, want.function_id);
+	}
+	atf_index_close(&ix);
+
+	/*
+	 * A finalize that cannot flush leaves the placeholder header (readable, never claiming
+	 * counts that are not on disk) and keeps the rest buffered; a retry completes the file.
+	 */
+	const char *p9 = thread_file(0, 9, "index.atf");
+
+	assert_int_equal(atf_thread_writer__new(&w, tmpdir, 9, 8), 0);
+	for (i = 0; i < 2000; i++) {
+		struct atf_index_event e = make_event(i, 8);
+
+		assert_int_equal(atf_thread_writer__append(w, &e, NULL), (int64_t)i);
+	}
+	set_file_size_limit(limit);
+	assert_int_equal(atf_thread_writer__finalize(w), -EFBIG);
+	assert_int_equal(atf_index_open(&ix, p9, 0, NULL), 0);
+	assert_true(ix.recovered);
+	assert_int_equal(ix.hdr.event_count, 0);
+	assert_int_equal(ix.count, 1000);
+	atf_index_close(&ix);
+	set_file_size_limit(saved.rlim_cur);
+	assert_int_equal(atf_thread_writer__finalize(w), 0);
+	assert_int_equal(atf_thread_writer__finalize(w), 0);
+	atf_thread_writer__free(w);
+	assert_int_equal(atf_index_open(&ix, p9, ATF_OPEN_STRICT | ATF_OPEN_CHECK_CRC, NULL), 0);
+	assert_int_equal(ix.count, 2000);
+	atf_index_close(&ix);
+
+	/* free() after a failed finalize still releases everything and leaves a recoverable file. */
+	assert_int_equal(atf_thread_writer__new(&w, tmpdir, 10, 8), 0);
+	for (i = 0; i < 1500; i++) {
+		struct atf_index_event e = make_event(i, 8);
+
+		assert_int_equal(atf_thread_writer__append(w, &e, NULL), (int64_t)i);
+	}
+	set_file_size_limit(limit);
+	atf_thread_writer__free(w);
+	set_file_size_limit(saved.rlim_cur);
+	signal(SIGXFSZ, SIG_DFL);
+	assert_int_equal(atf_file_recover(thread_file(0, 10, "index.atf"), NULL), 1);
+	assert_int_equal(atf_index_open(&ix, thread_file(0, 10, "index.atf"),
+					ATF_OPEN_STRICT | ATF_OPEN_CHECK_CRC, NULL), 0);
+	assert_int_equal(ix.count, 1000);
+	atf_index_close(&ix);
+}
+
 static void test_open_errors(void **state)
 {
 	struct atf_index_file ix;
@@ -444,6 +551,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_lower_bound, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_detail_without_payload, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_live_files_and_misuse, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_write_error_keeps_data, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_open_errors, setup, teardown),
 	};
 
