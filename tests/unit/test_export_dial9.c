@@ -71,7 +71,7 @@ struct d9_decoder {
 	uint64_t base;
 	unsigned resets;
 	struct d9_event *ev;
-	size_t nev;
+	size_t nev, cap;
 	char err[160];
 };
 
@@ -289,7 +289,11 @@ static int d9_event_frame(struct d9_decoder *d)
 			return -1;
 	if (d->pending_pool >= 0)
 		return d9_fail(d, "pool id %lld not used by the event after it", (long long)d->pending_pool);
-	d->ev = realloc(d->ev, (d->nev + 1) * sizeof(*d->ev));
+	if (d->nev == d->cap) {
+		d->cap = d->cap ? d->cap * 2 : 1024;
+		d->ev = realloc(d->ev, d->cap * sizeof(*d->ev));
+		assert_non_null(d->ev);
+	}
 	d->ev[d->nev++] = e;
 	return 0;
 }
