@@ -246,6 +246,13 @@ static error_t export_parse_opt(int key, char *arg, struct argp_state *state)
 		check_format_option(state, a->format, a->unit_size_arg, "--unit-size", "rtc");
 		check_format_option(state, a->format, a->minor_unit_size_arg, "--minor-unit-size", "rtc");
 		check_format_option(state, a->format, a->compress_arg, "--compress", "zts");
+		/* RTC geometry (NOTES.md §4): both sizes powers of two, the minor unit above 1034. */
+		if (a->unit_size_arg && (a->opts.unit_size & (a->opts.unit_size - 1)))
+			argp_error(state, "--unit-size %s: must be a power of two", a->unit_size_arg);
+		if (a->minor_unit_size_arg && ((a->opts.minor_unit_size & (a->opts.minor_unit_size - 1)) ||
+					       a->opts.minor_unit_size <= 1034))
+			argp_error(state, "--minor-unit-size %s: must be a power of two above 1034",
+				   a->minor_unit_size_arg);
 		if (a->opts.unit_size && a->opts.minor_unit_size && a->opts.minor_unit_size > a->opts.unit_size)
 			argp_error(state, "--minor-unit-size: larger than --unit-size");
 		break;

@@ -51,6 +51,11 @@ usage "atftrace export: --unit-size: only applies to -F rtc, not -F chrome" "$S"
 usage "atftrace export: --from 3parsecs: expected a time such as 1500, 20us, 1.5ms or 2s" \
 	"$S" -F chrome -o "$T/x.out" --from 3parsecs
 usage "atftrace export: --to: earlier than --from" "$S" -F chrome -o "$T/x.out" --from 2ms --to 1ms
+usage "atftrace export: --unit-size 3000: must be a power of two" "$S" -F rtc -o "$T/x.out" --unit-size 3000
+usage "atftrace export: --minor-unit-size 1K: must be a power of two above 1034" \
+	"$S" -F rtc -o "$T/x.out" --minor-unit-size 1K
+usage "atftrace export: --minor-unit-size: larger than --unit-size" \
+	"$S" -F rtc -o "$T/x.out" --unit-size 8K --minor-unit-size 16K
 usage "atftrace export: --compress gzip: expected lz4, zlib or none" "$S" -F zts -o "$T/x.out" --compress gzip
 
 rc=0
