@@ -278,6 +278,56 @@ int atf_uretprobe(struct pt_regs *ctx)
 }
 
 /*
+ * C++ exceptions and uretprobes. A uretprobe replaces the return address on the stack with the
+ * kernel's trampoline, which has no unwind information: the C++ unwinder's search phase stops
+ * there and the program calls std::terminate. So while an exception is raised, every pending
+ * return instance of the thread gets its original return address back (the kernel keeps it in
+ * current->utask->return_instances), and at the catch the frames that are still alive (above
+ * the catching sp) get the trampoline again, so their returns are seen as usual. The kernel
+ * discards the return instances of the frames that died, as it does after longjmp.
+ */
+static __always_inline void swap_return_addresses(struct task_state *st, bool restore, __u64 live_sp)
+{
+	struct task_struct *task = bpf_get_current_task_btf();
+	struct return_instance *ri = BPF_CORE_READ(task, utask, return_instances);
+
+	for (int i = 0; i < MAX_RETURN_INSTANCES && ri; i++) {
+		__u64 stack = BPF_CORE_READ(ri, stack);
+		__u64 orig = BPF_CORE_READ(ri, orig_ret_vaddr);
+		__u64 slot = 0;
+
+		ri = BPF_CORE_READ(ri, next);
+		if (bpf_probe_read_user(&slot, sizeof(slot), (void *)stack))
+			continue;
+		if (restore) {
+			if (slot == orig)
+				continue;
+			st->trampoline = slot;
+			bpf_probe_write_user((void *)stack, &orig, sizeof(orig));
+		} else if (stack > live_sp && slot == orig && st->trampoline) {
+			__u64 tramp = st->trampoline;
+
+			bpf_probe_write_user((void *)stack, &tramp, sizeof(tramp));
+		}
+	}
+}
+
+/* Entry of _Unwind_RaiseException / _Unwind_ForcedUnwind / _Unwind_Resume_or_Rethrow. */
+SEC("uprobe")
+int atf_unwind_raise(struct pt_regs *ctx)
+{
+	__u64 pid_tgid = bpf_get_current_pid_tgid();
+	struct task_state *st;
+
+	if (!tgid_traced(pid_tgid >> 32) || !bpf_core_field_exists(struct uprobe_task, return_instances))
+		return 0;
+	st = current_state(false);
+	if (st)
+		swap_return_addresses(st, true, 0);
+	return 0;
+}
+
+/*
  * Entry of the C++ runtime's catch (__cxa_begin_catch): the frames the exception unwound
  * (entry sp <= this sp; the catching frame itself is above) are closed now, at the catch.
  */
@@ -293,6 +343,21 @@ int atf_unwind_catch(struct pt_regs *ctx)
 
 	if (st && st->depth)
 		close_dead_frames(st, PT_REGS_SP(ctx), true, pid_tgid, bpf_ktime_get_boot_ns());
+	return 0;
+}
+
+/* Also at __cxa_begin_catch: the frames still alive get their uretprobe trampolines back. */
+SEC("uprobe")
+int atf_unwind_rearm(struct pt_regs *ctx)
+{
+	__u64 pid_tgid = bpf_get_current_pid_tgid();
+	struct task_state *st;
+
+	if (!tgid_traced(pid_tgid >> 32) || !bpf_core_field_exists(struct uprobe_task, return_instances))
+		return 0;
+	st = current_state(false);
+	if (st)
+		swap_return_addresses(st, false, PT_REGS_SP(ctx));
 	return 0;
 }
 

@@ -13,6 +13,8 @@
 #define SHADOW_MAX      512
 /* Dead frames popped (as EXCEPTION events) per probe hit; the rest go on the next hit. */
 #define MAX_POPS        32
+/* Pending kernel return instances walked per unwind hook (the kernel keeps at most 64). */
+#define MAX_RETURN_INSTANCES 64
 /* Processes in the tgid filter. */
 #define MAX_TGIDS       65536
 
@@ -26,6 +28,7 @@ struct shadow_frame {
 struct task_state {
 	__u32 depth;    /* traced frames open on this thread (may exceed SHADOW_MAX) */
 	__u32 _pad;
+	__u64 trampoline;   /* the uretprobe trampoline address, seen while an exception unwinds */
 	struct shadow_frame frames[SHADOW_MAX];  /* frames[i] was called at depth i */
 };
 

@@ -31,6 +31,7 @@ struct probes {
 	size_t nlink_fds, cap_link_fds;
 	struct bpf_link **links;    /* perf uprobes and unwind hooks */
 	size_t nlinks, cap_links;
+	bool can_write_user;        /* bpf_probe_write_user allowed (no kernel lockdown) */
 };
 
 static bool libbpf_verbose;
@@ -74,6 +75,32 @@ static int choose_kind(enum probe_link_kind *out)
 	return 0;
 }
 
+/*
+ * Can BPF programs call bpf_probe_write_user? A locked-down kernel (lockdown=integrity) refuses
+ * the helper; the C++ unwind fix (atf_unwind_raise) needs it.
+ */
+static bool probe_write_user_supported(void)
+{
+	const struct bpf_insn insns[] = {
+		/* *(u64 *)(r10 - 8) = 0; r1 = 0; r2 = r10 - 8; r3 = 8; call 36; r0 = 0; exit */
+		{ .code = BPF_ST | BPF_MEM | BPF_DW, .dst_reg = BPF_REG_10, .off = -8, .imm = 0 },
+		{ .code = BPF_ALU64 | BPF_MOV | BPF_K, .dst_reg = BPF_REG_1, .imm = 0 },
+		{ .code = BPF_ALU64 | BPF_MOV | BPF_X, .dst_reg = BPF_REG_2, .src_reg = BPF_REG_10 },
+		{ .code = BPF_ALU64 | BPF_ADD | BPF_K, .dst_reg = BPF_REG_2, .imm = -8 },
+		{ .code = BPF_ALU64 | BPF_MOV | BPF_K, .dst_reg = BPF_REG_3, .imm = 8 },
+		{ .code = BPF_JMP | BPF_CALL, .imm = BPF_FUNC_probe_write_user },
+		{ .code = BPF_ALU64 | BPF_MOV | BPF_K, .dst_reg = BPF_REG_0, .imm = 0 },
+		{ .code = BPF_JMP | BPF_EXIT },
+	};
+	int fd = bpf_prog_load(BPF_PROG_TYPE_KPROBE, "atf_feat_wuser", "GPL", insns,
+			       sizeof(insns) / sizeof(insns[0]), NULL);
+
+	if (fd < 0)
+		return false;
+	close(fd);
+	return true;
+}
+
 static int configure(struct probes *p, const struct probe_opts *opts)
 {
 	struct atftrace_bpf *s = p->skel;
@@ -106,6 +133,9 @@ static int configure(struct probes *p, const struct probe_opts *opts)
 	bpf_program__set_autoload(s->progs.atf_multi_return, p->kind == PROBE_LINK_MULTI);
 	bpf_program__set_autoload(s->progs.atf_uprobe, p->kind == PROBE_LINK_PERF);
 	bpf_program__set_autoload(s->progs.atf_uretprobe, p->kind == PROBE_LINK_PERF);
+	p->can_write_user = probe_write_user_supported();
+	bpf_program__set_autoload(s->progs.atf_unwind_raise, p->can_write_user);
+	bpf_program__set_autoload(s->progs.atf_unwind_rearm, p->can_write_user);
 	bpf_program__set_expected_attach_type(s->progs.atf_session, ATF_BPF_TRACE_UPROBE_SESSION);
 	bpf_program__set_expected_attach_type(s->progs.atf_multi_entry, ATF_BPF_TRACE_UPROBE_MULTI);
 	bpf_program__set_expected_attach_type(s->progs.atf_multi_return, ATF_BPF_TRACE_UPROBE_MULTI);
@@ -289,28 +319,84 @@ cleanup:
 	return err ? err : (int)n;
 }
 
-int probes__attach_unwind_hooks(struct probes *p, const char *libstdcxx_path, pid_t pid)
+/* Attach @prog at the entry of each of @names found in @path; returns how many, or -errno. */
+static int attach_entry_hooks(struct probes *p, struct bpf_program *prog, const char *path,
+			      const char *const *names, size_t nnames, pid_t pid)
 {
 	struct sym_module *m = NULL;
-	int err = -ENOENT;
+	int err, n = 0;
 
-	if (sym_module__open(&m, libstdcxx_path, -1))
-		return -EINVAL;
+	err = sym_module__open(&m, path, -1);
+	if (err)
+		return err;
 	for (size_t i = 0; i < m->nfuncs; i++) {
 		const struct sym_func *f = &m->funcs[i];
 
-		if (strcmp(f->name, "__cxa_begin_catch") || f->skip != 0)
-			continue;
-		err = attach_perf(p, p->skel->progs.atf_unwind_catch, libstdcxx_path,
-				  f->probe_offset, (uint64_t)m->module_id << 32 | f->symbol_index,
-				  false, pid);
-		if (err)
-			fprintf(stderr, "atftrace: attach __cxa_begin_catch in %s: %s\n",
-				libstdcxx_path, strerror(-err));
-		break;
+		for (size_t k = 0; k < nnames && f->skip == SYM_OK; k++) {
+			if (strcmp(f->name, names[k]))
+				continue;
+			err = attach_perf(p, prog, path, f->probe_offset,
+					  (uint64_t)m->module_id << 32 | f->symbol_index, false, pid);
+			if (err) {
+				fprintf(stderr, "atftrace: attach %s in %s: %s\n", f->name, path,
+					strerror(-err));
+				sym_module__free(m);
+				return err;
+			}
+			n++;
+		}
 	}
 	sym_module__free(m);
-	return err;
+	return n;
+}
+
+/* libgcc_s, which holds the unwinder: next to libstdc++, in the process, or on the host. */
+static char *find_libgcc_s(const char *libstdcxx_path, pid_t pid)
+{
+	const char *slash = strrchr(libstdcxx_path, '/');
+	char *path = NULL;
+
+	if (slash && asprintf(&path, "%.*s/libgcc_s.so.1", (int)(slash - libstdcxx_path),
+			      libstdcxx_path) > 0 && access(path, R_OK) == 0)
+		return path;
+	free(path);
+	path = pid > 0 ? sym_resolve_library(pid, "libgcc_s.so.1") : NULL;
+	return path ? path : sym_resolve_library(0, "libgcc_s.so.1");
+}
+
+int probes__attach_unwind_hooks(struct probes *p, const char *libstdcxx_path, pid_t pid)
+{
+	static const char *const catch_names[] = { "__cxa_begin_catch" };
+	/* Where an unwind starts: the unwinder must not meet a uretprobe trampoline. */
+	static const char *const raise_names[] = {
+		"_Unwind_RaiseException", "_Unwind_ForcedUnwind", "_Unwind_Resume_or_Rethrow",
+	};
+	char *libgcc = NULL;
+	int n;
+
+	n = attach_entry_hooks(p, p->skel->progs.atf_unwind_catch, libstdcxx_path, catch_names, 1, pid);
+	if (n <= 0)
+		return n < 0 ? n : -ENOENT;
+	if (!p->can_write_user) {
+		fprintf(stderr, "atftrace: warning: the kernel is locked down (no bpf_probe_write_user): "
+			"a C++ exception thrown through a traced function terminates the program, "
+			"because the unwinder cannot pass a uretprobe trampoline\n");
+		return 0;
+	}
+	n = attach_entry_hooks(p, p->skel->progs.atf_unwind_rearm, libstdcxx_path, catch_names, 1, pid);
+	if (n <= 0)
+		return n < 0 ? n : -ENOENT;
+	libgcc = find_libgcc_s(libstdcxx_path, pid);
+	n = libgcc ? attach_entry_hooks(p, p->skel->progs.atf_unwind_raise, libgcc, raise_names,
+					3, pid) : -ENOENT;
+	if (n == 0)
+		n = -ENOENT;
+	if (n < 0)
+		fprintf(stderr, "atftrace: %s: no unwinder entry points (%s): a C++ exception thrown "
+			"through a traced function will terminate the program\n",
+			libgcc ? libgcc : "libgcc_s.so.1", strerror(-n));
+	free(libgcc);
+	return n < 0 ? n : 0;
 }
 
 int probes__ring_fd(const struct probes *p)
