@@ -305,7 +305,8 @@ static int perfetto_begin(struct export_ctx *ctx)
 	pd = pb_open(p, TD_PROCESS);
 	p = pb_uint(pd, PD_PID, m->pid);
 	for (size_t i = 0; i < m->argc; i++)
-		p = pb_string(p, PD_CMDLINE, m->argv[i]);
+		if (m->argv[i])
+			p = pb_string(p, PD_CMDLINE, m->argv[i]);
 	if (m->process_name)
 		p = pb_string(p, PD_PROCESS_NAME, m->process_name);
 	p = pb_close(pd, p);
