@@ -535,6 +535,27 @@ size_t sym_module__select(struct sym_module *m, const char *const *globs, size_t
 		f->selected = want;
 		count += want;
 	}
+	/* A glob naming an alias (e.g. malloc for __libc_malloc) selects the probed symbol. */
+	for (size_t i = 1; i < m->nfuncs && nglobs; i++) {
+		struct sym_func *f = &m->funcs[i], *primary = NULL;
+		bool want = false, excluded = false;
+
+		if (f->skip != SYM_SKIP_ALIAS)
+			continue;
+		for (size_t j = i; j-- > 0 && m->funcs[j].addr == f->addr;)
+			if (m->funcs[j].skip != SYM_SKIP_ALIAS && m->funcs[j].skip != SYM_SKIP_IFUNC)
+				primary = &m->funcs[j];
+		if (!primary || primary->selected || primary->skip != SYM_OK)
+			continue;
+		for (size_t g = 0; g < nglobs && !want; g++)
+			want = glob_matches(globs[g], m->path, f);
+		for (size_t x = 0; x < nexcludes && want; x++)
+			excluded = glob_matches(excludes[x], m->path, f);
+		if (want && !excluded) {
+			primary->selected = true;
+			count++;
+		}
+	}
 	return count;
 }
 

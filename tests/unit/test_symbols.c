@@ -178,6 +178,13 @@ static void test_select(void **state)
 	assert_false(find(m, "alias_b")->selected);
 	assert_true(find(m, "alias_a")->selected);
 	assert_int_equal(sym_module__select(m, aliases, 1, NULL, 0), 1);
+	/* naming only the alias selects the symbol that is probed for it */
+	const char *alias_b[] = { "alias_b" };
+
+	assert_int_equal(sym_module__select(m, alias_b, 1, NULL, 0), 1);
+	assert_true(find(m, "alias_a")->selected);
+	assert_false(find(m, "alias_b")->selected);
+	assert_int_equal(sym_module__select(m, alias_b, 1, alias_b, 1), 0);
 	/* MODULE: prefix, and C++ "::" is not a module separator */
 	assert_int_equal(sym_module__select(m, mod_ok, 1, NULL, 0), 1);
 	assert_int_equal(sym_module__select(m, mod_no, 1, NULL, 0), 0);
