@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# kill -9 the recorder mid-session: the files it flushed (every drain tick) hold every event
+# drained so far; `atftrace recover` then `verify` pass and keep every one of them.
+source "$(dirname "$0")/lib.sh"
+need_bpf
+K=1000
+
+mkfifo "$T/cmd" "$T/out" "$T/ready"
+exec 4<>"$T/out"        # read-write: opening does not wait for the writer
+"$ATF" record -o "$T/s" -f loop_work --ready-file "$T/ready" -- "$TARGETS/attach_loop" "$T/cmd" >"$T/out" 2>"$T/err" &
+rec=$!
+timeout 60 cat "$T/ready" >/dev/null || { cat "$T/err" >&2; fail "the recorder never became ready"; }
+read -r -u 4 word target || fail "no pid from attach_loop"
+exec 3>"$T/cmd"
+echo $K >&3
+read -r -u 4 line; assert_eq "done $K" "$line" "ack"
+
+# wait (bounded) until the drain tick has flushed all 2K events to the index file
+idx="$T/s/pid_$target/thread_0/index.atf"
+want=$((64 + 2 * K * 32))
+for _ in $(seq 1000); do
+	[ "$(stat -c %s "$idx" 2>/dev/null || echo 0)" -ge $want ] && break
+	sleep 0.01
+done
+[ "$(stat -c %s "$idx")" -eq $want ] || fail "index.atf has $(stat -c %s "$idx") bytes, want $want before the kill"
+kill -9 $rec
+wait $rec && fail "the recorder survived kill -9"
+echo q >&3
+exec 3>&-
+
+# placeholder header and no footer: verify refuses it until it is recovered
+if "$ATF" verify "$T/s" >/dev/null 2>&1; then fail "verify passed on a session killed mid-way"; fi
+"$ATF" recover "$T/s" >"$T/recover" 2>&1 || { cat "$T/recover" >&2; fail "recover failed"; }
+"$ATF" verify "$T/s" >/dev/null || fail "verify after recover"
+"$TOOLS/record_stats" "$T/s" >"$T/stats"
+assert_eq $K "$(awk '$1 == "call" && $3 == "loop_work" { print $4 }' "$T/stats")" "calls kept"
+assert_eq $((2 * K)) "$(awk '$1 == "process" { print $6 }' "$T/stats")" "events kept"
+echo "ok"
