@@ -1,0 +1,931 @@
+// SPDX-License-Identifier: MIT
+/*
+ * wtf-trace exporters (-F wtf, -F wtf-json) checked by an independent decoder: sessions are
+ * written with libatf's writer, exported through export_session(), and read back here. The
+ * binary parser and the JSON parser (jansson) both produce the file's chunks; the two forms must
+ * carry identical chunks, and the interpreted event stream (zones, scope types, instance events,
+ * arguments) is compared event by event with the session.
+ */
+#include <errno.h>
+#include <ftw.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <cmocka.h>
+#include <jansson.h>
+
+#include "atf.h"
+#include "byteorder.h"
+#include "format.h"
+
+extern const struct export_ops wtf_ops, wtf_json_ops;
+
+#define MAX_SCOPES 1023u        /* the exporter's documented nesting cap */
+
+static char tmpdir[64];
+
+static int rm_entry(const char *p, const struct stat *st, int flag, struct FTW *ftw)
+{
+	return remove(p);
+}
+
+static int setup(void **state)
+{
+	snprintf(tmpdir, sizeof(tmpdir), "/tmp/atf_wtf_XXXXXX");
+	return mkdtemp(tmpdir) ? 0 : -1;
+}
+
+static int teardown(void **state)
+{
+	return nftw(tmpdir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+/* ---- session generation ----------------------------------------------------------------------- */
+
+struct gen {
+	const char *dir;
+	uint32_t threads, steps, max_depth, nfuncs;
+	uint32_t detail_every;          /* 0: none */
+	uint32_t exception_every;       /* 0: none */
+	uint64_t start_ns, step_ns;     /* step_ns: max gap between consecutive events of a thread */
+	uint32_t seed;
+	bool dive;                      /* call until max_depth, then unwind: no randomness in shape */
+	bool sequential_funcs;          /* call functions 1, 2, 3, ... in turn */
+	uint64_t fixed_gap_ns;          /* non-zero: every gap is exactly this */
+};
+
+static uint32_t rnd(uint32_t *s)
+{
+	*s ^= *s << 13;
+	*s ^= *s >> 17;
+	*s ^= *s << 5;
+	return *s;
+}
+
+static const char *func_name(uint32_t i, char *buf, size_t len)
+{
+	if (i == 1)
+		return "bad\xff\xfename";       /* not UTF-8: exported as U+FFFD per bad byte */
+	if (i == 2)
+		return "ns::Widget<int>::draw(char const*, \"q\")";
+	snprintf(buf, len, "fn_%u", i);
+	return buf;
+}
+
+/* Writes a process directory: random call/return walks per thread, details and exceptions. */
+static void gen_session(const struct gen *g)
+{
+	struct atf_manifest *m = atf_manifest__new();
+	uint32_t seed = g->seed ? g->seed : 1;
+	char name[64], path[600];
+	uint8_t payload[ATF_DETAIL_PAYLOAD_SIZE + ATF_DETAIL_MAX_STACK];
+	struct atf_module *mod;
+
+	assert_non_null(m);
+	m->process_name = strdup("wtf-demo");
+	m->pid = 4242;
+	mod = atf_manifest__add_module(m, "/usr/bin/wtf-demo");
+	assert_non_null(mod);
+	/* functions past 100 stay unnamed ("0x<function id>"): still one distinct name each */
+	for (uint32_t f = 1; f <= g->nfuncs && f <= 100; f++)
+		assert_non_null(atf_manifest__add_symbol(m, mod->module_id, f, func_name(f, name, sizeof(name))));
+	mkdir(g->dir, 0755);
+	for (uint32_t t = 0; t < g->threads; t++) {
+		struct atf_thread_writer *w;
+		uint64_t stack[2048], ts = g->start_ns + t * 333;
+		uint32_t depth = 0, ncalls = 0;
+		struct atf_thread_info *ti = atf_manifest__add_thread(m, t, 1000 + t, t ? "worker" : "main");
+
+		assert_non_null(ti);
+		assert_int_equal(atf_thread_writer__new(&w, g->dir, t, 1000 + t), 0);
+		for (uint32_t i = 0; i < g->steps || depth; i++) {
+			bool call = i < g->steps && depth < g->max_depth &&
+				    (g->dive || depth == 0 || rnd(&seed) % 3 != 0);
+			struct atf_index_event ev = { .thread_id = t, .timestamp_ns = ts };
+			struct atf_detail_in din = { 0 }, *dp = NULL;
+
+			if (call) {
+				stack[depth] = (uint64_t)mod->module_id << 32 |
+					       (1 + (g->sequential_funcs ? ncalls++ : rnd(&seed)) % g->nfuncs);
+				ev.function_id = stack[depth];
+				ev.event_kind = ATF_KIND_CALL;
+				ev.call_depth = depth++;
+			} else {
+				ev.function_id = stack[--depth];
+				ev.call_depth = depth;
+				ev.event_kind = g->exception_every && rnd(&seed) % g->exception_every == 0 ?
+						ATF_KIND_EXCEPTION : ATF_KIND_RETURN;
+			}
+			if (g->detail_every && rnd(&seed) % g->detail_every == 0) {
+				struct atf_detail_payload p = { .function_id = ev.function_id, .lr = 0x401000 + i,
+								.fp = 0x7ffd00000000ull + i, .sp = 0x7ffd10000000ull + i,
+								.stack_size = (uint16_t)(rnd(&seed) % 40) };
+
+				for (int r = 0; r < ATF_DETAIL_GP_REGS; r++)
+					p.gp[r] = (uint64_t)rnd(&seed) << 32 | (uint64_t)(i * 8 + r);
+				atf_detail_payload_encode(payload, &p);
+				for (uint16_t s = 0; s < p.stack_size; s++)
+					payload[ATF_DETAIL_PAYLOAD_SIZE + s] = (uint8_t)(i + s);
+				din = (struct atf_detail_in){ .event_type = call ? ATF_DETAIL_CALL : ATF_DETAIL_RETURN,
+							      .flags = (uint16_t)(i & 3), .payload = payload,
+							      .payload_len = ATF_DETAIL_PAYLOAD_SIZE + p.stack_size };
+				dp = &din;
+			}
+			assert_true(atf_thread_writer__append(w, &ev, dp) >= 0);
+			ts += g->fixed_gap_ns ? g->fixed_gap_ns : rnd(&seed) % (g->step_ns + 1);
+		}
+		ti->index_events = atf_thread_writer__index_count(w);
+		ti->detail_events = atf_thread_writer__detail_count(w);
+		ti->has_detail = ti->detail_events > 0;
+		assert_int_equal(atf_thread_writer__finalize(w), 0);
+		atf_thread_writer__free(w);
+	}
+	snprintf(path, sizeof(path), "%s/manifest.json", g->dir);
+	assert_int_equal(atf_manifest__save(m, path), 0);
+	atf_manifest__free(m);
+}
+
+/* ---- decoding: both forms into one list of chunks --------------------------------------------- */
+
+struct chunk {
+	uint32_t id, type, start, end;
+	json_t *header;                 /* file-header part */
+	char **strings; uint32_t nstrings;
+	uint8_t *events; size_t events_len;
+};
+
+struct file {
+	struct chunk *c;
+	size_t n;
+};
+
+static struct chunk *new_chunk(struct file *f)
+{
+	f->c = realloc(f->c, (f->n + 1) * sizeof(*f->c));
+	assert_non_null(f->c);
+	memset(&f->c[f->n], 0, sizeof(*f->c));
+	return &f->c[f->n++];
+}
+
+static void free_file(struct file *f)
+{
+	for (size_t i = 0; i < f->n; i++) {
+		json_decref(f->c[i].header);
+		for (uint32_t k = 0; k < f->c[i].nstrings; k++)
+			free(f->c[i].strings[k]);
+		free(f->c[i].strings);
+		free(f->c[i].events);
+	}
+	free(f->c);
+	memset(f, 0, sizeof(*f));
+}
+
+static uint8_t *slurp(const char *path, size_t *len)
+{
+	FILE *fp = fopen(path, "rb");
+	uint8_t *buf;
+	long n;
+
+	assert_non_null(fp);
+	fseek(fp, 0, SEEK_END);
+	n = ftell(fp);
+	rewind(fp);
+	buf = malloc((size_t)n + 1);
+	assert_non_null(buf);
+	assert_int_equal(fread(buf, 1, (size_t)n, fp), (size_t)n);
+	buf[n] = 0;
+	fclose(fp);
+	*len = (size_t)n;
+	return buf;
+}
+
+/* Binary CFF (NOTES.md §3): every bound checked; part offsets count from the end of the table. */
+static void parse_binary(const char *path, struct file *f)
+{
+	size_t len, off = 12;
+	uint8_t *b = slurp(path, &len);
+
+	assert_true(len >= 12 && len % 4 == 0);
+	assert_int_equal(get_le32(b), 0xDEADBEEFu);
+	assert_int_equal(get_le32(b + 8), 10);
+	while (off < len) {
+		struct chunk *c = new_chunk(f);
+		uint32_t clen, nparts, table;
+
+		assert_true(len - off >= 24);
+		c->id = get_le32(b + off);
+		c->type = get_le32(b + off + 4);
+		clen = get_le32(b + off + 8);
+		c->start = get_le32(b + off + 12);
+		c->end = get_le32(b + off + 16);
+		nparts = get_le32(b + off + 20);
+		table = 24 + 12 * nparts;
+		assert_true(clen >= table && clen <= len - off && clen % 4 == 0);
+		for (uint32_t p = 0; p < nparts; p++) {
+			const uint8_t *e = b + off + 24 + 12 * p;
+			uint32_t type = get_le32(e), poff = get_le32(e + 4), plen = get_le32(e + 8);
+			const uint8_t *data = b + off + table + poff;
+
+			assert_true(poff % 4 == 0 && (uint64_t)table + poff + plen <= clen);
+			if (type == 0x10000) {
+				assert_int_equal(c->type, 1);
+				c->header = json_loadb((const char *)data, plen, 0, NULL);
+				assert_non_null(c->header);
+			} else if (type == 0x30000) {
+				assert_true(plen > 0 && data[plen - 1] == 0);   /* trailing NUL */
+				for (const uint8_t *s = data; s < data + plen; s += strlen((const char *)s) + 1) {
+					c->strings = realloc(c->strings, (c->nstrings + 1) * sizeof(char *));
+					c->strings[c->nstrings++] = strdup((const char *)s);
+				}
+			} else if (type == 0x20002) {
+				assert_int_equal(plen % 4, 0);
+				c->events = malloc(plen + 1);
+				memcpy(c->events, data, plen);
+				c->events_len = plen;
+			} else {
+				fail_msg("unexpected part type 0x%x", type);
+			}
+		}
+		off += clen;
+	}
+	assert_int_equal(off, len);
+	free(b);
+}
+
+static int b64val(int ch)
+{
+	const char *tbl = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+	const char *p = ch ? strchr(tbl, ch) : NULL;
+
+	return p ? (int)(p - tbl) : -1;
+}
+
+static void parse_json_chunk(json_t *jc, struct file *f)
+{
+	struct chunk *c = new_chunk(f);
+	const char *type = json_string_value(json_object_get(jc, "type"));
+	json_t *parts = json_object_get(jc, "parts"), *part;
+	size_t i;
+
+	assert_non_null(type);
+	c->type = strcmp(type, "file_header") == 0 ? 1 : strcmp(type, "event_data") == 0 ? 2 : 0;
+	assert_true(c->type != 0);
+	c->id = (uint32_t)json_integer_value(json_object_get(jc, "id"));
+	c->start = (uint32_t)json_integer_value(json_object_get(jc, "startTime"));
+	c->end = (uint32_t)json_integer_value(json_object_get(jc, "endTime"));
+	assert_true(json_is_array(parts));
+	json_array_foreach(parts, i, part) {
+		const char *pt = json_string_value(json_object_get(part, "type"));
+
+		assert_non_null(pt);
+		if (strcmp(pt, "file_header") == 0) {
+			c->header = json_deep_copy(part);
+			json_object_del(c->header, "type");
+		} else if (strcmp(pt, "string_table") == 0) {
+			json_t *v = json_object_get(part, "value"), *s;
+			size_t k;
+
+			c->nstrings = (uint32_t)json_array_size(v);
+			c->strings = calloc(c->nstrings, sizeof(char *));
+			json_array_foreach(v, k, s)
+				c->strings[k] = strdup(json_string_value(s));
+		} else if (strcmp(pt, "binary_event_buffer") == 0) {
+			const char *v = json_string_value(json_object_get(part, "value"));
+			size_t n = (size_t)json_integer_value(json_object_get(part, "byteLength")), w = 0, sl;
+
+			assert_string_equal(json_string_value(json_object_get(part, "mode")), "base64");
+			assert_non_null(v);
+			sl = strlen(v);
+			assert_int_equal(sl % 4, 0);
+			c->events = malloc(sl / 4 * 3 + 1);
+			for (size_t q = 0; q < sl; q += 4) {
+				int a = b64val(v[q]), b = b64val(v[q + 1]), cc = b64val(v[q + 2]), d = b64val(v[q + 3]);
+
+				assert_true(a >= 0 && b >= 0);
+				c->events[w++] = (uint8_t)(a << 2 | b >> 4);
+				if (cc >= 0)
+					c->events[w++] = (uint8_t)(b << 4 | cc >> 2);
+				if (d >= 0)
+					c->events[w++] = (uint8_t)(cc << 6 | d);
+			}
+			assert_int_equal(w, n);
+			c->events_len = n;
+		} else {
+			fail_msg("unexpected part %s", pt);
+		}
+	}
+}
+
+/* COMPLETE: one document. PARTIAL: a header line, then one standalone {"chunks":[c]} per line. */
+static void parse_json(const char *path, bool partial, struct file *f)
+{
+	json_error_t jerr;
+	json_t *root, *chunks, *jc;
+	size_t i;
+
+	if (!partial) {
+		root = json_load_file(path, 0, &jerr);
+		if (!root)
+			fail_msg("%s: %s (line %d)", path, jerr.text, jerr.line);
+		assert_int_equal(json_integer_value(json_object_get(root, "formatVersion")), 10);
+		assert_true(json_integer_value(json_object_get(root, "wtfVersion")) > 0);
+		chunks = json_object_get(root, "chunks");
+		json_array_foreach(chunks, i, jc)
+			parse_json_chunk(jc, f);
+		json_decref(root);
+		return;
+	}
+	size_t len, line = 0;
+	char *text = (char *)slurp(path, &len), *save = NULL;
+
+	for (char *l = strtok_r(text, "\n", &save); l; l = strtok_r(NULL, "\n", &save), line++) {
+		root = json_loads(l, 0, &jerr);
+		if (!root)
+			fail_msg("line %zu: %s", line, jerr.text);
+		if (line == 0) {
+			assert_int_equal(json_integer_value(json_object_get(root, "formatVersion")), 10);
+			assert_null(json_object_get(root, "chunks"));
+		} else {
+			chunks = json_object_get(root, "chunks");
+			assert_int_equal(json_array_size(chunks), 1);
+			parse_json_chunk(json_array_get(chunks, 0), f);
+		}
+		json_decref(root);
+	}
+	free(text);
+}
+
+static void assert_same_chunks(const struct file *a, const struct file *b)
+{
+	assert_int_equal(a->n, b->n);
+	for (size_t i = 0; i < a->n; i++) {
+		const struct chunk *x = &a->c[i], *y = &b->c[i];
+
+		assert_int_equal(x->id, y->id);
+		assert_int_equal(x->type, y->type);
+		assert_int_equal(x->start, y->start);
+		assert_int_equal(x->end, y->end);
+		assert_true(json_equal(x->header, y->header) || (!x->header && !y->header));
+		assert_int_equal(x->nstrings, y->nstrings);
+		for (uint32_t k = 0; k < x->nstrings; k++)
+			assert_string_equal(x->strings[k], y->strings[k]);
+		assert_int_equal(x->events_len, y->events_len);
+		assert_memory_equal(x->events, y->events, x->events_len);
+	}
+}
+
+/* ---- interpreting the event buffers ------------------------------------------------------------ */
+
+#define MAX_ARGS 32
+
+struct dtype {
+	char *name;
+	uint32_t cls, flags, nargs;
+	char arg_type[MAX_ARGS][12], arg_name[MAX_ARGS][24];
+};
+
+struct dev {                    /* one application event as the loader would insert it */
+	uint32_t t;
+	const struct dtype *type;
+	uint32_t w[MAX_ARGS];       /* numeric arguments in order (strings and arrays excluded) */
+	uint32_t nw;
+	char *s[4];                 /* ascii arguments in order */
+	uint32_t ns;
+	uint8_t arr[256];
+	uint32_t arr_len;
+};
+
+struct zone {
+	uint32_t thread_dir_id;
+	char *name;
+	struct dev *ev;
+	size_t n, cap;
+	uint32_t depth, max_depth;
+};
+
+struct trace {
+	struct dtype *types[65536];
+	struct zone zones[64];
+	uint32_t nzones;
+	json_t *header;
+	uint64_t records;
+};
+
+static void free_trace(struct trace *tr)
+{
+	for (size_t i = 0; i < 65536; i++)
+		if (tr->types[i]) {
+			free(tr->types[i]->name);
+			free(tr->types[i]);
+		}
+	for (uint32_t z = 0; z < tr->nzones; z++) {
+		for (size_t i = 0; i < tr->zones[z].n; i++)
+			free(tr->zones[z].ev[i].s[0]);
+		free(tr->zones[z].ev);
+		free(tr->zones[z].name);
+	}
+	json_decref(tr->header);
+	free(tr);
+}
+
+static const char *chunk_string(const struct chunk *c, uint32_t ord)
+{
+	if (ord == 0xFFFFFFFFu)
+		return NULL;
+	if (ord == 0xFFFFFFFEu)
+		return "";
+	assert_true(ord < c->nstrings);     /* strings never leave their chunk */
+	return c->strings[ord];
+}
+
+static struct dtype *parse_define(const uint32_t *a, const struct chunk *c)
+{
+	struct dtype *d = calloc(1, sizeof(*d));
+	const char *args = chunk_string(c, a[4]);
+
+	d->cls = a[1];
+	d->flags = a[2];
+	d->name = strdup(chunk_string(c, a[3]));
+	for (const char *p = args; p && *p;) {
+		int used = 0;
+
+		assert_true(d->nargs < MAX_ARGS);
+		assert_int_equal(sscanf(p, "%11s %23[A-Za-z0-9_]%n", d->arg_type[d->nargs], d->arg_name[d->nargs],
+					&used), 2);
+		d->nargs++;
+		p += used;
+		if (*p == ',')
+			p++;
+		while (*p == ' ')
+			p++;
+	}
+	return d;
+}
+
+/* Walks every event-data chunk as the loader does, checking the framing rules on the way. */
+static struct trace *interpret(const struct file *f)
+{
+	struct trace *tr = calloc(1, sizeof(*tr));
+	int32_t current = -1;
+	uint32_t last_t = 0;
+
+	assert_true(f->n >= 1);
+	assert_int_equal(f->c[0].type, 1);
+	assert_int_equal(f->c[0].id, 0);
+	tr->header = json_incref(f->c[0].header);
+	for (size_t ci = 1; ci < f->n; ci++) {
+		const struct chunk *c = &f->c[ci];
+		const uint8_t *b = c->events;
+		size_t off = 0;
+
+		assert_int_equal(c->type, 2);
+		assert_int_equal(c->id, ci);
+		assert_true(c->events_len > 0);
+		if (ci > 1)     /* self-contained: a later chunk restates the current zone first */
+			assert_int_equal(get_le32(b), 3);
+		while (off < c->events_len) {
+			uint32_t wire = get_le32(b + off), t = get_le32(b + off + 4), a[MAX_ARGS + 8];
+			struct dev d = { .t = t };
+			const struct dtype *ty;
+
+			assert_true(off + 8 <= c->events_len);
+			off += 8;
+			assert_true(t >= last_t);       /* merged stream: time never goes back */
+			last_t = t;
+			tr->records++;
+			if (wire == 1) {
+				assert_true(off + 20 <= c->events_len);
+				for (int k = 0; k < 5; k++)
+					a[k] = get_le32(b + off + 4 * k);
+				off += 20;
+				assert_true(a[0] >= 2 && a[0] <= 65535);
+				assert_null(tr->types[a[0]]);
+				tr->types[a[0]] = parse_define(a, c);
+				if (strncmp(tr->types[a[0]]->name, "wtf.", 4) == 0)
+					assert_int_equal(tr->types[a[0]]->flags, 0x28);
+				continue;
+			}
+			ty = tr->types[wire];
+			assert_non_null(ty);    /* defined before use */
+			d.type = ty;
+			for (uint32_t k = 0; k < ty->nargs; k++) {
+				const char *at = ty->arg_type[k];
+
+				assert_true(off + 4 <= c->events_len);
+				if (!strcmp(at, "uint32") || !strcmp(at, "uint16")) {
+					d.w[d.nw++] = get_le32(b + off);
+					off += 4;
+				} else if (!strcmp(at, "ascii")) {
+					const char *str = chunk_string(c, get_le32(b + off));
+
+					assert_true(d.ns < 4);
+					d.s[d.ns++] = str ? strdup(str) : NULL;
+					off += 4;
+				} else if (!strcmp(at, "uint8[]")) {
+					d.arr_len = get_le32(b + off);
+					off += 4;
+					assert_true(d.arr_len <= sizeof(d.arr) && off + ((d.arr_len + 3) & ~3u) <= c->events_len);
+					memcpy(d.arr, b + off, d.arr_len);
+					off += (d.arr_len + 3) & ~3u;
+				} else {
+					fail_msg("argument type %s is not one the exporter should use", at);
+				}
+			}
+			if (!strcmp(ty->name, "wtf.zone#create")) {
+				struct zone *z = &tr->zones[tr->nzones];
+
+				assert_true(tr->nzones < 64 && d.w[0] == tr->nzones + 1 && d.ns == 3);
+				z->name = strdup(d.s[0]);
+				assert_string_equal(d.s[1], "native_script");
+				assert_int_equal(sscanf(d.s[2], "thread_%u", &z->thread_dir_id), 1);
+				tr->nzones++;
+			} else if (!strcmp(ty->name, "wtf.zone#set")) {
+				assert_true(d.w[0] >= 1 && d.w[0] <= tr->nzones);
+				current = (int32_t)d.w[0] - 1;
+			} else {
+				struct zone *z;
+
+				assert_true(current >= 0);
+				assert_true(d.ns <= 1);
+				z = &tr->zones[current];
+				if (z->n == z->cap) {
+					z->cap = z->cap ? 2 * z->cap : 1024;
+					z->ev = realloc(z->ev, z->cap * sizeof(*z->ev));
+					assert_non_null(z->ev);
+				}
+				if (ty->cls == 1 && ++z->depth > z->max_depth)
+					z->max_depth = z->depth;
+				else if (!strcmp(ty->name, "wtf.scope#leave") && z->depth)
+					z->depth--;
+				z->ev[z->n++] = d;
+				continue;
+			}
+			for (uint32_t k = 0; k < d.ns; k++)
+				free(d.s[k]);
+		}
+		assert_int_equal(off, c->events_len);
+	}
+	return tr;
+}
+
+/* ---- comparison with the session ------------------------------------------------------------- */
+
+static const char *expected_name(struct atf_session *s, uint64_t fid, char *buf, size_t len)
+{
+	if ((uint32_t)fid == 1)
+		return "bad\xEF\xBF\xBD\xEF\xBF\xBDname";      /* each invalid byte -> U+FFFD */
+	return atf_session__name(s, fid, buf, len);
+}
+
+static const struct dev *next_dev(const struct zone *z, size_t *k, const char *type_name)
+{
+	assert_non_null(z);
+	if (*k >= z->n)
+		fail_msg("zone %s: ran out of events, expected %s", z->name, type_name);
+	if (type_name && strcmp(z->ev[*k].type->name, type_name) != 0)
+		fail_msg("zone %s event %zu: expected %s, got %s", z->name, *k, type_name, z->ev[*k].type->name);
+	return &z->ev[(*k)++];
+}
+
+static void expect_u64(const struct dev *d, uint32_t *w, uint64_t v)
+{
+	assert_int_equal(d->w[*w], (uint32_t)(v >> 32));
+	assert_int_equal(d->w[*w + 1], (uint32_t)v);
+	*w += 2;
+}
+
+static void expect_detail(const struct zone *z, size_t *k, const struct atf_thread *t,
+			  const struct atf_index_event *ev, bool is_return, uint32_t t_us)
+{
+	struct atf_detail_event de;
+	const struct dev *d;
+	uint32_t w = 0;
+
+	if (ev->detail_seq == ATF_NO_DETAIL)
+		return;
+	assert_int_equal(atf_detail_get(&t->detail, ev->detail_seq, &de), 0);
+	assert_true(de.has_payload);
+	d = next_dev(z, k, is_return ? "atftrace#returnDetail" : "atftrace#callDetail");
+	assert_int_equal(d->t, t_us);
+	assert_int_equal(d->type->cls, 0);
+	assert_string_equal(d->type->arg_name[2], is_return ? "rax_hi" : "rdi_hi");   /* x86_64 names */
+	expect_u64(d, &w, de.payload.function_id);
+	for (int r = 0; r < (is_return ? 2 : ATF_DETAIL_GP_REGS); r++)
+		expect_u64(d, &w, de.payload.gp[r]);
+	expect_u64(d, &w, de.payload.lr);
+	expect_u64(d, &w, de.payload.fp);
+	expect_u64(d, &w, de.payload.sp);
+	assert_int_equal(d->w[w++], de.hdr.flags);
+	assert_int_equal(w, d->nw);             /* the stack count belongs to the uint8[] argument */
+	assert_int_equal(d->arr_len, de.payload.stack_size);
+	assert_memory_equal(d->arr, de.stack, de.payload.stack_size);
+}
+
+struct verify_stats {
+	uint64_t index_events, scopes, deep, fallback_enters, details, exceptions;
+};
+
+/* Every index event in [from, to] of every thread, in order, against the thread's zone. */
+static void verify(const char *dir, const struct trace *tr, uint64_t from, uint64_t to, struct verify_stats *vs)
+{
+	struct atf_session *s;
+	struct atf_diag diag;
+	uint64_t base = UINT64_MAX;
+	char buf[64];
+	json_t *h = tr->header, *ci = json_object_get(h, "contextInfo");
+
+	memset(vs, 0, sizeof(*vs));
+	assert_int_equal(atf_session__open(&s, dir, 0, &diag), 0);
+	for (size_t i = 0; i < s->nthreads; i++) {
+		struct atf_index_event ev;
+		uint64_t lo = atf_index_lower_bound(&s->threads[i].index, from);
+
+		if (lo < s->threads[i].index.count) {
+			atf_index_get(&s->threads[i].index, lo, &ev);
+			if (ev.timestamp_ns <= to && ev.timestamp_ns < base)
+				base = ev.timestamp_ns;
+		}
+	}
+	/* file header: required fields the loader reads */
+	assert_true(json_is_number(json_object_get(h, "timebase")));
+	assert_true(json_is_array(json_object_get(h, "flags")));
+	assert_string_equal(json_string_value(json_object_get(ci, "contextType")), "script");
+	assert_string_equal(json_string_value(json_object_get(ci, "title")), "wtf-demo");
+	assert_true(json_is_array(json_object_get(ci, "args")));
+	if (base != UINT64_MAX) {
+		snprintf(buf, sizeof(buf), "%llu", (unsigned long long)base);
+		assert_string_equal(json_string_value(json_object_get(json_object_get(h, "metadata"),
+								      "atftrace_time_base_ns")), buf);
+	}
+	for (size_t i = 0; i < s->nthreads; i++) {
+		const struct atf_thread *t = &s->threads[i];
+		const struct zone *z = NULL;
+		uint32_t open = 0, deep = 0;
+		size_t k = 0;
+
+		for (uint32_t zi = 0; zi < tr->nzones; zi++)
+			if (tr->zones[zi].thread_dir_id == t->id)
+				z = &tr->zones[zi];
+		if (z) {
+			snprintf(buf, sizeof(buf), "%s:%u", t->name, t->tid);
+			assert_string_equal(z->name, buf);
+			assert_true(z->max_depth <= MAX_SCOPES);
+		}
+		for (uint64_t seq = atf_index_lower_bound(&t->index, from); seq < t->index.count; seq++) {
+			struct atf_index_event ev;
+			const char *name;
+			const struct dev *d;
+			uint32_t t_us;
+
+			atf_index_get(&t->index, seq, &ev);
+			if (ev.timestamp_ns > to)
+				break;
+			vs->index_events++;
+			name = expected_name(s, ev.function_id, buf, sizeof(buf));
+			t_us = (uint32_t)((ev.timestamp_ns - base) / 1000);
+			if (ev.event_kind == ATF_KIND_CALL) {
+				if (open >= MAX_SCOPES) {
+					d = next_dev(z, &k, "atftrace#deepCall");
+					assert_string_equal(d->s[0], name);
+					assert_int_equal(d->w[0], ev.call_depth);
+					deep++;
+					vs->deep++;
+				} else {
+					d = next_dev(z, &k, NULL);
+					if (!strcmp(d->type->name, "atftrace#scope")) {
+						assert_string_equal(d->s[0], name);
+						vs->fallback_enters++;
+					} else {
+						assert_string_equal(d->type->name, name);
+						assert_int_equal(d->type->nargs, 0);
+					}
+					assert_int_equal(d->type->cls, 1);
+					open++;
+					vs->scopes++;
+				}
+				assert_int_equal(d->t, t_us);
+				vs->details += ev.detail_seq != ATF_NO_DETAIL;
+				expect_detail(z, &k, t, &ev, false, t_us);
+				continue;
+			}
+			assert_true(ev.event_kind == ATF_KIND_RETURN || ev.event_kind == ATF_KIND_EXCEPTION);
+			if (ev.event_kind == ATF_KIND_EXCEPTION) {
+				d = next_dev(z, &k, "atftrace#exception");
+				assert_string_equal(d->s[0], name);
+				assert_int_equal(d->t, t_us);
+				assert_int_equal(d->nw, 3);
+				assert_int_equal(d->w[0], (uint32_t)(ev.function_id >> 32));
+				assert_int_equal(d->w[1], (uint32_t)ev.function_id);
+				assert_int_equal(d->w[2], ev.call_depth);
+				vs->exceptions++;
+			}
+			vs->details += ev.detail_seq != ATF_NO_DETAIL;
+			expect_detail(z, &k, t, &ev, true, t_us);
+			if (deep) {
+				d = next_dev(z, &k, "atftrace#deepReturn");
+				assert_string_equal(d->s[0], name);
+				assert_int_equal(d->w[0], ev.call_depth);
+				deep--;
+			} else {
+				d = next_dev(z, &k, "wtf.scope#leave");
+				if (open)
+					open--;
+			}
+			assert_int_equal(d->t, t_us);
+		}
+		if (z)
+			assert_int_equal(k, z->n);      /* nothing extra in the zone */
+	}
+	atf_session__close(s);
+}
+
+/* ---- tests -------------------------------------------------------------------------------------- */
+
+static int run_export(const char *sdir, const struct export_ops *ops, const char *out, uint32_t chunk_size,
+		      bool partial, uint64_t from, uint64_t to)
+{
+	struct atf_session *s;
+	struct atf_diag diag;
+	struct export_options o = { .out_path = out, .thread_id = -1, .from_ns = from, .to_ns = to,
+				    .chunk_size = chunk_size, .json_partial = partial };
+	int err;
+
+	assert_int_equal(atf_session__open(&s, sdir, 0, &diag), 0);
+	err = export_session(s, ops, &o);
+	atf_session__close(s);
+	return err;
+}
+
+static void path_in(char *buf, size_t len, const char *name)
+{
+	snprintf(buf, len, "%s/%s", tmpdir, name);
+}
+
+/* All three forms of one export: binary, JSON COMPLETE, JSON PARTIAL; identical chunks. */
+static struct trace *export_all_forms(const char *sdir, uint32_t chunk_size, uint64_t from, uint64_t to,
+				      size_t *nchunks)
+{
+	char bin[600], jc[600], jp[600];
+	struct file fb = { 0 }, fc = { 0 }, fp = { 0 };
+	struct trace *tr;
+
+	path_in(bin, sizeof(bin), "out.wtf-trace");
+	path_in(jc, sizeof(jc), "out.wtf-json");
+	path_in(jp, sizeof(jp), "out-partial.wtf-json");
+	assert_int_equal(run_export(sdir, &wtf_ops, bin, chunk_size, false, from, to), 0);
+	assert_int_equal(run_export(sdir, &wtf_json_ops, jc, chunk_size, false, from, to), 0);
+	assert_int_equal(run_export(sdir, &wtf_json_ops, jp, chunk_size, true, from, to), 0);
+	parse_binary(bin, &fb);
+	parse_json(jc, false, &fc);
+	parse_json(jp, true, &fp);
+	assert_same_chunks(&fb, &fc);
+	assert_same_chunks(&fb, &fp);
+	tr = interpret(&fb);
+	*nchunks = fb.n;
+	free_file(&fb);
+	free_file(&fc);
+	free_file(&fp);
+	return tr;
+}
+
+static void test_three_threads_match_session(void **state)
+{
+	char sdir[600];
+	struct gen g = { .threads = 3, .steps = 4000, .max_depth = 12, .nfuncs = 50, .detail_every = 4,
+			 .exception_every = 15, .start_ns = 5000000000ull, .step_ns = 3000, .seed = 7 };
+	struct verify_stats vs;
+	size_t nchunks;
+	struct trace *tr;
+
+	path_in(sdir, sizeof(sdir), "s1");
+	g.dir = sdir;
+	gen_session(&g);
+	tr = export_all_forms(sdir, 4096, 0, UINT64_MAX, &nchunks);
+	verify(sdir, tr, 0, UINT64_MAX, &vs);
+	assert_true(nchunks > 20);              /* a long trace becomes many chunks */
+	assert_int_equal(tr->nzones, 3);
+	assert_true(vs.index_events >= 3 * 4000);
+	assert_true(vs.details > 1000 && vs.exceptions > 50);
+	assert_int_equal(vs.deep, 0);
+	assert_int_equal(vs.fallback_enters, 0);
+	free_trace(tr);
+}
+
+static void test_range_starts_inside_frames(void **state)
+{
+	char sdir[600];
+	struct gen g = { .threads = 2, .steps = 3000, .max_depth = 8, .nfuncs = 20, .detail_every = 3,
+			 .exception_every = 10, .start_ns = 1000000000ull, .step_ns = 2000, .seed = 99 };
+	uint64_t from = g.start_ns + 1000000, to = g.start_ns + 2500000;
+	struct verify_stats vs;
+	size_t nchunks;
+	struct trace *tr;
+
+	path_in(sdir, sizeof(sdir), "s2");
+	g.dir = sdir;
+	gen_session(&g);
+	tr = export_all_forms(sdir, 0, from, to, &nchunks);
+	verify(sdir, tr, from, to, &vs);
+	assert_int_equal(nchunks, 2);           /* default 1 MiB chunk: header + one event chunk */
+	assert_true(vs.index_events > 500 && vs.index_events < 2 * 3000);
+	free_trace(tr);
+}
+
+static void test_frames_past_loader_depth_become_instances(void **state)
+{
+	char sdir[600];
+	struct gen g = { .threads = 1, .steps = 1100, .max_depth = 1100, .nfuncs = 5, .detail_every = 50,
+			 .start_ns = 1000, .step_ns = 1500, .dive = true };
+	struct verify_stats vs;
+	size_t nchunks;
+	struct trace *tr;
+
+	path_in(sdir, sizeof(sdir), "s3");
+	g.dir = sdir;
+	gen_session(&g);
+	tr = export_all_forms(sdir, 8192, 0, UINT64_MAX, &nchunks);
+	verify(sdir, tr, 0, UINT64_MAX, &vs);
+	assert_int_equal(vs.index_events, 2200);
+	assert_int_equal(vs.scopes, MAX_SCOPES);
+	assert_int_equal(vs.deep, 1100 - MAX_SCOPES);
+	assert_int_equal(tr->zones[0].max_depth, MAX_SCOPES);
+	free_trace(tr);
+}
+
+static void test_more_functions_than_wire_ids(void **state)
+{
+	char sdir[600];
+	struct gen g = { .threads = 1, .steps = 2 * 65600, .max_depth = 1, .nfuncs = 65600, .start_ns = 1000,
+			 .step_ns = 200, .dive = true, .sequential_funcs = true };
+	struct verify_stats vs;
+	size_t nchunks;
+	struct trace *tr;
+	uint32_t scope_types = 0;
+
+	path_in(sdir, sizeof(sdir), "s4");
+	g.dir = sdir;
+	gen_session(&g);
+	tr = export_all_forms(sdir, 0, 0, UINT64_MAX, &nchunks);
+	verify(sdir, tr, 0, UINT64_MAX, &vs);
+	for (size_t w = 0; w < 65536; w++)
+		scope_types += tr->types[w] && tr->types[w]->cls == 1 && strcmp(tr->types[w]->name, "atftrace#scope");
+	assert_int_equal(vs.scopes, 65600);
+	assert_int_equal(scope_types, 65000 - 10);      /* wire ids 11..65000 */
+	assert_int_equal(vs.fallback_enters, 65600 - scope_types);
+	free_trace(tr);
+}
+
+static void test_empty_range_is_a_valid_file(void **state)
+{
+	char sdir[600];
+	struct gen g = { .threads = 1, .steps = 10, .max_depth = 3, .nfuncs = 3, .start_ns = 1000000, .step_ns = 10 };
+	struct verify_stats vs;
+	size_t nchunks;
+	struct trace *tr;
+
+	path_in(sdir, sizeof(sdir), "s5");
+	g.dir = sdir;
+	gen_session(&g);
+	tr = export_all_forms(sdir, 0, 1, 2, &nchunks);
+	assert_int_equal(nchunks, 1);           /* the file-header chunk only */
+	verify(sdir, tr, 1, 2, &vs);
+	assert_int_equal(vs.index_events, 0);
+	free_trace(tr);
+}
+
+static void test_range_over_71_minutes_is_refused(void **state)
+{
+	char sdir[600], out[600];
+	/* one call and its return 72 minutes later */
+	struct gen g = { .threads = 1, .steps = 1, .max_depth = 1, .nfuncs = 2, .start_ns = 1000,
+			 .fixed_gap_ns = 72ull * 60 * 1000000000ull, .dive = true };
+
+	path_in(sdir, sizeof(sdir), "s6");
+	g.dir = sdir;
+	gen_session(&g);
+	path_in(out, sizeof(out), "long.wtf-trace");
+	assert_int_equal(run_export(sdir, &wtf_ops, out, 0, false, 0, UINT64_MAX), -ERANGE);
+	assert_int_equal(access(out, F_OK), -1);        /* no partial output left behind */
+	/* the first 71 minutes export */
+	assert_int_equal(run_export(sdir, &wtf_ops, out, 0, false, 0, 1000 + 71ull * 60 * 1000000000ull), 0);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_three_threads_match_session, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_range_starts_inside_frames, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_frames_past_loader_depth_become_instances, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_more_functions_than_wire_ids, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_empty_range_is_a_valid_file, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_range_over_71_minutes_is_refused, setup, teardown),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
