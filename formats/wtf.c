@@ -35,7 +35,6 @@
 
 #define WTF_DEFAULT_CHUNK_SIZE  (1u << 20)
 #define WTF_MIN_CHUNK_SIZE      256u
-#define WTF_MAX_SCOPE_DEPTH     1023u   /* the loader's scope stack holds 1024 entries, root included */
 /*
  * Wire ids and the loader's event type ids are uint16, and the loader turns every distinct
  * wtf.scope#enter name into a type of its own: past 65536 types it crashes (TypeError in
@@ -47,26 +46,6 @@
 #define WTF_CLASS_INSTANCE      0u
 #define WTF_CLASS_SCOPE         1u
 
-/* Fixed wire ids, all defined at the start of the first event-data chunk. */
-#define W_DEFINE                1u
-#define W_ZONE_CREATE           2u
-#define W_ZONE_SET              3u
-#define W_NAMED_SCOPE           4u
-#define W_SCOPE_LEAVE           5u
-#define W_EXCEPTION             6u
-#define W_CALL_DETAIL           7u
-#define W_RETURN_DETAIL         8u
-#define W_DEEP_CALL             9u
-#define W_DEEP_RETURN           10u
-#define W_FIRST_FUNCTION        11u
-
-/* Argument names of the detail payload slots (NOTES.md §6), by architecture. */
-struct wtf_reg_names {
-	const char *call_gp[ATF_DETAIL_GP_REGS];
-	const char *ret_gp[2];
-	const char *call_lr, *ret_lr, *fp, *sp;
-};
-
 static const struct wtf_reg_names x86_64_regs = {
 	{ "rdi", "rsi", "rdx", "rcx", "r8", "r9", "arg7", "arg8" }, { "rax", "rdx" },
 	"ret_addr", "ret_ip", "rbp", "rsp",
@@ -76,236 +55,9 @@ static const struct wtf_reg_names arm64_regs = {
 	"lr", "lr", "fp", "sp",
 };
 
-struct fn_slot {
-	uint64_t function_id;
-	uint32_t wire;                  /* 0: no wire id left, use atftrace#scope(name) */
-	bool used;
-};
-
-struct str_slot {
-	uint32_t hash;
-	uint32_t ordinal_plus1;         /* 0: empty slot */
-	uint32_t offset, len;
-};
-
-struct zone_state {
-	bool created;
-	uint32_t open_scopes;           /* scopes the loader sees open in this zone */
-	uint32_t deep;                  /* frames beyond WTF_MAX_SCOPE_DEPTH, sent as instance events */
-};
-
-struct wtf_state {
-	const struct wtf_sink *sink;
-	void *sink_state;
-	uint64_t base_ns;
-	uint32_t chunk_size;
-	uint32_t next_chunk_id;
-	const struct wtf_reg_names *regs;
-
-	/* the event-data chunk being built */
-	uint8_t *ev; size_t ev_len, ev_cap;
-	uint8_t *str; size_t str_len, str_cap; uint32_t nstr;
-	struct str_slot *sslots; uint32_t sslot_cap;    /* power of two, at most half full */
-	uint32_t chunk_start_us, chunk_end_us;
-
-	bool fixed_defined;
-	uint32_t current_zone;          /* zone id last set in the stream, 0 = none */
-	struct zone_state *zones;
-	size_t nzones;
-
-	struct fn_slot *fns; uint32_t fn_cap, fn_count;
-	uint32_t next_wire;
-
-	char *scratch; size_t scratch_cap;
-};
-
 void **wtf_sink_state(struct export_ctx *ctx)
 {
 	return &((struct wtf_state *)ctx->priv)->sink_state;
-}
-
-static int grow(void *pp, size_t *cap, size_t need, size_t elem)
-{
-	size_t n = *cap ? *cap : 64;
-	void *p;
-
-	if (need <= *cap)
-		return 0;
-	while (n < need)
-		n *= 2;
-	p = realloc(*(void **)pp, n * elem);
-	if (!p)
-		return -ENOMEM;
-	*(void **)pp = p;
-	*cap = n;
-	return 0;
-}
-
-/*
- * Copies @s into st->scratch as valid UTF-8 (the loader decodes the string table as UTF-8 and
- * JSON must be UTF-8): each byte of an invalid sequence becomes U+FFFD. Returns the length.
- */
-static int sanitize_utf8(struct wtf_state *st, const char *s, size_t *out_len)
-{
-	const uint8_t *p = (const uint8_t *)s;
-	size_t n = strlen(s), o = 0;
-	int err = grow(&st->scratch, &st->scratch_cap, 3 * n + 1, 1);
-
-	if (err)
-		return err;
-	for (size_t i = 0; i < n;) {
-		uint8_t c = p[i];
-		size_t len = c < 0x80 ? 1 : (c & 0xE0) == 0xC0 ? 2 : (c & 0xF0) == 0xE0 ? 3 : (c & 0xF8) == 0xF0 ? 4 : 0;
-		bool ok = len > 0 && i + len <= n;
-		uint32_t cp = len == 1 ? c : len == 2 ? c & 0x1Fu : len == 3 ? c & 0x0Fu : c & 0x07u;
-
-		for (size_t k = 1; ok && k < len; k++) {
-			ok = (p[i + k] & 0xC0) == 0x80;
-			cp = cp << 6 | (p[i + k] & 0x3Fu);
-		}
-		/* reject overlong forms, surrogates and values past U+10FFFF */
-		if (ok && ((len == 2 && cp < 0x80) || (len == 3 && cp < 0x800) || (len == 4 && cp < 0x10000) ||
-			   (cp >= 0xD800 && cp <= 0xDFFF) || cp > 0x10FFFF))
-			ok = false;
-		if (ok) {
-			memcpy(st->scratch + o, p + i, len);
-			o += len;
-			i += len;
-		} else {
-			memcpy(st->scratch + o, "\xEF\xBF\xBD", 3);
-			o += 3;
-			i++;
-		}
-	}
-	st->scratch[o] = '\0';
-	*out_len = o;
-	return 0;
-}
-
-static uint32_t hash_bytes(const void *data, size_t len)
-{
-	const uint8_t *p = data;
-	uint32_t h = 2166136261u;
-
-	for (size_t i = 0; i < len; i++)
-		h = (h ^ p[i]) * 16777619u;
-	return h;
-}
-
-/* Ordinal of @s in the current chunk's string table, adding it when new. */
-static int intern(struct wtf_state *st, const char *s, uint32_t *ordinal)
-{
-	size_t len;
-	uint32_t h, mask, i;
-	int err = sanitize_utf8(st, s, &len);
-
-	if (err)
-		return err;
-	if (len == 0) {
-		*ordinal = WTF_STRING_EMPTY;    /* "" stored in the table would read back as null */
-		return 0;
-	}
-	if (2 * (st->nstr + 1) > st->sslot_cap) {
-		uint32_t ncap = st->sslot_cap ? 2 * st->sslot_cap : 64;
-		struct str_slot *ns = calloc(ncap, sizeof(*ns));
-
-		if (!ns)
-			return -ENOMEM;
-		for (uint32_t k = 0; k < st->sslot_cap; k++) {
-			struct str_slot *o = &st->sslots[k];
-
-			if (!o->ordinal_plus1)
-				continue;
-			for (i = o->hash & (ncap - 1); ns[i].ordinal_plus1; i = (i + 1) & (ncap - 1))
-				;
-			ns[i] = *o;
-		}
-		free(st->sslots);
-		st->sslots = ns;
-		st->sslot_cap = ncap;
-	}
-	h = hash_bytes(st->scratch, len);
-	mask = st->sslot_cap - 1;
-	for (i = h & mask; st->sslots[i].ordinal_plus1; i = (i + 1) & mask) {
-		struct str_slot *sl = &st->sslots[i];
-
-		if (sl->hash == h && sl->len == len && memcmp(st->str + sl->offset, st->scratch, len) == 0) {
-			*ordinal = sl->ordinal_plus1 - 1;
-			return 0;
-		}
-	}
-	if ((err = grow(&st->str, &st->str_cap, st->str_len + len + 1, 1)))
-		return err;
-	memcpy(st->str + st->str_len, st->scratch, len + 1);
-	st->sslots[i] = (struct str_slot){ h, st->nstr + 1, (uint32_t)st->str_len, (uint32_t)len };
-	st->str_len += len + 1;
-	*ordinal = st->nstr++;
-	return 0;
-}
-
-static size_t align4(size_t n)
-{
-	return (n + 3) & ~(size_t)3;
-}
-
-/* Hands the chunk being built to the sink and starts an empty one. */
-static int flush_chunk(struct export_ctx *ctx, struct wtf_state *st)
-{
-	struct wtf_chunk c = {
-		.id = st->next_chunk_id, .type = WTF_CHUNK_EVENT_DATA,
-		.start_us = st->chunk_start_us, .end_us = st->chunk_end_us,
-		.strings = st->str, .strings_len = st->str_len, .nstrings = st->nstr,
-		.events = st->ev, .events_len = st->ev_len,
-	};
-	int err;
-
-	if (st->ev_len == 0)
-		return 0;
-	if ((err = st->sink->chunk(ctx, &c)))
-		return err;
-	st->next_chunk_id++;
-	st->ev_len = st->str_len = 0;
-	st->nstr = 0;
-	if (st->sslots)
-		memset(st->sslots, 0, st->sslot_cap * sizeof(*st->sslots));
-	return 0;
-}
-
-static void put_words(struct wtf_state *st, const uint32_t *w, size_t n)
-{
-	for (size_t i = 0; i < n; i++)
-		put_le32(st->ev + st->ev_len + 4 * i, w[i]);
-	st->ev_len += 4 * n;
-}
-
-/*
- * Makes room for a record of @ev_bytes whose strings need at most @str_bytes, starting a new
- * chunk first when it would not fit. A new chunk begins with wtf.zone#set of the current zone,
- * so every event-data chunk can be read on its own.
- */
-static int reserve(struct export_ctx *ctx, struct wtf_state *st, size_t ev_bytes, size_t str_bytes, uint32_t t_us)
-{
-	size_t total = 2 * WTF_CHUNK_HEADER_SIZE + align4(st->str_len + str_bytes) + st->ev_len + ev_bytes;
-	int err;
-
-	if (total > st->chunk_size && st->ev_len > 0 && (err = flush_chunk(ctx, st)))
-		return err;
-	if ((err = grow(&st->ev, &st->ev_cap, st->ev_len + ev_bytes + 12, 1)) ||
-	    (err = grow(&st->str, &st->str_cap, st->str_len + str_bytes, 1)))
-		return err;
-	if (st->ev_len == 0) {
-		st->chunk_start_us = t_us;
-		if (st->current_zone)
-			put_words(st, (uint32_t[]){ W_ZONE_SET, t_us, st->current_zone }, 3);
-	}
-	st->chunk_end_us = t_us;
-	return 0;
-}
-
-/* Upper bound of the string-table bytes @s needs (invalid UTF-8 bytes triple). */
-static size_t str_need(const char *s)
-{
-	return 3 * strlen(s) + 1;
 }
 
 /* wtf.event#define(uint16 wireId, uint16 eventClass, uint32 flags, ascii name, ascii args) */
@@ -313,11 +65,11 @@ static int define_type(struct export_ctx *ctx, struct wtf_state *st, uint32_t wi
 		       uint32_t flags, const char *name, const char *args, uint32_t t_us)
 {
 	uint32_t name_ord, args_ord = WTF_STRING_NULL;
-	int err = reserve(ctx, st, 28, str_need(name) + (args ? str_need(args) : 0), t_us);
+	int err = wtf_reserve(ctx, st, 28, wtf_str_need(name) + (args ? wtf_str_need(args) : 0), t_us);
 
-	if (err || (err = intern(st, name, &name_ord)) || (args && (err = intern(st, args, &args_ord))))
+	if (err || (err = wtf_intern(st, name, &name_ord)) || (args && (err = wtf_intern(st, args, &args_ord))))
 		return err;
-	put_words(st, (uint32_t[]){ W_DEFINE, t_us, wire, event_class, flags, name_ord, args_ord }, 7);
+	wtf_put_words(st, (uint32_t[]){ W_DEFINE, t_us, wire, event_class, flags, name_ord, args_ord }, 7);
 	return 0;
 }
 
@@ -380,18 +132,18 @@ static int enter_zone(struct export_ctx *ctx, struct wtf_state *st, uint32_t thr
 	if (!z->created) {
 		snprintf(name, sizeof(name), "%.256s:%" PRIu32, t->name ? t->name : "thread", t->tid);
 		snprintf(location, sizeof(location), "thread_%" PRIu32, t->id);
-		if ((err = reserve(ctx, st, 24, str_need(name) + str_need(location) + 16, t_us)) ||
-		    (err = intern(st, name, &name_ord)) || (err = intern(st, "native_script", &type_ord)) ||
-		    (err = intern(st, location, &loc_ord)))
+		if ((err = wtf_reserve(ctx, st, 24, wtf_str_need(name) + wtf_str_need(location) + 16, t_us)) ||
+		    (err = wtf_intern(st, name, &name_ord)) || (err = wtf_intern(st, "native_script", &type_ord)) ||
+		    (err = wtf_intern(st, location, &loc_ord)))
 			return err;
-		put_words(st, (uint32_t[]){ W_ZONE_CREATE, t_us, zone_id, name_ord, type_ord, loc_ord }, 6);
+		wtf_put_words(st, (uint32_t[]){ W_ZONE_CREATE, t_us, zone_id, name_ord, type_ord, loc_ord }, 6);
 		z->created = true;
 	}
 	if (st->current_zone != zone_id) {
-		if ((err = reserve(ctx, st, 12, 0, t_us)))
+		if ((err = wtf_reserve(ctx, st, 12, 0, t_us)))
 			return err;
 		/* a fresh chunk already starts with a zone#set of the old zone: harmless, then ours */
-		put_words(st, (uint32_t[]){ W_ZONE_SET, t_us, zone_id }, 3);
+		wtf_put_words(st, (uint32_t[]){ W_ZONE_SET, t_us, zone_id }, 3);
 		st->current_zone = zone_id;
 	}
 	return 0;
@@ -471,13 +223,13 @@ static int emit_detail(struct export_ctx *ctx, struct wtf_state *st, const struc
 	put_u64_pair(w, &n, p->sp);
 	w[n++] = d->hdr.flags;
 	w[n++] = stack_len;
-	if ((err = reserve(ctx, st, 4 * n + align4(stack_len), 0, t_us)))
+	if ((err = wtf_reserve(ctx, st, 4 * n + wtf_align4(stack_len), 0, t_us)))
 		return err;
-	put_words(st, w, n);
-	memset(st->ev + st->ev_len, 0, align4(stack_len));
+	wtf_put_words(st, w, n);
+	memset(st->ev + st->ev_len, 0, wtf_align4(stack_len));
 	if (stack_len)
 		memcpy(st->ev + st->ev_len, d->stack, stack_len);
-	st->ev_len += align4(stack_len);
+	st->ev_len += wtf_align4(stack_len);
 	return 0;
 }
 
@@ -486,12 +238,12 @@ static int emit_named(struct export_ctx *ctx, struct wtf_state *st, uint32_t wir
 		      const char *name, const uint32_t *extra, size_t nextra)
 {
 	uint32_t ord;
-	int err = reserve(ctx, st, 12 + 4 * nextra, str_need(name), t_us);
+	int err = wtf_reserve(ctx, st, 12 + 4 * nextra, wtf_str_need(name), t_us);
 
-	if (err || (err = intern(st, name, &ord)))
+	if (err || (err = wtf_intern(st, name, &ord)))
 		return err;
-	put_words(st, (uint32_t[]){ wire, t_us, ord }, 3);
-	put_words(st, extra, nextra);
+	wtf_put_words(st, (uint32_t[]){ wire, t_us, ord }, 3);
+	wtf_put_words(st, extra, nextra);
 	return 0;
 }
 
@@ -505,9 +257,9 @@ static int close_frame(struct export_ctx *ctx, struct wtf_state *st, struct zone
 		z->deep--;
 		return emit_named(ctx, st, W_DEEP_RETURN, t_us, e->name, (uint32_t[]){ e->ev.call_depth }, 1);
 	}
-	if ((err = reserve(ctx, st, 8, 0, t_us)))
+	if ((err = wtf_reserve(ctx, st, 8, 0, t_us)))
 		return err;
-	put_words(st, (uint32_t[]){ W_SCOPE_LEAVE, t_us }, 2);
+	wtf_put_words(st, (uint32_t[]){ W_SCOPE_LEAVE, t_us }, 2);
 	if (z->open_scopes)
 		z->open_scopes--;
 	return 0;
@@ -534,9 +286,9 @@ int wtf_export_event(struct export_ctx *ctx, const struct export_event *e)
 			if ((err = function_wire(ctx, st, e, t_us, &wire)))
 				return err;
 			if (wire) {
-				if ((err = reserve(ctx, st, 8, 0, t_us)))
+				if ((err = wtf_reserve(ctx, st, 8, 0, t_us)))
 					return err;
-				put_words(st, (uint32_t[]){ wire, t_us }, 2);
+				wtf_put_words(st, (uint32_t[]){ wire, t_us }, 2);
 			} else {
 				err = emit_named(ctx, st, W_NAMED_SCOPE, t_us, e->name, NULL, 0);
 			}
@@ -563,65 +315,6 @@ int wtf_export_event(struct export_ctx *ctx, const struct export_event *e)
 			ctx->session->threads[e->thread].id, e->seq, e->ev.event_kind);
 		return -ATF_E_RECORD;
 	}
-}
-
-/* A JSON string of @s made valid UTF-8 (jansson refuses anything else). */
-static json_t *json_str(struct wtf_state *st, const char *s)
-{
-	size_t len;
-
-	return sanitize_utf8(st, s ? s : "", &len) ? NULL : json_stringn(st->scratch, len);
-}
-
-/* contextInfo names the traced process; metadata keeps what wtf-trace cannot (the exact ns base). */
-static json_t *header_json(struct export_ctx *ctx, struct wtf_state *st)
-{
-	const struct atf_manifest *m = ctx->session->manifest;
-	const char *dir = ctx->session->dir ? ctx->session->dir : "session";
-	const char *slash = strrchr(dir, '/');
-	const char *title = m && m->process_name ? m->process_name : (slash ? slash + 1 : dir);
-	json_t *args = json_array(), *ua = json_object(), *ci = json_object(), *meta = json_object();
-	json_t *h = NULL;
-	char buf[64], uri[4096];
-	int bad = !args || !ua || !ci || !meta;
-
-	for (size_t i = 0; !bad && m && i < m->argc; i++)
-		bad |= json_array_append_new(args, json_str(st, m->argv[i]));
-	snprintf(uri, sizeof(uri), "atftrace://%s", dir);
-	snprintf(buf, sizeof(buf), "%" PRIu32, m ? m->pid : 0);
-	if (bad)
-		goto cleanup;
-	/* the loader requires "contextType": "script" and dump.js reads args and userAgent */
-	bad |= json_object_set_new(ci, "contextType", json_string("script"));
-	bad |= json_object_set_new(ci, "uri", json_str(st, uri));
-	bad |= json_object_set_new(ci, "title", json_str(st, title));
-	bad |= json_object_set_new(ci, "taskId", json_string(buf));
-	bad |= json_object_set(ci, "args", args);
-	bad |= json_object_set_new(ua, "value", json_string("atftrace " ATFTRACE_VERSION));
-	bad |= json_object_set_new(ua, "type", json_string("unknown"));
-	bad |= json_object_set_new(ua, "platform", json_string("linux"));
-	bad |= json_object_set_new(ua, "platformVersion", json_str(st, m ? m->kernel : ""));
-	bad |= json_object_set_new(ua, "device", json_string("server"));
-	bad |= json_object_set(ci, "userAgent", ua);
-	snprintf(buf, sizeof(buf), "%" PRIu64, st->base_ns);
-	bad |= json_object_set_new(meta, "atftrace_time_base_ns", json_string(buf));
-	snprintf(buf, sizeof(buf), "%" PRIu64, ctx->time_end_ns);
-	bad |= json_object_set_new(meta, "atftrace_time_end_ns", json_string(buf));
-	bad |= json_object_set_new(meta, "atftrace_clock", json_string("boottime"));
-	bad |= json_object_set_new(meta, "atftrace_events", json_integer((json_int_t)ctx->nevents));
-	bad |= json_object_set_new(meta, "atftrace_max_scope_depth", json_integer(WTF_MAX_SCOPE_DEPTH));
-	bad |= json_object_set_new(meta, "atftrace_version", json_string(ATFTRACE_VERSION));
-	if (bad)
-		goto cleanup;
-	/* "timebase" is required: the first exported event's boottime in milliseconds */
-	h = json_pack("{s:[s], s:f, s:O, s:O}", "flags", "has_high_resolution_times",
-		      "timebase", (double)st->base_ns / 1e6, "contextInfo", ci, "metadata", meta);
-cleanup:
-	json_decref(args);
-	json_decref(ua);
-	json_decref(ci);
-	json_decref(meta);
-	return h;
 }
 
 int wtf_export_begin(struct export_ctx *ctx, const struct wtf_sink *sink)
@@ -666,7 +359,7 @@ int wtf_export_begin(struct export_ctx *ctx, const struct wtf_sink *sink)
 	st->zones = calloc(s->nthreads ? s->nthreads : 1, sizeof(*st->zones));
 	if (!st->zones)
 		return -ENOMEM;
-	if (!(h = header_json(ctx, st)))
+	if (!(h = wtf_header_json(ctx, st)))
 		return -ENOMEM;
 	hc.header_json = json_dumps(h, JSON_COMPACT);
 	json_decref(h);
@@ -682,7 +375,7 @@ int wtf_export_begin(struct export_ctx *ctx, const struct wtf_sink *sink)
 int wtf_export_end(struct export_ctx *ctx)
 {
 	struct wtf_state *st = ctx->priv;
-	int err = flush_chunk(ctx, st);
+	int err = wtf_flush_chunk(ctx, st);
 
 	return err ? err : st->sink->file_end(ctx);
 }
@@ -730,7 +423,7 @@ static int write_padded(struct obuf *out, const void *data, size_t len)
 	static const uint8_t zeros[4];
 	int err = len ? obuf__write(out, data, len) : 0;
 
-	return err ? err : obuf__write(out, zeros, align4(len) - len);
+	return err ? err : obuf__write(out, zeros, wtf_align4(len) - len);
 }
 
 static int binary_file_begin(struct export_ctx *ctx, const struct wtf_chunk *c)
@@ -743,14 +436,14 @@ static int binary_file_begin(struct export_ctx *ctx, const struct wtf_chunk *c)
 	put_le32(fh + 4, WTF_VERSION_BINARY);
 	put_le32(fh + 8, WTF_FORMAT_VERSION);
 	if ((err = obuf__write(ctx->out, fh, sizeof(fh))) ||
-	    (err = write_chunk_header(ctx->out, c, part, 1, (uint32_t)align4(c->header_json_len))))
+	    (err = write_chunk_header(ctx->out, c, part, 1, (uint32_t)wtf_align4(c->header_json_len))))
 		return err;
 	return write_padded(ctx->out, c->header_json, c->header_json_len);
 }
 
 static int binary_chunk(struct export_ctx *ctx, const struct wtf_chunk *c)
 {
-	uint32_t str_padded = (uint32_t)align4(c->strings_len);
+	uint32_t str_padded = (uint32_t)wtf_align4(c->strings_len);
 	uint32_t parts[2][3] = {
 		{ WTF_PART_STRING_TABLE, 0, (uint32_t)c->strings_len },
 		{ WTF_PART_EVENT_BUFFER, str_padded, (uint32_t)c->events_len },
