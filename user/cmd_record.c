@@ -60,7 +60,7 @@ static const struct argp_option options[] = {
 	{ "ring-size", OPT_RING_SIZE, "SIZE", 0,
 	  "BPF ring buffer size, a power of two with optional K/M/G suffix (default 8M)", 0 },
 	{ "ready-file", OPT_READY_FILE, "PATH", 0,
-	  "Create PATH once the probes are attached (for scripts that must not race the recorder)", 0 },
+	  "Create PATH once the probes are attached (an existing FIFO is opened and closed instead, so a reader learns it without polling)", 0 },
 	{ "verbose", 'v', NULL, 0, "Say more: skipped functions, processes, libbpf messages", 0 },
 	{ 0 }
 };
@@ -462,8 +462,14 @@ static int run(int argc, char **argv, bool attach_cmd)
 	};
 	int ret;
 
+	char *name = attach_cmd ? "atftrace attach" : "atftrace record";
+	char *argv0 = argv[0];
+
 	argp_err_exit_status = 1;
-	if (argp_parse(&argp, argc, argv, ARGP_IN_ORDER, NULL, &a))
+	argv[0] = name;     /* argp names the program by argv[0]: "atftrace record: <what>: <why>" */
+	int perr = argp_parse(&argp, argc, argv, ARGP_IN_ORDER, NULL, &a);
+	argv[0] = argv0;
+	if (perr)
 		ret = 1;
 	else
 		ret = record_main(&a);
