@@ -1,0 +1,221 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Sessions: a process directory (manifest.json + thread_<id>/{index,detail}.atf) opened as a
+ * whole, and resolution of a user-given path to the process directories it holds.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include "atf.h"
+
+static void diag_set(struct atf_diag *diag, int err, const char *file, const char *msg)
+{
+	if (!diag)
+		return;
+	diag->err = err;
+	snprintf(diag->file, sizeof(diag->file), "%s", file);
+	diag->offset = 0;
+	snprintf(diag->msg, sizeof(diag->msg), "%s", msg);
+}
+
+int atf_session__open(struct atf_session **out, const char *dir, unsigned flags, struct atf_diag *diag)
+{
+	struct atf_session *s = calloc(1, sizeof(*s));
+	char path[4096];
+	int err = 0;
+
+	*out = NULL;
+	if (!s)
+		return -ENOMEM;
+	s->dir = strdup(dir);
+	if (!s->dir) {
+		err = -ENOMEM;
+		goto cleanup;
+	}
+	snprintf(path, sizeof(path), "%s/manifest.json", dir);
+	err = atf_manifest__load(&s->manifest, path, diag);
+	if (err)
+		goto cleanup;
+	s->threads = calloc(s->manifest->nthreads ?: 1, sizeof(*s->threads));
+	if (!s->threads) {
+		err = -ENOMEM;
+		goto cleanup;
+	}
+	for (size_t i = 0; i < s->manifest->nthreads; i++) {
+		const struct atf_thread_info *ti = &s->manifest->threads[i];
+		struct atf_thread *t = &s->threads[i];
+
+		t->id = ti->id;
+		t->tid = ti->tid;
+		t->name = ti->name;
+		t->index.fd = -1;
+		t->detail.fd = -1;
+		snprintf(path, sizeof(path), "%s/thread_%u/index.atf", dir, ti->id);
+		err = atf_index_open(&t->index, path, flags, diag);
+		if (err) {
+			t->index.fd = -1;
+			goto cleanup;
+		}
+		s->nthreads = i + 1;
+		snprintf(path, sizeof(path), "%s/thread_%u/detail.atf", dir, ti->id);
+		if (access(path, F_OK))   /* threads without detail have no detail file */
+			continue;
+		err = atf_detail_open(&t->detail, path, flags, diag);
+		if (err) {
+			t->detail.fd = -1;
+			goto cleanup;
+		}
+		t->has_detail = true;
+	}
+	*out = s;
+	return 0;
+cleanup:
+	if (err == -ENOMEM)
+		diag_set(diag, err, dir, "out of memory");
+	atf_session__close(s);
+	return err;
+}
+
+void atf_session__close(struct atf_session *s)
+{
+	if (!s)
+		return;
+	for (size_t i = 0; i < s->nthreads; i++) {
+		atf_index_close(&s->threads[i].index);
+		if (s->threads[i].has_detail)
+			atf_detail_close(&s->threads[i].detail);
+	}
+	free(s->threads);
+	atf_manifest__free(s->manifest);
+	free(s->dir);
+	free(s);
+}
+
+static bool is_file(const char *dir, const char *name)
+{
+	char path[4096];
+	struct stat st;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	return !stat(path, &st) && S_ISREG(st.st_mode);
+}
+
+/* "pid_<decimal>" -> the number, else -1. */
+static int64_t pid_dir_number(const char *name)
+{
+	char *end;
+	unsigned long long v;
+
+	if (strncmp(name, "pid_", 4) || name[4] < '0' || name[4] > '9')
+		return -1;
+	errno = 0;
+	v = strtoull(name + 4, &end, 10);
+	return errno || *end || v > UINT32_MAX ? -1 : (int64_t)v;
+}
+
+struct pid_entry {
+	int64_t pid;
+	char *path;
+};
+
+static int pid_entry_cmp(const void *a, const void *b)
+{
+	int64_t x = ((const struct pid_entry *)a)->pid, y = ((const struct pid_entry *)b)->pid;
+
+	return x < y ? -1 : x > y;
+}
+
+int atf_session_resolve(const char *path, char ***dirs)
+{
+	struct pid_entry *ents = NULL;
+	size_t n = 0;
+	struct dirent *de;
+	DIR *d = NULL;
+	int err = 0;
+
+	*dirs = NULL;
+	if (is_file(path, "manifest.json")) {
+		*dirs = calloc(1, sizeof(char *));
+		if (!*dirs || !((*dirs)[0] = strdup(path))) {
+			free(*dirs);
+			*dirs = NULL;
+			return -ENOMEM;
+		}
+		return 1;
+	}
+	d = opendir(path);
+	if (!d) {
+		err = -errno;
+		fprintf(stderr, "atftrace: %s: %s\n", path, strerror(errno));
+		return err;
+	}
+	while ((de = readdir(d))) {
+		int64_t pid = pid_dir_number(de->d_name);
+		char sub[4096];
+		struct stat st;
+		struct pid_entry *p;
+
+		snprintf(sub, sizeof(sub), "%s/%s", path, de->d_name);
+		if (pid < 0 || stat(sub, &st) || !S_ISDIR(st.st_mode))
+			continue;
+		p = realloc(ents, (n + 1) * sizeof(*ents));
+		if (!p) {
+			err = -ENOMEM;
+			goto cleanup;
+		}
+		ents = p;
+		ents[n].pid = pid;
+		if (!(ents[n].path = strdup(sub))) {
+			err = -ENOMEM;
+			goto cleanup;
+		}
+		n++;
+	}
+	if (!n) {
+		fprintf(stderr, "atftrace: %s: not a session: no manifest.json and no pid_* directories\n", path);
+		err = -ENOENT;
+		goto cleanup;
+	}
+	qsort(ents, n, sizeof(*ents), pid_entry_cmp);
+	*dirs = calloc(n, sizeof(char *));
+	if (!*dirs) {
+		err = -ENOMEM;
+		goto cleanup;
+	}
+	for (size_t i = 0; i < n; i++)
+		(*dirs)[i] = ents[i].path;
+	free(ents);
+	closedir(d);
+	return (int)n;
+cleanup:
+	for (size_t i = 0; i < n; i++)
+		free(ents[i].path);
+	free(ents);
+	closedir(d);
+	return err;
+}
+
+void atf_session_resolve_free(char **dirs, int n)
+{
+	if (!dirs)
+		return;
+	for (int i = 0; i < n; i++)
+		free(dirs[i]);
+	free(dirs);
+}
+
+const char *atf_session__name(struct atf_session *s, uint64_t function_id, char *buf, size_t buflen)
+{
+	const struct atf_symbol *sym = s ? atf_manifest__symbol(s->manifest, function_id) : NULL;
+
+	if (sym && sym->demangled && *sym->demangled)
+		return sym->demangled;
+	if (sym && sym->name && *sym->name)
+		return sym->name;
+	snprintf(buf, buflen, "0x%016llx", (unsigned long long)function_id);
+	return buf;
+}

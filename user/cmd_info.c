@@ -1,0 +1,134 @@
+// SPDX-License-Identifier: MIT
+/*
+ * atftrace info SESSION: summarise each process directory - the manifest's process and host
+ * facts, module and symbol counts, and one line per thread with its counts, time range,
+ * duration and whether its files had to be read without a footer (recovered).
+ * Files are opened leniently, so info also describes a session whose recorder was killed.
+ */
+#include <argp.h>
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include "atf.h"
+#include "commands.h"
+
+typedef unsigned long long ull;
+
+struct info_args {
+	const char *session;
+};
+
+static const char info_doc[] = "Summarise a session: manifest, threads, counts and times.";
+
+static error_t info_parse(int key, char *arg, struct argp_state *state)
+{
+	struct info_args *a = state->input;
+
+	switch (key) {
+	case ARGP_KEY_ARG:
+		if (a->session)
+			argp_error(state, "only one SESSION may be given");
+		a->session = arg;
+		return 0;
+	case ARGP_KEY_END:
+		if (!a->session)
+			argp_error(state, "SESSION is required");
+		return 0;
+	default:
+		return ARGP_ERR_UNKNOWN;
+	}
+}
+
+static const char *or_dash(const char *s)
+{
+	return s && *s ? s : "-";
+}
+
+static void print_thread(const struct atf_thread *t)
+{
+	const struct atf_index_file *f = &t->index;
+	struct atf_index_event first, last;
+	bool recovered = f->recovered || (t->has_detail && t->detail.recovered);
+
+	printf("  thread_%u  tid=%u  name=%s  events=%llu  detail=%llu", t->id, t->tid, or_dash(t->name),
+	       (ull)f->count, (ull)(t->has_detail ? t->detail.count : 0));
+	if (f->count) {
+		atf_index_get(f, 0, &first);
+		atf_index_get(f, f->count - 1, &last);
+		printf("  time=%llu..%llu  duration=%.3f us", (ull)first.timestamp_ns, (ull)last.timestamp_ns,
+		       (double)(last.timestamp_ns - first.timestamp_ns) / 1e3);
+	} else {
+		printf("  time=-  duration=0.000 us");
+	}
+	printf("  recovered=%s\n", recovered ? "yes" : "no");
+}
+
+static void print_session(struct atf_session *s)
+{
+	const struct atf_manifest *m = s->manifest;
+	ull events = 0, detail = 0;
+
+	printf("session:    %s\n", s->dir);
+	printf("pid:        %u (ns_pid %u)\n", m->pid, m->ns_pid);
+	printf("process:    %s\n", or_dash(m->process_name));
+	printf("argv:      ");
+	for (size_t i = 0; i < m->argc; i++)
+		printf(" %s", m->argv[i]);
+	printf("%s\n", m->argc ? "" : " -");
+	printf("kernel:     %s\n", or_dash(m->kernel));
+	printf("host:       %s\n", or_dash(m->host));
+	printf("version:    %s (format %s)\n", or_dash(m->atftrace_version), or_dash(m->format_version));
+	printf("start:      %s\n", or_dash(m->start_time));
+	printf("end reason: %s\n", or_dash(m->end_reason));
+	printf("time:       %llu..%llu ns (%.3f ms, clock %u)\n", (ull)m->time_start_ns, (ull)m->time_end_ns,
+	       m->time_end_ns >= m->time_start_ns ? (double)(m->time_end_ns - m->time_start_ns) / 1e6 : 0.0,
+	       m->clock_type);
+	printf("lost:       %llu events, %llu detail records\n", (ull)m->lost_events, (ull)m->lost_detail);
+	printf("modules:    %zu\n", m->nmodules);
+	printf("symbols:    %zu\n", m->nsymbols);
+	for (size_t i = 0; i < s->nthreads; i++) {
+		events += s->threads[i].index.count;
+		if (s->threads[i].has_detail)
+			detail += s->threads[i].detail.count;
+	}
+	printf("threads:    %zu\n", s->nthreads);
+	printf("events:     %llu index, %llu detail\n", events, detail);
+	for (size_t i = 0; i < s->nthreads; i++)
+		print_thread(&s->threads[i]);
+}
+
+int cmd_info(int argc, char **argv)
+{
+	struct info_args args = { 0 };
+	struct argp argp = { .parser = info_parse, .args_doc = "SESSION", .doc = info_doc };
+	char **dirs = NULL;
+	int n, rc = 0;
+
+	argv[0] = (char *)"atftrace info";   /* argp names the program after argv[0] */
+	if (argp_parse(&argp, argc, argv, ARGP_IN_ORDER, NULL, &args))
+		return 2;
+	n = atf_session_resolve(args.session, &dirs);
+	if (n < 0) {
+		if (n == -ENOMEM)   /* resolve reported every other failure itself */
+			fprintf(stderr, "atftrace info: %s: %s\n", args.session, atf_strerror(n));
+		return 1;
+	}
+	for (int i = 0; i < n; i++) {
+		struct atf_diag diag = { 0 };
+		struct atf_session *s;
+		int err = atf_session__open(&s, dirs[i], 0, &diag);
+
+		if (err) {
+			fprintf(stderr, "atftrace info: %s: %s\n", diag.file[0] ? diag.file : dirs[i],
+				diag.msg[0] ? diag.msg : atf_strerror(err));
+			rc = 1;
+			continue;
+		}
+		if (i)
+			printf("\n");
+		print_session(s);
+		atf_session__close(s);
+	}
+	atf_session_resolve_free(dirs, n);
+	return rc;
+}
