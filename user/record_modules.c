@@ -97,6 +97,50 @@ static bool elf_needs(const char *path, const char *prefix)
 	return found;
 }
 
+/* The ELF entry point of @path (e_entry), or 0. */
+static uint64_t elf_entry(const char *path)
+{
+	uint64_t entry = 0;
+	GElf_Ehdr eh;
+	Elf *elf;
+	int fd;
+
+	if (elf_version(EV_CURRENT) == EV_NONE)
+		return 0;
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	elf = elf_begin(fd, ELF_C_READ, NULL);
+	if (elf && gelf_getehdr(elf, &eh))
+		entry = eh.e_entry;
+	elf_end(elf);
+	close(fd);
+	return entry;
+}
+
+/*
+ * The entry point (_start) is jumped to by the kernel with argc, not a return address, at the
+ * top of the stack: a return probe there would overwrite argc with the trampoline address and
+ * corrupt the process. It never returns anyway, so it is not probed (and said so).
+ */
+static size_t deselect_entry_point(struct sym_module *m, const char *path, bool say)
+{
+	uint64_t entry = elf_entry(path);
+	size_t n = 0;
+
+	for (size_t i = 0; entry && i < m->nfuncs; i++) {
+		struct sym_func *f = &m->funcs[i];
+		if (!f->selected || f->addr != entry)
+			continue;
+		f->selected = false;
+		n++;
+		if (say)
+			fprintf(stderr, "atftrace record: %s: %s not probed: it is the program's entry point, "
+				"which has no return address to probe\n", path, f->name);
+	}
+	return n;
+}
+
 static bool func_matches(const struct sym_func *f, const char *const *globs, size_t n)
 {
 	if (!n)
@@ -151,7 +195,7 @@ static bool same_file(const char *a, const char *b)
 
 /* Open @path (unless already open) and select @globs in it. */
 static int add_module(struct rm_modules *mods, const char *path, const char *const *globs,
-		      size_t nglobs, const struct rm_spec *spec, pid_t pid)
+		      size_t nglobs, const struct rm_spec *spec, pid_t pid, bool main_exe)
 {
 	struct sym_module *m = NULL, **nm;
 	size_t sel;
@@ -170,6 +214,8 @@ static int add_module(struct rm_modules *mods, const char *path, const char *con
 	}
 	sel = sym_module__select(m, globs, nglobs, (const char *const *)spec->excludes,
 				 spec->nexcludes);
+	if (main_exe)
+		sel -= deselect_entry_point(m, path, mods->verbose || nglobs);  /* asked for by name: say why */
 	report_skips(m, globs, nglobs, sel, mods->verbose);
 	if (pid > 0 && !m->base) {
 		struct proc_mapping *maps;
@@ -236,7 +282,7 @@ int rm_modules_open(struct rm_modules *mods, const struct rm_spec *spec, pid_t p
 			done[i] = true;
 		}
 	if (nglobs || !spec->nfuncs) {
-		err = add_module(mods, mods->exe_path, globs, nglobs, spec, pid);
+		err = add_module(mods, mods->exe_path, globs, nglobs, spec, pid, true);
 		if (err < 0)
 			goto cleanup;
 	}
@@ -263,7 +309,7 @@ int rm_modules_open(struct rm_modules *mods, const struct rm_spec *spec, pid_t p
 			err = -ENOENT;
 			goto cleanup;
 		}
-		err = add_module(mods, path, globs, nglobs, spec, pid);
+		err = add_module(mods, path, globs, nglobs, spec, pid, same_file(path, mods->exe_path));
 		free(path);
 		if (err < 0)
 			goto cleanup;
