@@ -1,0 +1,280 @@
+// SPDX-License-Identifier: MIT
+/*
+ * manifest.json writing: the reference "2.1" key order (threads, time range, clock_type,
+ * modules, symbols), our keys, format_version last; ids and addresses as strings; names that
+ * are not UTF-8 as a lossy "<key>" plus an exact "<key>_hex". Saved atomically.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <libgen.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "atf.h"
+#include "manifest_int.h"
+
+/* ---- saving --------------------------------------------------------------------------------- */
+
+/* Each setter returns 0 or -ENOMEM; a NULL string sets nothing. */
+static int set_new(json_t *obj, const char *key, json_t *v)
+{
+	return v && !json_object_set_new(obj, key, v) ? 0 : -ENOMEM;
+}
+
+static int set_u64(json_t *obj, const char *key, uint64_t v)
+{
+	return set_new(obj, key, json_integer((json_int_t)v));
+}
+
+static int set_hexaddr(json_t *obj, const char *key, uint64_t v, bool pad)
+{
+	char buf[24];
+
+	snprintf(buf, sizeof(buf), pad ? "0x%016llx" : "0x%llx", (unsigned long long)v);
+	return set_new(obj, key, json_string(buf));
+}
+
+/* String @s under @key; not valid UTF-8: lossy under @key plus exact bytes under "<key>_hex". */
+static int set_str(json_t *obj, const char *key, const char *s)
+{
+	char hkey[64], *lossy, *hex;
+	int err;
+
+	if (!s)
+		return 0;
+	if (manifest_utf8_valid(s))
+		return set_new(obj, key, json_string(s));
+	lossy = manifest_utf8_lossy(s);
+	hex = manifest_hex_encode(s);
+	snprintf(hkey, sizeof(hkey), "%s_hex", key);
+	err = lossy && hex ? set_new(obj, key, json_string(lossy)) : -ENOMEM;
+	if (!err)
+		err = set_new(obj, hkey, json_string(hex));
+	free(lossy);
+	free(hex);
+	return err;
+}
+
+static json_t *build_thread(const struct atf_thread_info *t)
+{
+	json_t *o = json_object();
+	int err;
+
+	if (!o)
+		return NULL;
+	err = set_u64(o, "id", t->id);
+	err = err ?: set_new(o, "has_detail", json_boolean(t->has_detail));
+	err = err ?: set_u64(o, "tid", t->tid);
+	err = err ?: set_u64(o, "ns_tid", t->ns_tid);
+	err = err ?: set_str(o, "name", t->name);
+	err = err ?: set_u64(o, "index_events", t->index_events);
+	err = err ?: set_u64(o, "detail_events", t->detail_events);
+	if (err) {
+		json_decref(o);
+		return NULL;
+	}
+	return o;
+}
+
+static json_t *build_module(const struct atf_module *mod)
+{
+	json_t *o = json_object();
+	int err;
+
+	if (!o)
+		return NULL;
+	err = set_u64(o, "module_id", mod->module_id);
+	err = err ?: set_str(o, "path", mod->path);
+	err = err ?: set_hexaddr(o, "base_address", mod->base_address, false);
+	err = err ?: set_u64(o, "size", mod->size);
+	err = err ?: set_str(o, "build_id", mod->build_id);
+	if (err) {
+		json_decref(o);
+		return NULL;
+	}
+	return o;
+}
+
+static json_t *build_symbol(const struct atf_symbol *s)
+{
+	json_t *o = json_object();
+	int err;
+
+	if (!o)
+		return NULL;
+	err = set_hexaddr(o, "function_id", s->function_id, true);
+	err = err ?: set_u64(o, "module_id", s->module_id);
+	err = err ?: set_u64(o, "symbol_index", s->symbol_index);
+	err = err ?: set_str(o, "name", s->name ? s->name : "");
+	err = err ?: set_str(o, "demangled", s->demangled);
+	err = err ?: set_hexaddr(o, "address", s->address, false);
+	err = err ?: set_u64(o, "size", s->size);
+	if (err) {
+		json_decref(o);
+		return NULL;
+	}
+	return o;
+}
+
+/* argv as an array of (lossy) strings, plus "argv_hex" (hex or null per element) when any is not UTF-8. */
+static int set_argv(json_t *root, const struct atf_manifest *m)
+{
+	json_t *arr = json_array(), *hex = NULL;
+	int err = arr ? 0 : -ENOMEM;
+
+	for (size_t i = 0; !err && i < m->argc; i++) {
+		const char *a = m->argv[i] ? m->argv[i] : "";
+
+		if (manifest_utf8_valid(a)) {
+			err = json_array_append_new(arr, json_string(a)) ? -ENOMEM : 0;
+			if (!err && hex)   /* exact already: null keeps the indices aligned */
+				err = json_array_append_new(hex, json_null()) ? -ENOMEM : 0;
+			continue;
+		}
+		if (!hex) {   /* first bad element: earlier ones are exact, so null */
+			hex = json_array();
+			for (size_t j = 0; hex && j < i; j++)
+				json_array_append_new(hex, json_null());
+			if (!hex || json_array_size(hex) != i) {
+				err = -ENOMEM;
+				break;
+			}
+		}
+		char *lossy = manifest_utf8_lossy(a), *h = manifest_hex_encode(a);
+
+		err = lossy && h && !json_array_append_new(arr, json_string(lossy)) &&
+		      !json_array_append_new(hex, json_string(h)) ? 0 : -ENOMEM;
+		free(lossy);
+		free(h);
+	}
+	if (err) {
+		json_decref(arr);
+		json_decref(hex);
+		return err;
+	}
+	err = set_new(root, "argv", arr);
+	if (hex)
+		err = err ?: set_new(root, "argv_hex", hex);
+	return err;
+}
+
+static json_t *build_root(const struct atf_manifest *m)
+{
+	json_t *root = json_object(), *threads = json_array(), *modules = json_array(), *symbols = json_array();
+	int err = root && threads && modules && symbols ? 0 : -ENOMEM;
+
+	for (size_t i = 0; !err && i < m->nthreads; i++)
+		err = json_array_append_new(threads, build_thread(&m->threads[i])) ? -ENOMEM : 0;
+	for (size_t i = 0; !err && i < m->nmodules; i++)
+		err = json_array_append_new(modules, build_module(&m->modules[i])) ? -ENOMEM : 0;
+	for (size_t i = 0; !err && i < m->nsymbols; i++)
+		err = json_array_append_new(symbols, build_symbol(&m->symbols[i])) ? -ENOMEM : 0;
+	if (err) {
+		json_decref(threads);
+		json_decref(modules);
+		json_decref(symbols);
+		json_decref(root);
+		return NULL;
+	}
+	/* jansson keeps insertion order: reference keys first, format_version last. */
+	err = set_new(root, "threads", threads);
+	err = err ?: set_u64(root, "time_start_ns", m->time_start_ns);
+	err = err ?: set_u64(root, "time_end_ns", m->time_end_ns);
+	err = err ?: set_u64(root, "clock_type", m->clock_type);
+	err = err ?: set_new(root, "modules", modules);
+	err = err ?: set_new(root, "symbols", symbols);
+	err = err ?: set_u64(root, "pid", m->pid);
+	err = err ?: set_u64(root, "ns_pid", m->ns_pid);
+	err = err ?: set_str(root, "process_name", m->process_name);
+	err = err ?: set_argv(root, m);
+	err = err ?: set_u64(root, "lost_events", m->lost_events);
+	err = err ?: set_u64(root, "lost_detail", m->lost_detail);
+	err = err ?: set_str(root, "kernel", m->kernel);
+	err = err ?: set_str(root, "host", m->host);
+	err = err ?: set_str(root, "atftrace_version", m->atftrace_version);
+	err = err ?: set_str(root, "start_time", m->start_time);
+	err = err ?: set_str(root, "end_reason", m->end_reason);
+	err = err ?: set_str(root, "format_version", m->format_version ? m->format_version : "2.1");
+	if (err) {
+		json_decref(root);
+		return NULL;
+	}
+	return root;
+}
+
+static int write_all(int fd, const char *buf, size_t len)
+{
+	while (len) {
+		ssize_t n = write(fd, buf, len);
+
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		buf += n, len -= (size_t)n;
+	}
+	return 0;
+}
+
+/* fsync the directory holding @path so a rename into it is durable. */
+static int fsync_parent(const char *path)
+{
+	char *copy = strdup(path);
+	int fd, err = 0;
+
+	if (!copy)
+		return -ENOMEM;
+	fd = open(dirname(copy), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0 || fsync(fd))
+		err = -errno;
+	if (fd >= 0)
+		close(fd);
+	free(copy);
+	return err;
+}
+
+int atf_manifest__save(const struct atf_manifest *m, const char *path)
+{
+	json_t *root = build_root(m);
+	char *text = NULL, tmp[4096];
+	int fd = -1, err = 0;
+
+	if (!root)
+		return -ENOMEM;
+	if (snprintf(tmp, sizeof(tmp), "%s.tmp", path) >= (int)sizeof(tmp)) {
+		err = -ENAMETOOLONG;
+		goto cleanup;
+	}
+	text = json_dumps(root, JSON_INDENT(2));
+	if (!text) {
+		err = -ENOMEM;
+		goto cleanup;
+	}
+	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (fd < 0) {
+		err = -errno;
+		goto cleanup;
+	}
+	err = write_all(fd, text, strlen(text));
+	err = err ?: write_all(fd, "\n", 1);
+	if (!err && fsync(fd))
+		err = -errno;
+	if (close(fd) && !err)
+		err = -errno;
+	fd = -1;
+	if (!err && rename(tmp, path))
+		err = -errno;
+	err = err ?: fsync_parent(path);
+cleanup:
+	if (fd >= 0)
+		close(fd);
+	if (err)
+		unlink(tmp);
+	free(text);
+	json_decref(root);
+	return err;
+}
+
