@@ -17,4 +17,12 @@ assert_eq 1 "$maxdepth" "deepest call depth"
 # every thread has exactly its own calls, and dense directory ids 0..NT-1
 assert_eq "$(seq 0 $((NT - 1)) | tr '\n' ' ')" "$(awk '$1 == "thread" { printf "%s ", $3 }' "$T/stats")" "thread ids"
 assert_eq $NT "$(awk -v e=$(((NC + 1) * 2)) '$1 == "thread" && $5 == e' "$T/stats" | wc -l)" "threads with all their events"
+
+# many short threads (more than 64): each gets its own dense directory id, finalized at its exit
+"$ATF" record -o "$T/many" -f thread_work -- "$TARGETS/threads" 100 50 2>"$T/err" || { cat "$T/err" >&2; fail "record of 100 threads failed"; }
+"$ATF" verify "$T/many" >/dev/null || fail "verify of 100 threads"
+"$TOOLS/record_stats" "$T/many" >"$T/stats"
+assert_eq "$(seq 0 99 | tr '\n' ' ')" "$(awk '$1 == "thread" { printf "%s ", $3 }' "$T/stats")" "100 thread ids"
+assert_eq 5000 "$(awk '$1 == "call" && $3 == "thread_work" { print $4 }' "$T/stats")" "calls of 100 threads"
+assert_eq 100 "$(awk '$1 == "thread" && $5 == 100' "$T/stats" | wc -l)" "threads with all their events"
 echo "ok"
