@@ -51,7 +51,7 @@ static size_t tid_hash(uint32_t tid, size_t cap)
 	return (size_t)((tid * 2654435761u) & (cap - 1));
 }
 
-static struct rec_thread *tid_lookup(const struct recorder *r, uint32_t tid)
+struct rec_thread *rec_tid_lookup(const struct recorder *r, uint32_t tid)
 {
 	if (!r->tid_cap)
 		return NULL;
@@ -98,7 +98,7 @@ static int tid_insert(struct recorder *r, struct rec_thread *t)
 
 /* ---- processes and threads ------------------------------------------------------------------ */
 
-static struct rec_process *proc_find(struct recorder *r, pid_t pid)
+struct rec_process *rec_proc_find(struct recorder *r, pid_t pid)
 {
 	if (r->last_proc && r->last_proc->pid == pid)
 		return r->last_proc;
@@ -108,7 +108,7 @@ static struct rec_process *proc_find(struct recorder *r, pid_t pid)
 	return NULL;
 }
 
-static void report_write_error(struct recorder *r, const char *what, const char *path, int err)
+void rec_report_write_error(struct recorder *r, const char *what, const char *path, int err)
 {
 	r->st.write_errors++;
 	if (r->write_error_reported)
@@ -118,7 +118,7 @@ static void report_write_error(struct recorder *r, const char *what, const char 
 }
 
 /* Flush, finalize and close one thread's files; its counts stay for the manifest. */
-static void thread_end(struct recorder *r, struct rec_thread *t)
+void rec_thread_end(struct recorder *r, struct rec_thread *t)
 {
 	int err;
 
@@ -131,21 +131,21 @@ static void thread_end(struct recorder *r, struct rec_thread *t)
 		return;
 	err = atf_thread_writer__finalize(t->w);
 	if (err < 0)
-		report_write_error(r, "cannot finalize thread files in", t->proc->dir, err);
+		rec_report_write_error(r, "cannot finalize thread files in", t->proc->dir, err);
 	atf_thread_writer__free(t->w);
 	t->w = NULL;
 	t->dirty = false;           /* it may still sit in r->dirty: flushing skips w == NULL */
 	t->proc->manifest_dirty = true;
 }
 
-static void process_end(struct recorder *r, struct rec_process *p, const char *reason)
+void rec_process_end(struct recorder *r, struct rec_process *p, const char *reason)
 {
 	int err;
 
 	if (p->state == REC_PROC_ENDED)
 		return;
 	for (size_t i = 0; i < p->nthreads; i++)
-		thread_end(r, p->threads[i]);
+		rec_thread_end(r, p->threads[i]);
 	if (p->pidfd >= 0) {
 		epoll_ctl(r->epfd, EPOLL_CTL_DEL, p->pidfd, NULL);
 		close(p->pidfd);
@@ -156,7 +156,7 @@ static void process_end(struct recorder *r, struct rec_process *p, const char *r
 	r->st.live_processes--;
 	err = rec_manifest_save(r, p);
 	if (err < 0)
-		report_write_error(r, "cannot write the manifest in", p->dir, err);
+		rec_report_write_error(r, "cannot write the manifest in", p->dir, err);
 }
 
 static int pidfd_open_nofail(pid_t pid)
@@ -172,7 +172,7 @@ int recorder__add_process(struct recorder *r, pid_t pid, char *const *argv, size
 	struct epoll_event ee = { .events = EPOLLIN };
 	int err;
 
-	if (proc_find(r, pid))
+	if (rec_proc_find(r, pid))
 		return -EEXIST;
 	np = realloc(r->procs, (r->nprocs + 1) * sizeof(*np));
 	if (!np)
@@ -231,7 +231,7 @@ cleanup:
 	return err;
 }
 
-static struct rec_thread *thread_new(struct recorder *r, struct rec_process *p, uint32_t tid)
+struct rec_thread *rec_thread_new(struct recorder *r, struct rec_process *p, uint32_t tid)
 {
 	struct rec_thread *t = calloc(1, sizeof(*t));
 	char name[64];
@@ -273,7 +273,7 @@ static struct rec_thread *thread_new(struct recorder *r, struct rec_process *p, 
 	err = atf_thread_writer__new(&t->w, p->dir, t->dir_id, tid);
 	if (err < 0) {
 		t->w = NULL;
-		report_write_error(r, "cannot create thread files in", p->dir, err);
+		rec_report_write_error(r, "cannot create thread files in", p->dir, err);
 	}
 	return t;
 fail:
@@ -281,7 +281,7 @@ fail:
 	return NULL;
 }
 
-static void mark_dirty(struct recorder *r, struct rec_thread *t)
+void rec_mark_dirty(struct recorder *r, struct rec_thread *t)
 {
 	if (t->dirty)
 		return;
@@ -295,182 +295,6 @@ static void mark_dirty(struct recorder *r, struct rec_thread *t)
 	}
 	r->dirty[r->ndirty++] = t;
 	t->dirty = true;
-}
-
-/* ---- ring records --------------------------------------------------------------------------- */
-
-static void on_event(struct recorder *r, const void *data, size_t size, bool with_detail)
-{
-	struct rec_event re;
-	struct rec_detail rd;
-	struct rec_thread *t = r->last_thread;
-	struct rec_process *p;
-	struct atf_index_event ev;
-	struct atf_detail_in din, *dp = NULL;
-	uint8_t payload[ATF_DETAIL_PAYLOAD_SIZE + ATF_DETAIL_MAX_STACK];
-	int64_t seq;
-
-	if (size < sizeof(re)) {
-		r->st.bad_records++;
-		return;
-	}
-	memcpy(&re, data, sizeof(re));
-	if (!t || t->tid != re.tid || t->ended) {
-		t = tid_lookup(r, re.tid);
-		if (!t || t->ended || t->proc->pid != (pid_t)re.pid) {
-			p = proc_find(r, (pid_t)re.pid);
-			if (!p) {
-				/* not announced (e.g. a fork record was lost): record it anyway */
-				if (recorder__add_process(r, (pid_t)re.pid, NULL, 0, false) < 0) {
-					r->st.write_errors++;
-					return;
-				}
-				p = proc_find(r, (pid_t)re.pid);
-			}
-			if (p->state == REC_PROC_ENDED) {
-				r->st.ignored_events++;
-				return;
-			}
-			p->expect_exec = false;
-			t = thread_new(r, p, re.tid);
-			if (!t) {
-				r->st.write_errors++;
-				return;
-			}
-		}
-		r->last_thread = t;
-	}
-	if (with_detail) {
-		if (size < sizeof(re) + sizeof(rd)) {
-			r->st.bad_records++;
-			return;
-		}
-		memcpy(&rd, (const uint8_t *)data + sizeof(re), sizeof(rd));
-		if (rd.stack_size > ATF_DETAIL_MAX_STACK || size < sizeof(re) + sizeof(rd) + rd.stack_size) {
-			r->st.bad_records++;
-			return;
-		}
-		struct atf_detail_payload pl = { .function_id = re.function_id, .lr = rd.lr,
-						 .fp = rd.fp, .sp = rd.sp,
-						 .stack_size = (uint16_t)rd.stack_size };
-		memcpy(pl.gp, rd.gp, sizeof(pl.gp));
-		atf_detail_payload_encode(payload, &pl);
-		memcpy(payload + ATF_DETAIL_PAYLOAD_SIZE, (const uint8_t *)data + sizeof(re) + sizeof(rd),
-		       rd.stack_size);
-		din = (struct atf_detail_in){
-			.event_type = re.kind == ATF_KIND_CALL ? ATF_DETAIL_CALL : ATF_DETAIL_RETURN,
-			.flags = (uint16_t)re.flags,
-			.payload = payload,
-			.payload_len = ATF_DETAIL_PAYLOAD_SIZE + rd.stack_size,
-		};
-		dp = &din;
-	}
-	if (!t->w) {
-		r->st.write_errors++;
-		return;
-	}
-	ev = (struct atf_index_event){ .timestamp_ns = re.ts, .function_id = re.function_id,
-				       .thread_id = re.tid, .event_kind = re.kind,
-				       .call_depth = re.depth };
-	seq = atf_thread_writer__append(t->w, &ev, dp);
-	if (seq < 0) {
-		report_write_error(r, "cannot write events in", t->proc->dir, (int)seq);
-		return;
-	}
-	if (!t->events)
-		t->first_ts = re.ts;
-	t->last_ts = re.ts;
-	t->events++;
-	r->st.events++;
-	if (dp) {
-		t->detail_events++;
-		r->st.detail_events++;
-	}
-	if (!r->st.time_start_ns || re.ts < r->st.time_start_ns)
-		r->st.time_start_ns = re.ts;
-	if (re.ts > r->st.time_end_ns)
-		r->st.time_end_ns = re.ts;
-	mark_dirty(r, t);
-}
-
-static void on_task(struct recorder *r, const void *data, size_t size)
-{
-	struct rec_task tk;
-	struct rec_thread *t;
-	struct rec_process *p, *child;
-	int err;
-
-	if (size < sizeof(tk)) {
-		r->st.bad_records++;
-		return;
-	}
-	memcpy(&tk, data, sizeof(tk));
-	switch (tk.type) {
-	case REC_TASK_EXIT:
-		t = tid_lookup(r, tk.tid);
-		if (t && t->proc->pid == (pid_t)tk.pid)
-			thread_end(r, t);
-		break;
-	case REC_TASK_FORK:
-		p = proc_find(r, (pid_t)tk.pid);
-		if (!p || tk.child_pid == tk.pid || proc_find(r, (pid_t)tk.child_pid))
-			break;
-		err = recorder__add_process(r, (pid_t)tk.child_pid, p->man->argv, p->man->argc, false);
-		if (err < 0) {
-			report_write_error(r, "cannot record a forked child in", r->session_dir, err);
-			break;
-		}
-		child = proc_find(r, (pid_t)tk.child_pid);
-		fprintf(stderr, "atftrace record: process %d forked %d, recorded in %s\n",
-			(int)tk.pid, (int)tk.child_pid, child->dir);
-		break;
-	case REC_TASK_EXEC:
-		p = proc_find(r, (pid_t)tk.pid);
-		if (!p || p->state == REC_PROC_ENDED)
-			break;
-		if (p->expect_exec) {
-			char comm[64];
-			p->expect_exec = false;     /* the gated child became the target */
-			if (!proc_comm(p->pid, 0, comm, sizeof(comm))) {
-				free(p->man->process_name);
-				p->man->process_name = strdup(comm);
-			}
-			break;
-		}
-		fprintf(stderr, "atftrace record: process %d called exec; its recording ends there "
-			"(%s)\n", (int)tk.pid, p->dir);
-		process_end(r, p, "exec");
-		break;
-	}
-}
-
-static int on_record(void *ctx, void *data, size_t size)
-{
-	struct recorder *r = ctx;
-	uint32_t type;
-
-	if (size < sizeof(type)) {
-		r->st.bad_records++;
-		return 0;
-	}
-	memcpy(&type, data, sizeof(type));
-	switch (type) {
-	case REC_EVENT:
-		on_event(r, data, size, false);
-		break;
-	case REC_EVENT_DETAIL:
-		on_event(r, data, size, true);
-		break;
-	case REC_TASK_EXIT:
-	case REC_TASK_FORK:
-	case REC_TASK_EXEC:
-		on_task(r, data, size);
-		break;
-	default:
-		r->st.bad_records++;
-		break;
-	}
-	return 0;
 }
 
 /* ---- the drain loop ------------------------------------------------------------------------- */
@@ -495,7 +319,7 @@ int recorder__new(struct recorder **out, const struct recorder_opts *opts)
 		err = -errno;
 		goto cleanup;
 	}
-	r->rb = ring_buffer__new(probes__ring_fd(opts->probes), on_record, r, NULL);
+	r->rb = ring_buffer__new(probes__ring_fd(opts->probes), rec_on_record, r, NULL);
 	if (!r->rb) {
 		err = -errno ? -errno : -EINVAL;
 		goto cleanup;
@@ -553,7 +377,7 @@ static int drain(struct recorder *r)
 		return n;
 	for (size_t i = 0; i < r->nprocs; i++)
 		if (r->procs[i]->state == REC_PROC_GONE)
-			process_end(r, r->procs[i], "target exited");
+			rec_process_end(r, r->procs[i], "target exited");
 	for (size_t i = 0; i < r->ndirty; i++) {
 		struct rec_thread *t = r->dirty[i];
 		int err;
@@ -562,7 +386,7 @@ static int drain(struct recorder *r)
 		t->dirty = false;
 		err = atf_thread_writer__flush(t->w);
 		if (err < 0)
-			report_write_error(r, "cannot write events in", t->proc->dir, err);
+			rec_report_write_error(r, "cannot write events in", t->proc->dir, err);
 	}
 	r->ndirty = 0;
 	now = rec_now_ns();
@@ -573,7 +397,7 @@ static int drain(struct recorder *r)
 			continue;
 		int err = rec_manifest_save(r, p);
 		if (err < 0)
-			report_write_error(r, "cannot write the manifest in", p->dir, err);
+			rec_report_write_error(r, "cannot write the manifest in", p->dir, err);
 	}
 	return 0;
 }
@@ -615,7 +439,7 @@ int recorder__finish(struct recorder *r, const char *end_reason)
 		struct rec_process *p = r->procs[i];
 		if (p->state == REC_PROC_LIVE && !proc_alive(p->pid))
 			p->state = REC_PROC_GONE;
-		process_end(r, p, p->state == REC_PROC_GONE ? "target exited" : end_reason);
+		rec_process_end(r, p, p->state == REC_PROC_GONE ? "target exited" : end_reason);
 		reap(p);
 	}
 	r->finished = true;

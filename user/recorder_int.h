@@ -67,6 +67,23 @@ struct recorder {
 
 uint64_t rec_now_ns(void);
 
+/* user/recorder.c: tables and lifecycle */
+struct rec_thread *rec_tid_lookup(const struct recorder *r, uint32_t tid);
+struct rec_process *rec_proc_find(struct recorder *r, pid_t pid);
+/** rec_thread_new - first event of @tid in @p: thread_<n>/ files, manifest entry, tid table. */
+struct rec_thread *rec_thread_new(struct recorder *r, struct rec_process *p, uint32_t tid);
+/** rec_thread_end - finalize and close one thread's files; its counts stay for the manifest. */
+void rec_thread_end(struct recorder *r, struct rec_thread *t);
+/** rec_process_end - finalize every thread of @p and write its manifest with @reason (static). */
+void rec_process_end(struct recorder *r, struct rec_process *p, const char *reason);
+void rec_mark_dirty(struct recorder *r, struct rec_thread *t);
+/** rec_report_write_error - count a lost write; the first one is printed. */
+void rec_report_write_error(struct recorder *r, const char *what, const char *path, int err);
+
+/* user/recorder_ring.c */
+/** rec_on_record - ring_buffer sample callback: dispatch one ring record. */
+int rec_on_record(void *ctx, void *data, size_t size);
+
 /** rec_manifest_build - the first manifest of @p: identity, host, modules, symbols. */
 int rec_manifest_build(struct recorder *r, struct rec_process *p, char *const *argv, size_t argc);
 

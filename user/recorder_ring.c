@@ -1,0 +1,187 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Ring records -> writers: one switch on the record's type tag. Events go to their thread's
+ * writer (a one-entry cache in front of the tid table, since events come in bursts per thread);
+ * task records end threads, announce forked children and end a process at its exec.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "atftrace.h"
+#include "proc.h"
+#include "recorder_int.h"
+
+static void on_event(struct recorder *r, const void *data, size_t size, bool with_detail)
+{
+	struct rec_event re;
+	struct rec_detail rd;
+	struct rec_thread *t = r->last_thread;
+	struct rec_process *p;
+	struct atf_index_event ev;
+	struct atf_detail_in din, *dp = NULL;
+	uint8_t payload[ATF_DETAIL_PAYLOAD_SIZE + ATF_DETAIL_MAX_STACK];
+	int64_t seq;
+
+	if (size < sizeof(re)) {
+		r->st.bad_records++;
+		return;
+	}
+	memcpy(&re, data, sizeof(re));
+	if (!t || t->tid != re.tid || t->ended) {
+		t = rec_tid_lookup(r, re.tid);
+		if (!t || t->ended || t->proc->pid != (pid_t)re.pid) {
+			p = rec_proc_find(r, (pid_t)re.pid);
+			if (!p) {
+				/* not announced (e.g. a fork record was lost): record it anyway */
+				if (recorder__add_process(r, (pid_t)re.pid, NULL, 0, false) < 0) {
+					r->st.write_errors++;
+					return;
+				}
+				p = rec_proc_find(r, (pid_t)re.pid);
+			}
+			if (p->state == REC_PROC_ENDED) {
+				r->st.ignored_events++;
+				return;
+			}
+			p->expect_exec = false;
+			t = rec_thread_new(r, p, re.tid);
+			if (!t) {
+				r->st.write_errors++;
+				return;
+			}
+		}
+		r->last_thread = t;
+	}
+	if (with_detail) {
+		if (size < sizeof(re) + sizeof(rd)) {
+			r->st.bad_records++;
+			return;
+		}
+		memcpy(&rd, (const uint8_t *)data + sizeof(re), sizeof(rd));
+		if (rd.stack_size > ATF_DETAIL_MAX_STACK || size < sizeof(re) + sizeof(rd) + rd.stack_size) {
+			r->st.bad_records++;
+			return;
+		}
+		struct atf_detail_payload pl = { .function_id = re.function_id, .lr = rd.lr,
+						 .fp = rd.fp, .sp = rd.sp,
+						 .stack_size = (uint16_t)rd.stack_size };
+		memcpy(pl.gp, rd.gp, sizeof(pl.gp));
+		atf_detail_payload_encode(payload, &pl);
+		memcpy(payload + ATF_DETAIL_PAYLOAD_SIZE, (const uint8_t *)data + sizeof(re) + sizeof(rd),
+		       rd.stack_size);
+		din = (struct atf_detail_in){
+			.event_type = re.kind == ATF_KIND_CALL ? ATF_DETAIL_CALL : ATF_DETAIL_RETURN,
+			.flags = (uint16_t)re.flags,
+			.payload = payload,
+			.payload_len = ATF_DETAIL_PAYLOAD_SIZE + rd.stack_size,
+		};
+		dp = &din;
+	}
+	if (!t->w) {
+		r->st.write_errors++;
+		return;
+	}
+	ev = (struct atf_index_event){ .timestamp_ns = re.ts, .function_id = re.function_id,
+				       .thread_id = re.tid, .event_kind = re.kind,
+				       .call_depth = re.depth };
+	seq = atf_thread_writer__append(t->w, &ev, dp);
+	if (seq < 0) {
+		rec_report_write_error(r, "cannot write events in", t->proc->dir, (int)seq);
+		return;
+	}
+	if (!t->events)
+		t->first_ts = re.ts;
+	t->last_ts = re.ts;
+	t->events++;
+	r->st.events++;
+	if (dp) {
+		t->detail_events++;
+		r->st.detail_events++;
+	}
+	if (!r->st.time_start_ns || re.ts < r->st.time_start_ns)
+		r->st.time_start_ns = re.ts;
+	if (re.ts > r->st.time_end_ns)
+		r->st.time_end_ns = re.ts;
+	rec_mark_dirty(r, t);
+}
+
+static void on_task(struct recorder *r, const void *data, size_t size)
+{
+	struct rec_task tk;
+	struct rec_thread *t;
+	struct rec_process *p, *child;
+	int err;
+
+	if (size < sizeof(tk)) {
+		r->st.bad_records++;
+		return;
+	}
+	memcpy(&tk, data, sizeof(tk));
+	switch (tk.type) {
+	case REC_TASK_EXIT:
+		t = rec_tid_lookup(r, tk.tid);
+		if (t && t->proc->pid == (pid_t)tk.pid)
+			rec_thread_end(r, t);
+		break;
+	case REC_TASK_FORK:
+		p = rec_proc_find(r, (pid_t)tk.pid);
+		if (!p || tk.child_pid == tk.pid || rec_proc_find(r, (pid_t)tk.child_pid))
+			break;
+		err = recorder__add_process(r, (pid_t)tk.child_pid, p->man->argv, p->man->argc, false);
+		if (err < 0) {
+			rec_report_write_error(r, "cannot record a forked child in", r->session_dir, err);
+			break;
+		}
+		child = rec_proc_find(r, (pid_t)tk.child_pid);
+		fprintf(stderr, "atftrace record: process %d forked %d, recorded in %s\n",
+			(int)tk.pid, (int)tk.child_pid, child->dir);
+		break;
+	case REC_TASK_EXEC:
+		p = rec_proc_find(r, (pid_t)tk.pid);
+		if (!p || p->state == REC_PROC_ENDED)
+			break;
+		if (p->expect_exec) {
+			char comm[64];
+			p->expect_exec = false;     /* the gated child became the target */
+			if (!proc_comm(p->pid, 0, comm, sizeof(comm))) {
+				free(p->man->process_name);
+				p->man->process_name = strdup(comm);
+			}
+			break;
+		}
+		fprintf(stderr, "atftrace record: process %d called exec; its recording ends there "
+			"(%s)\n", (int)tk.pid, p->dir);
+		rec_process_end(r, p, "exec");
+		break;
+	}
+}
+
+int rec_on_record(void *ctx, void *data, size_t size)
+{
+	struct recorder *r = ctx;
+	uint32_t type;
+
+	if (size < sizeof(type)) {
+		r->st.bad_records++;
+		return 0;
+	}
+	memcpy(&type, data, sizeof(type));
+	switch (type) {
+	case REC_EVENT:
+		on_event(r, data, size, false);
+		break;
+	case REC_EVENT_DETAIL:
+		on_event(r, data, size, true);
+		break;
+	case REC_TASK_EXIT:
+	case REC_TASK_FORK:
+	case REC_TASK_EXEC:
+		on_task(r, data, size);
+		break;
+	default:
+		r->st.bad_records++;
+		break;
+	}
+	return 0;
+}
+
