@@ -10,6 +10,30 @@
 #include <string.h>
 #include "format.h"
 
+/*
+ * Direct-mapped cache of function display names: a symbol lookup is a binary search over the
+ * manifest, and traces call the same few functions over and over.
+ */
+#define NAME_CACHE_SIZE 4096
+struct name_cache {
+	uint64_t id[NAME_CACHE_SIZE];
+	const char *name[NAME_CACHE_SIZE];      /* NULL: empty slot */
+	char hex[NAME_CACHE_SIZE][20];          /* storage for ids without a symbol */
+};
+
+static const char *cached_name(struct name_cache *c, struct atf_session *s, uint64_t id)
+{
+	size_t slot = (size_t)((id ^ id >> 29) * 0x9E3779B97F4A7C15ull >> 52) & (NAME_CACHE_SIZE - 1);
+	const char *name;
+
+	if (c->name[slot] && c->id[slot] == id)
+		return c->name[slot];
+	name = atf_session__name(s, id, c->hex[slot], sizeof(c->hex[slot]));
+	c->id[slot] = id;
+	c->name[slot] = name;
+	return name;
+}
+
 struct thread_range {
 	uint64_t lo, hi;        /* [lo, hi) index seqs inside the time range */
 };
@@ -57,25 +81,25 @@ static void measure_range(struct export_ctx *ctx, struct thread_range *r)
 }
 
 /* Resolves name and detail for one event and hands it to the exporter. */
-static int deliver(struct export_ctx *ctx, const struct export_ops *ops, uint32_t thread,
-		   uint64_t seq, const struct atf_index_event *ev)
+static int deliver(struct export_ctx *ctx, const struct export_ops *ops, struct name_cache *names,
+		   uint32_t thread, uint64_t seq, const struct atf_index_event *ev)
 {
 	struct atf_session *s = ctx->session;
 	const struct atf_thread *t = &s->threads[thread];
 	struct atf_detail_event detail;
 	struct export_event e = { .thread = thread, .seq = seq, .ev = *ev };
-	char namebuf[32];
 
 	if (!ops->event)
 		return 0;
-	e.name = atf_session__name(s, ev->function_id, namebuf, sizeof(namebuf));
+	e.name = cached_name(names, s, ev->function_id);
 	if (ev->detail_seq != ATF_NO_DETAIL && t->has_detail &&
 	    atf_detail_get(&t->detail, ev->detail_seq, &detail) == 0)
 		e.detail = &detail;
 	return ops->event(ctx, &e);
 }
 
-static int run_per_thread(struct export_ctx *ctx, const struct export_ops *ops, const struct thread_range *r)
+static int run_per_thread(struct export_ctx *ctx, const struct export_ops *ops, struct name_cache *names,
+			  const struct thread_range *r)
 {
 	struct atf_session *s = ctx->session;
 	struct atf_index_event ev;
@@ -90,7 +114,7 @@ static int run_per_thread(struct export_ctx *ctx, const struct export_ops *ops, 
 			return err;
 		for (uint64_t seq = r[i].lo; seq < r[i].hi; seq++) {
 			atf_index_get(&t->index, seq, &ev);
-			if ((err = deliver(ctx, ops, (uint32_t)i, seq, &ev)))
+			if ((err = deliver(ctx, ops, names, (uint32_t)i, seq, &ev)))
 				return err;
 		}
 		if (ops->thread_end && (err = ops->thread_end(ctx, t)))
@@ -99,7 +123,7 @@ static int run_per_thread(struct export_ctx *ctx, const struct export_ops *ops, 
 	return 0;
 }
 
-static int run_merged(struct export_ctx *ctx, const struct export_ops *ops)
+static int run_merged(struct export_ctx *ctx, const struct export_ops *ops, struct name_cache *names)
 {
 	struct atf_session *s = ctx->session;
 	const struct export_options *o = ctx->opts;
@@ -115,7 +139,7 @@ static int run_merged(struct export_ctx *ctx, const struct export_ops *ops)
 	if (err)
 		return err;
 	while ((more = atf_merge__next(m, &me)) > 0)
-		if ((err = deliver(ctx, ops, me.thread, me.seq, &me.ev)))
+		if ((err = deliver(ctx, ops, names, me.thread, me.seq, &me.ev)))
 			goto cleanup;
 	err = more < 0 ? more : 0;
 	for (size_t i = 0; !err && i < s->nthreads; i++)
@@ -130,17 +154,21 @@ int export_session(struct atf_session *s, const struct export_ops *ops, const st
 {
 	struct export_ctx ctx = { .session = s, .opts = opts };
 	struct thread_range *ranges;
+	struct name_cache *names;
 	int err;
 
 	ranges = calloc(s->nthreads ? s->nthreads : 1, sizeof(*ranges));
-	if (!ranges)
-		return -ENOMEM;
+	names = calloc(1, sizeof(*names));
+	if (!ranges || !names) {
+		err = -ENOMEM;
+		goto cleanup;
+	}
 	measure_range(&ctx, ranges);
 	if (!ops->writes_directory && (err = obuf__open(&ctx.out, opts->out_path, 0)))
 		goto cleanup;
 	if (ops->begin && (err = ops->begin(&ctx)))
 		goto cleanup;
-	err = ops->per_thread ? run_per_thread(&ctx, ops, ranges) : run_merged(&ctx, ops);
+	err = ops->per_thread ? run_per_thread(&ctx, ops, names, ranges) : run_merged(&ctx, ops, names);
 	if (!err && ops->end)
 		err = ops->end(&ctx);
 	if (!err && ctx.out) {
@@ -152,6 +180,7 @@ cleanup:
 		obuf__abort(ctx.out);
 	if (ops->cleanup)
 		ops->cleanup(&ctx);
+	free(names);
 	free(ranges);
 	return err;
 }

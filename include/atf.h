@@ -32,6 +32,7 @@ enum atf_error {
 	ATF_E_SYMBOL,               /* function id not in the manifest */
 	ATF_E_MANIFEST,             /* manifest.json missing, malformed or inconsistent */
 	ATF_E_RANGE,                /* sequence number out of range */
+	ATF_E_NOT_SESSION,          /* neither manifest.json nor pid_* directories */
 	ATF_E_END
 };
 

@@ -27,6 +27,7 @@ static const char *const atf_error_names[ATF_E_END - ATF_E_BASE] = {
 	[ATF_E_SYMBOL - ATF_E_BASE] = "function id not in the manifest",
 	[ATF_E_MANIFEST - ATF_E_BASE] = "manifest missing, malformed or inconsistent",
 	[ATF_E_RANGE - ATF_E_BASE] = "sequence number out of range",
+	[ATF_E_NOT_SESSION - ATF_E_BASE] = "not a session: no manifest.json and no pid_* directories",
 };
 
 /**

@@ -149,9 +149,7 @@ int atf_session_resolve(const char *path, char ***dirs)
 	}
 	d = opendir(path);
 	if (!d) {
-		err = -errno;
-		fprintf(stderr, "atftrace: %s: %s\n", path, strerror(errno));
-		return err;
+		return -errno;
 	}
 	while ((de = readdir(d))) {
 		int64_t pid = pid_dir_number(de->d_name);
@@ -176,8 +174,7 @@ int atf_session_resolve(const char *path, char ***dirs)
 		n++;
 	}
 	if (!n) {
-		fprintf(stderr, "atftrace: %s: not a session: no manifest.json and no pid_* directories\n", path);
-		err = -ENOENT;
+		err = -ATF_E_NOT_SESSION;
 		goto cleanup;
 	}
 	qsort(ents, n, sizeof(*ents), pid_entry_cmp);

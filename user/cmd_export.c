@@ -60,7 +60,7 @@ static const struct argp_option export_options_table[] = {
 	{ "from", KEY_FROM, "T", 0, "Start of the range: time since session start, ns/us/ms/s suffix (default ns)", 0 },
 	{ "to", KEY_TO, "T", 0, "End of the range (inclusive), same syntax as --from", 0 },
 	{ NULL, 0, NULL, 0, "Format-specific options:", 1 },
-	{ "chunk-size", KEY_CHUNK_SIZE, "B", 0, "wtf: bytes per event-data chunk (K/M suffix allowed)", 1 },
+	{ "chunk-size", KEY_CHUNK_SIZE, "B", 0, "wtf, wtf-json: bytes per event-data chunk (K/M suffix allowed)", 1 },
 	{ "json-mode", KEY_JSON_MODE, "MODE", 0, "wtf-json: complete|partial", 1 },
 	{ "unit-size", KEY_UNIT_SIZE, "B", 0, "rtc: Unit size in bytes, a power of two", 1 },
 	{ "minor-unit-size", KEY_MINOR_UNIT_SIZE, "B", 0, "rtc: minor unit size in bytes, a power of two", 1 },
@@ -154,11 +154,24 @@ static int parse_int64(const char *s, int64_t *out)
 }
 
 /* Each format-specific option belongs to exactly one format. */
+/* @owners: the formats an option applies to, separated by '|'. */
 static void check_format_option(struct argp_state *state, const char *format, const char *arg,
-				const char *option, const char *owner)
+				const char *option, const char *owners)
 {
-	if (arg && strcmp(format, owner))
-		argp_error(state, "%s: only applies to -F %s, not -F %s", option, owner, format);
+	size_t n = strlen(format);
+
+	for (const char *o = owners; arg && *o; o += strcspn(o, "|"), o += *o == '|')
+		if (!strncmp(o, format, n) && (o[n] == '|' || o[n] == '\0'))
+			return;
+	if (arg) {
+		char list[64];
+		size_t k = 0;
+
+		for (const char *o = owners; *o && k + 8 < sizeof(list); o++)
+			k += (size_t)(*o == '|' ? snprintf(list + k, sizeof(list) - k, " or -F ")
+						: snprintf(list + k, sizeof(list) - k, "%c", *o));
+		argp_error(state, "%s: only applies to -F %s, not -F %s", option, list, format);
+	}
 }
 
 static error_t export_parse_opt(int key, char *arg, struct argp_state *state)
@@ -241,7 +254,7 @@ static error_t export_parse_opt(int key, char *arg, struct argp_state *state)
 			argp_error(state, "-o OUT: missing");
 		if (a->has_from && a->has_to && a->to_rel < a->from_rel)
 			argp_error(state, "--to: earlier than --from");
-		check_format_option(state, a->format, a->chunk_size_arg, "--chunk-size", "wtf");
+		check_format_option(state, a->format, a->chunk_size_arg, "--chunk-size", "wtf|wtf-json");
 		check_format_option(state, a->format, a->json_mode_arg, "--json-mode", "wtf-json");
 		check_format_option(state, a->format, a->unit_size_arg, "--unit-size", "rtc");
 		check_format_option(state, a->format, a->minor_unit_size_arg, "--minor-unit-size", "rtc");

@@ -109,8 +109,7 @@ int cmd_info(int argc, char **argv)
 		return 2;
 	n = atf_session_resolve(args.session, &dirs);
 	if (n < 0) {
-		if (n == -ENOMEM)   /* resolve reported every other failure itself */
-			fprintf(stderr, "atftrace info: %s: %s\n", args.session, atf_strerror(n));
+		fprintf(stderr, "atftrace info: %s: %s\n", args.session, atf_strerror(n));
 		return 1;
 	}
 	for (int i = 0; i < n; i++) {

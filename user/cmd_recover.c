@@ -286,8 +286,7 @@ int cmd_recover(int argc, char **argv)
 	} else {
 		n = atf_session_resolve(args.session, &dirs);
 		if (n < 0) {
-			if (n == -ENOMEM)   /* resolve reported every other failure itself */
-				fprintf(stderr, "atftrace recover: %s: %s\n", args.session, atf_strerror(n));
+			fprintf(stderr, "atftrace recover: %s: %s\n", args.session, atf_strerror(n));
 			return 1;
 		}
 	}

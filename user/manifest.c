@@ -79,13 +79,20 @@ void atf_manifest__free(struct atf_manifest *m)
 	free(m);
 }
 
-/* Grow @arr (of @n elements of @size) by one zeroed element; NULL on ENOMEM. */
+/*
+ * Grow @arr (of @n elements of @size) by one zeroed element; NULL on ENOMEM. Arrays only ever
+ * grow here, so their capacity is the next power of two >= n: reallocating when n reaches a
+ * power of two keeps adding a module's thousands of symbols linear.
+ */
 static void *grow(void **arr, size_t *n, size_t size)
 {
-	void *p = realloc(*arr, (*n + 1) * size);
+	void *p = *arr;
 
-	if (!p)
-		return NULL;
+	if (*n == 0 || (*n & (*n - 1)) == 0) {
+		p = realloc(*arr, (*n ? *n * 2 : 1) * size);
+		if (!p)
+			return NULL;
+	}
 	*arr = p;
 	memset((char *)p + *n * size, 0, size);
 	return (char *)p + (*n)++ * size;

@@ -42,7 +42,7 @@ usage "atftrace export: -F FORMAT: missing (see --list)" "$S" -o "$T/x.out"
 usage "atftrace export: -o OUT: missing" "$S" -F chrome
 usage "atftrace export: SESSION: missing (a session directory or a pid_* directory)" -F chrome -o "$T/x.out"
 usage "atftrace export: -F nope: unknown format (see --list)" "$S" -F nope -o "$T/x.out"
-usage "atftrace export: --chunk-size: only applies to -F wtf, not -F perfetto" \
+usage "atftrace export: --chunk-size: only applies to -F wtf or -F wtf-json, not -F perfetto" \
 	"$S" -F perfetto -o "$T/x.out" --chunk-size 64K
 usage "atftrace export: --compress: only applies to -F zts, not -F chrome" "$S" -F chrome -o "$T/x.out" --compress lz4
 usage "atftrace export: --json-mode: only applies to -F wtf-json, not -F dial9" \
