@@ -183,7 +183,8 @@ static void print_event(struct dumper *D, const struct atf_merge_event *me)
 	uint64_t call_ts;
 
 	if (ev->event_kind == ATF_KIND_CALL) {
-		printf("%14.9f tid=%u  %*s%s() {\n", secs, t->tid, indent, "", name);
+		/* demangled C++ names carry their own parameter list */
+		printf("%14.9f tid=%u  %*s%s%s {\n", secs, t->tid, indent, "", name, strchr(name, '(') ? "" : "()");
 		frame_set(f, ev->call_depth, ev->timestamp_ns);
 	} else {
 		const char *how = ev->event_kind == ATF_KIND_EXCEPTION ? "(unwound) " : "";

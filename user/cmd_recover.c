@@ -87,7 +87,8 @@ static int list_thread_dirs(const char *dir, uint32_t **ids)
 		(*ids)[n++] = id;
 	}
 	closedir(d);
-	qsort(*ids, n, sizeof(**ids), u32_cmp);
+	if (n)
+		qsort(*ids, n, sizeof(**ids), u32_cmp);
 	return (int)n;
 }
 

@@ -112,7 +112,7 @@ cat >"$T/dump.want" <<'EOF'
 <ts> tid=T0    lib_hash() {
 <ts> tid=T0    } lib_hash  <dur>
 <ts> tid=T0    lib_free() {
-<ts> tid=T0      foo::Bar::method(int)() {
+<ts> tid=T0      foo::Bar::method(int) {
     args: rdi=0xc61910f052f99caf rsi=0xb93120760b6b360 rdx=0x4e15520eae31c3 rcx=0x84afe665ab041 r8=0xa62dece9d598 r9=0x9534f38a03d arg7=0x7b23b216bc arg8=0xd4bf1b70d
 <ts> tid=T0      } foo::Bar::method(int)  (unwound) <dur>
 <ts> tid=T0    } lib_free  <dur>
@@ -141,7 +141,7 @@ cat >"$T/merged.want" <<'EOF'
 <ts> tid=T1    lib_free() {
 <ts> tid=T0    } quote"back\slash  <dur>
 <ts> tid=T0    quote"back\slash() {
-<ts> tid=T1      foo::Bar::method(int)() {
+<ts> tid=T1      foo::Bar::method(int) {
     args: rdi=0xc61910f052f99caf rsi=0xb93120760b6b360 rdx=0x4e15520eae31c3 rcx=0x84afe665ab041 r8=0xa62dece9d598 r9=0x9534f38a03d arg7=0x7b23b216bc arg8=0xd4bf1b70d
 <ts> tid=T1      } foo::Bar::method(int)  (unwound) <dur>
 <ts> tid=T0    } quote"back\slash  <dur>
