@@ -82,6 +82,8 @@ TARGETS       := $(patsubst tests/targets/%.c,$(OUTPUT)/targets/%,$(filter-out t
 -include tests/targets/targets.mk
 
 .PHONY: all lib tools targets test unit e2e demo bench clean check-bpf-arm64
+# Skeletons and BPF objects are intermediate files of a pattern chain: keep them.
+.SECONDARY: $(SKELS) $(patsubst bpf/%.bpf.c,$(OUTPUT)/bpf/%.bpf.o,$(BPF_SRCS))
 all: $(BIN)
 lib: $(LIB)
 
