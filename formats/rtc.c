@@ -21,6 +21,7 @@
 #include <zlib.h>
 #include "byteorder.h"
 #include "format.h"
+#include "func_index.h"
 #include "leb128.h"
 
 #define RTC_MARKER_BYTE   0xB9
@@ -39,12 +40,6 @@ enum rtc_stream_id {
 	RTC_S_NOP, RTC_S_PADDING, RTC_S_MARKER, RTC_S_INDEX, RTC_S_INDEX_MINOR, RTC_S_META,
 	RTC_S_META_DELTA, RTC_S_PLATFORM, RTC_S_CRC,
 	RTC_S_CLK, RTC_S_CLK_DELTA, RTC_S_NAMES, RTC_S_DETAIL, RTC_S_THREAD0,
-};
-
-struct rtc_func {
-	uint64_t function_id;
-	char *name;
-	uint64_t sent_in_unit;      /* Unit number + 1 in which the name frame was last written */
 };
 
 struct rtc_writer {
@@ -74,11 +69,7 @@ struct rtc_writer {
 	bool have_now;              /* a clk delta frame follows the latest clk frame */
 	uint64_t clk, now;          /* last clk value; effective time (clk + last delta) */
 
-	struct rtc_func *funcs;
-	size_t nfuncs, capfuncs;
-	uint32_t *hash;             /* open addressing: function index + 1, 0 = empty */
-	size_t hashcap;
-	size_t name_max;
+	struct func_index funcs;    /* mark: Unit number + 1 in which the name was last sent */
 };
 
 /* ---- output: staging buffer, CRC over large blocks ---------------------------------------- */
@@ -445,65 +436,8 @@ static int check_geometry(struct rtc_writer *w, const struct export_options *o)
 			(unsigned long long)w->U, (unsigned long long)w->u, w->nstreams);
 		return -EINVAL;
 	}
-	w->name_max = (w->U - header) / 8 < RTC_NAME_MAX ? (size_t)(w->U - header) / 8 : RTC_NAME_MAX;
+	w->funcs.name_max = (w->U - header) / 8 < RTC_NAME_MAX ? (size_t)(w->U - header) / 8 : RTC_NAME_MAX;
 	return 0;
-}
-
-/* ---- function table -------------------------------------------------------------------------- */
-
-static uint64_t hash64(uint64_t x)
-{
-	x ^= x >> 33;
-	x *= 0xff51afd7ed558ccdULL;
-	x ^= x >> 33;
-	return x;
-}
-
-static int func_grow(struct rtc_writer *w)
-{
-	size_t cap = w->hashcap ? w->hashcap * 2 : 1024;
-	uint32_t *h = calloc(cap, sizeof(*h));
-
-	if (!h)
-		return -ENOMEM;
-	for (size_t i = 0; i < w->nfuncs; i++) {
-		size_t j = hash64(w->funcs[i].function_id) & (cap - 1);
-
-		while (h[j])
-			j = (j + 1) & (cap - 1);
-		h[j] = (uint32_t)i + 1;
-	}
-	free(w->hash);
-	w->hash = h;
-	w->hashcap = cap;
-	return 0;
-}
-
-/* Index of @fid in the function table, adding it (with a copy of @name) when new. */
-static int64_t func_lookup(struct rtc_writer *w, uint64_t fid, const char *name)
-{
-	size_t j;
-	int err;
-
-	if ((w->nfuncs + 1) * 2 > w->hashcap && (err = func_grow(w)))
-		return err;
-	for (j = hash64(fid) & (w->hashcap - 1); w->hash[j]; j = (j + 1) & (w->hashcap - 1))
-		if (w->funcs[w->hash[j] - 1].function_id == fid)
-			return w->hash[j] - 1;
-	if (w->nfuncs == w->capfuncs) {
-		size_t cap = w->capfuncs ? w->capfuncs * 2 : 256;
-		struct rtc_func *f = realloc(w->funcs, cap * sizeof(*f));
-
-		if (!f)
-			return -ENOMEM;
-		w->funcs = f;
-		w->capfuncs = cap;
-	}
-	w->funcs[w->nfuncs] = (struct rtc_func){ .function_id = fid, .name = strndup(name, w->name_max) };
-	if (!w->funcs[w->nfuncs].name)
-		return -ENOMEM;
-	w->hash[j] = (uint32_t)++w->nfuncs;
-	return (int64_t)w->nfuncs - 1;
 }
 
 /* ---- export ops ------------------------------------------------------------------------------ */
@@ -545,16 +479,16 @@ static int rtc_event(struct export_ctx *ctx, const struct export_event *e)
 	size_t dlen = d && d->hdr.total_length > ATF_DETAIL_EVENT_HDR_SIZE ?
 		      d->hdr.total_length - ATF_DETAIL_EVENT_HDR_SIZE : 0;
 	int64_t fidx;
-	struct rtc_func *fn;
+	struct func_entry *fn;
 	size_t n, need;
 	int err;
 
 	if (sid < 0)
 		return 0;
-	if ((fidx = func_lookup(w, e->ev.function_id, e->name)) < 0)
+	if ((fidx = func_index__get(&w->funcs, e->ev.function_id, e->name)) < 0)
 		return (int)fidx;
-	fn = &w->funcs[fidx];
-	need = 16 + 16 + 32 + (fn->sent_in_unit != w->unit_no + 1 ? 32 + strlen(fn->name) : 0) +
+	fn = &w->funcs.funcs[fidx];
+	need = 16 + 16 + 32 + (fn->mark != w->unit_no + 1 ? 32 + strlen(fn->name) : 0) +
 	       (d ? 48 + dlen : 0);
 	if ((err = reserve(w, need)))
 		return err;
@@ -573,7 +507,7 @@ static int rtc_event(struct export_ctx *ctx, const struct export_event *e)
 		w->now = ts;
 		w->have_now = true;
 	}
-	if (fn->sent_in_unit != w->unit_no + 1) {
+	if (fn->mark != w->unit_no + 1) {
 		size_t len = strlen(fn->name);
 		uint8_t *rec = malloc(2 * ULEB128_MAX_LEN + len);
 
@@ -586,7 +520,7 @@ static int rtc_event(struct export_ctx *ctx, const struct export_event *e)
 		free(rec);
 		if (err)
 			return err;
-		fn->sent_in_unit = w->unit_no + 1;
+		fn->mark = w->unit_no + 1;
 	}
 	n = uleb128_put(buf, (uint64_t)e->ev.call_depth << 2 | (e->ev.event_kind & 3));
 	n += uleb128_put(buf + n, (uint64_t)fidx);
@@ -632,10 +566,7 @@ static void rtc_cleanup(struct export_ctx *ctx)
 
 	if (!w)
 		return;
-	for (size_t i = 0; i < w->nfuncs; i++)
-		free(w->funcs[i].name);
-	free(w->funcs);
-	free(w->hash);
+	func_index__free(&w->funcs);
 	free(w->sidx);
 	free(w->thread_stream);
 	free(w->meta);

@@ -29,6 +29,7 @@
 #include "byteorder.h"
 #include "cbor_writer.h"
 #include "format.h"
+#include "func_index.h"
 
 #define ZTS_FLAG_DEFLATE   0x01u
 #define ZTS_FLAG_LZ4       0x02u
@@ -77,9 +78,7 @@ struct zts_writer {
 	bool have_wall;                     /* manifest gives wall clock <-> boottime */
 	uint64_t wall_ms, boot_ns;
 
-	uint64_t *fids;                     /* function table: open addressing, 0 = empty */
-	uint32_t *fidx;
-	size_t nfuncs, hashcap;
+	struct func_index funcs;            /* METHOD numbers (names travel as attributes) */
 };
 
 /* ---- output ------------------------------------------------------------------------------ */
@@ -141,41 +140,16 @@ static void text(struct cbor_buf *b, const char *s)
 	cbw_text(b, s, strlen(s));
 }
 
+/* METHOD: a dense function number from 1 (TraceDataReader reads it as a plain number). */
 static uint32_t method_index(struct zts_writer *w, uint64_t fid)
 {
-	size_t j;
+	int64_t i = func_index__get(&w->funcs, fid, NULL);
 
-	if ((w->nfuncs + 1) * 2 > w->hashcap) {
-		size_t cap = w->hashcap ? w->hashcap * 2 : 1024;
-		uint64_t *f = calloc(cap, sizeof(*f));
-		uint32_t *x = calloc(cap, sizeof(*x));
-
-		if (!f || !x) {
-			free(f);
-			free(x);
-			w->cb.err = -ENOMEM;
-			return 0;
-		}
-		for (size_t i = 0; i < w->hashcap; i++) {
-			if (!w->fidx[i])
-				continue;
-			for (j = (w->fids[i] * 0x9E3779B97F4A7C15ULL) >> 40 & (cap - 1); x[j]; j = (j + 1) & (cap - 1))
-				;
-			f[j] = w->fids[i];
-			x[j] = w->fidx[i];
-		}
-		free(w->fids);
-		free(w->fidx);
-		w->fids = f;
-		w->fidx = x;
-		w->hashcap = cap;
+	if (i < 0) {
+		w->cb.err = (int)i;
+		return 0;
 	}
-	for (j = (fid * 0x9E3779B97F4A7C15ULL) >> 40 & (w->hashcap - 1); w->fidx[j]; j = (j + 1) & (w->hashcap - 1))
-		if (w->fids[j] == fid)
-			return w->fidx[j];
-	w->fids[j] = fid;
-	w->fidx[j] = (uint32_t)++w->nfuncs;       /* METHOD ids start at 1 */
-	return w->fidx[j];
+	return (uint32_t)i + 1;
 }
 
 static void info_pair(struct cbor_buf *b, unsigned key, uint64_t v)
@@ -432,8 +406,7 @@ static void zts_cleanup(struct export_ctx *ctx)
 	cbw_free(&w->cb);
 	free(w->zbuf);
 	free(w->stack);
-	free(w->fids);
-	free(w->fidx);
+	func_index__free(&w->funcs);
 	free(w->store_dir);
 	free(w->data_path);
 	free(w->props_path);
