@@ -5,6 +5,7 @@
  * thread. Memory is O(threads): events are decoded one at a time from the mapped files.
  */
 #include <errno.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,6 +33,19 @@ static const char *cached_name(struct name_cache *c, struct atf_session *s, uint
 	c->id[slot] = id;
 	c->name[slot] = name;
 	return name;
+}
+
+void export_error(struct export_ctx *ctx, const char *fmt, ...)
+{
+	const struct export_options *o = ctx->opts;
+	va_list ap;
+
+	va_start(ap, fmt);
+	if (o->error && o->error_len)
+		vsnprintf(o->error, o->error_len, fmt, ap);
+	else
+		vfprintf(stderr, fmt, ap), fputc('\n', stderr);
+	va_end(ap);
 }
 
 struct thread_range {

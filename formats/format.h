@@ -22,6 +22,8 @@ struct export_options {
 	uint32_t unit_size;             /* rtc: --unit-size (0 = default) */
 	uint32_t minor_unit_size;       /* rtc: --minor-unit-size (0 = default) */
 	const char *compress;           /* zts: "lz4" | "zlib" | "none" (NULL = default) */
+	char *error;                    /* optional: receives the exporter's one-line reason on failure */
+	size_t error_len;
 };
 
 struct export_event {
@@ -58,6 +60,12 @@ struct export_ops {
 
 /** export_format_list - NULL-terminated table of the exporters linked in. */
 const struct export_ops *const *export_format_list(void);
+
+/**
+ * export_error - record why an exporter failed, for the caller to print as its one error line
+ * (opts->error), or on stderr when the caller gave no buffer. Exporters never print themselves.
+ */
+void export_error(struct export_ctx *ctx, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /** export_find - ops for @name, or NULL. */
 const struct export_ops *export_find(const char *name);

@@ -411,19 +411,20 @@ static int build_meta(struct rtc_writer *w, struct export_ctx *ctx)
 	return 0;
 }
 
-static int check_geometry(struct rtc_writer *w, const struct export_options *o)
+static int check_geometry(struct rtc_writer *w, struct export_ctx *ctx)
 {
+	const struct export_options *o = ctx->opts;
 	uint64_t index_payload, header;
 
 	w->U = o->unit_size ? o->unit_size : RTC_DEFAULT_UNIT;
 	w->u = o->minor_unit_size ? o->minor_unit_size : RTC_DEFAULT_MINOR;
 	if (w->u & (w->u - 1) || w->u <= RTC_MARKER_FRAME + 9) {
-		fprintf(stderr, "atftrace export: --minor-unit-size %llu: must be a power of two above 1034\n",
+		export_error(ctx, "--minor-unit-size %llu: must be a power of two above 1034",
 			(unsigned long long)w->u);
 		return -EINVAL;
 	}
 	if (w->U & (w->U - 1) || w->U < w->u) {
-		fprintf(stderr, "atftrace export: --unit-size %llu: must be a power of two >= --minor-unit-size (%llu)\n",
+		export_error(ctx, "--unit-size %llu: must be a power of two >= --minor-unit-size (%llu)",
 			(unsigned long long)w->U, (unsigned long long)w->u);
 		return -EINVAL;
 	}
@@ -432,7 +433,7 @@ static int check_geometry(struct rtc_writer *w, const struct export_options *o)
 	header = RTC_MARKER_FRAME + w->max_index + w->meta_len + (w->meta_len / RTC_MAX_PAYLOAD + 1) * 3 +
 		 (w->meta_len / (w->u / 2) + 1) * (w->max_index + 16) + 5 + 9 + RTC_CRC_FRAME;
 	if (w->max_index > w->u / 4 || header + 4096 > w->U) {
-		fprintf(stderr, "atftrace export: --unit-size %llu / --minor-unit-size %llu: too small for %u streams\n",
+		export_error(ctx, "--unit-size %llu / --minor-unit-size %llu: too small for %u streams",
 			(unsigned long long)w->U, (unsigned long long)w->u, w->nstreams);
 		return -EINVAL;
 	}
@@ -464,7 +465,7 @@ static int rtc_begin(struct export_ctx *ctx)
 	w->sidx = calloc(w->nstreams, sizeof(*w->sidx));
 	if (!w->sidx)
 		return -ENOMEM;
-	if ((err = build_meta(w, ctx)) || (err = check_geometry(w, ctx->opts)))
+	if ((err = build_meta(w, ctx)) || (err = check_geometry(w, ctx)))
 		return err;
 	return start_unit(w);
 }

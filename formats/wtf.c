@@ -311,7 +311,7 @@ int wtf_export_event(struct export_ctx *ctx, const struct export_event *e)
 			return err;
 		return close_frame(ctx, st, z, e, t_us);
 	default:
-		fprintf(stderr, "atftrace export: wtf: thread %" PRIu32 " event %" PRIu64 ": unknown kind %" PRIu32 "\n",
+		export_error(ctx, "wtf: thread %" PRIu32 " event %" PRIu64 ": unknown kind %" PRIu32,
 			ctx->session->threads[e->thread].id, e->seq, e->ev.event_kind);
 		return -ATF_E_RECORD;
 	}
@@ -328,13 +328,13 @@ int wtf_export_begin(struct export_ctx *ctx, const struct wtf_sink *sink)
 	int err;
 
 	if (span_us > UINT32_MAX) {
-		fprintf(stderr, "atftrace export: wtf: the range spans %.1f minutes; wtf-trace times are u32 "
-			"microseconds (at most 71.5 minutes): export a shorter range with --from/--to\n",
+		export_error(ctx, "wtf: the range spans %.1f minutes; wtf-trace times are u32 "
+			"microseconds (at most 71.5 minutes): export a shorter range with --from/--to",
 			(double)span_us / 60e6);
 		return -ERANGE;
 	}
 	if (s->nthreads >= 65535) {
-		fprintf(stderr, "atftrace export: wtf: %zu threads, but wtf-trace zone ids are uint16\n", s->nthreads);
+		export_error(ctx, "wtf: %zu threads, but wtf-trace zone ids are uint16", s->nthreads);
 		return -ERANGE;
 	}
 	st = calloc(1, sizeof(*st));

@@ -286,7 +286,7 @@ static int zts_begin(struct export_ctx *ctx)
 	} else if (!strcmp(c, "none")) {
 		w->flags = ZTS_FLAG_CRC;
 	} else {
-		fprintf(stderr, "atftrace export: --compress %s: expected lz4, zlib or none\n", c);
+		export_error(ctx, "--compress %s: expected lz4, zlib or none", c);
 		return -EINVAL;
 	}
 	w->compress = c;
@@ -298,7 +298,7 @@ static int zts_begin(struct export_ctx *ctx)
 		return -ENOMEM;
 	if ((mkdir(ctx->opts->out_path, 0755) && errno != EEXIST) || (mkdir(w->store_dir, 0755) && errno != EEXIST)) {
 		err = -errno;
-		fprintf(stderr, "atftrace export: %s: %s\n", w->store_dir, strerror(errno));
+		export_error(ctx, "%s: %s", w->store_dir, strerror(errno));
 		return err;
 	}
 	if ((err = obuf__open(&w->out, w->data_path, 0)))

@@ -390,7 +390,7 @@ int cmd_export(int argc, char **argv)
 	const struct export_ops *ops;
 	struct atf_session *s = NULL;
 	struct atf_diag diag = { 0 };
-	char **args = NULL, *dir = NULL;
+	char **args = NULL, *dir = NULL, reason[512] = "";
 	uint64_t start;
 	int err, rc = 1;
 
@@ -435,9 +435,14 @@ int cmd_export(int argc, char **argv)
 	a.opts.from_ns = a.has_from ? add_clamped(start, a.from_rel) : 0;
 	a.opts.to_ns = a.has_to ? add_clamped(start, a.to_rel) : UINT64_MAX;
 
+	a.opts.error = reason;
+	a.opts.error_len = sizeof(reason);
 	err = export_session(s, ops, &a.opts);
 	if (err) {
-		fprintf(stderr, CMD ": %s: %s\n", a.out, atf_strerror(err));
+		if (reason[0])
+			fprintf(stderr, CMD ": %s\n", reason);
+		else
+			fprintf(stderr, CMD ": %s: %s\n", a.out, atf_strerror(err));
 		goto cleanup;
 	}
 	rc = 0;
