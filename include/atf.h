@@ -150,6 +150,13 @@ static inline void atf_index_get(const struct atf_index_file *f, uint64_t seq, s
 /** atf_index_lower_bound - first seq whose timestamp >= @ts (f->count if none); O(log n). */
 uint64_t atf_index_lower_bound(const struct atf_index_file *f, uint64_t ts);
 
+/**
+ * atf_index_release - drop the mapped pages holding events [@from, @to) from this process's
+ * resident set; they stay in the page cache and fault back in if read again. Long sequential
+ * passes (merge, export) call it as they go, so their memory does not grow with the file.
+ */
+void atf_index_release(const struct atf_index_file *f, uint64_t from, uint64_t to);
+
 struct atf_detail_event {
 	struct atf_detail_event_header hdr;
 	bool has_payload;           /* total_length >= 24 + 100 */

@@ -9,10 +9,14 @@
 #include <stdlib.h>
 #include "atf.h"
 
+/* Release consumed pages every 2 MiB of events: memory stays flat however long the session. */
+#define MERGE_RELEASE_EVENTS (65536u)
+
 struct merge_cursor {
 	uint32_t thread;            /* index into session->threads */
 	uint64_t seq;               /* next event to hand out */
 	uint64_t end;               /* one past the last event of the thread */
+	uint64_t released;          /* events before this were released from the resident set */
 	struct atf_index_event ev;  /* decoded event at seq */
 };
 
@@ -83,6 +87,7 @@ int atf_merge__new(struct atf_merge **out, const struct atf_session *s, uint64_t
 			continue;
 		c->thread = (uint32_t)i;
 		c->seq = from_ns ? atf_index_lower_bound(&t->index, from_ns) : 0;
+		c->released = c->seq;
 		c->end = t->index.count;
 		if (cursor_load(m, c))
 			m->n++;
@@ -104,6 +109,10 @@ int atf_merge__next(struct atf_merge *m, struct atf_merge_event *out)
 	out->seq = top->seq;
 	out->ev = top->ev;
 	top->seq++;
+	if (top->seq - top->released >= MERGE_RELEASE_EVENTS) {
+		atf_index_release(&m->s->threads[top->thread].index, top->released, top->seq);
+		top->released = top->seq;
+	}
 	if (!cursor_load(m, top))
 		m->heap[0] = m->heap[--m->n];
 	sift_down(m, 0);

@@ -237,6 +237,20 @@ uint64_t atf_index_lower_bound(const struct atf_index_file *f, uint64_t ts)
 	return lo;
 }
 
+void atf_index_release(const struct atf_index_file *f, uint64_t from, uint64_t to)
+{
+	long page = sysconf(_SC_PAGESIZE);
+	uint64_t start, end;
+
+	if (!f->map || page <= 0 || to <= from)
+		return;
+	/* whole pages strictly inside the consumed range, so no event still ahead is touched */
+	start = (f->events_offset + from * ATF_INDEX_EVENT_SIZE + (uint64_t)page - 1) & ~((uint64_t)page - 1);
+	end = (f->events_offset + to * ATF_INDEX_EVENT_SIZE) & ~((uint64_t)page - 1);
+	if (end > start)
+		madvise((void *)(f->map + start), (size_t)(end - start), MADV_DONTNEED);
+}
+
 /* ---- detail ---------------------------------------------------------------------------- */
 
 /*
