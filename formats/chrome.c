@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "format.h"
+#include "utf8.h"
 
 #define STAGE_SIZE      (256u * 1024)
 #define EVENT_FIXED_MAX 1024u   /* bound on one event line without its name */
@@ -85,93 +86,10 @@ static inline char *put_ts_us(char *p, uint64_t ns)
 	return p;
 }
 
-/*
- * Length (1-4) of the well-formed UTF-8 sequence at @p, or 0 with *@skip set to the length of its
- * maximal invalid subpart, which becomes one U+FFFD (Unicode §3.9 "substitution of maximal subparts").
- */
-static unsigned utf8_seq(const uint8_t *p, size_t n, unsigned *skip)
+/* @s as a quoted JSON string; needs at most UTF8_JSON_BOUND(strlen(s)) bytes. */
+static inline char *put_json_string(char *p, const char *s)
 {
-	uint8_t b = p[0], lo = 0x80, hi = 0xBF;
-	unsigned need;
-
-	if (b < 0x80)
-		return 1;
-	if (b >= 0xC2 && b <= 0xDF) {
-		need = 1;
-	} else if (b >= 0xE0 && b <= 0xEF) {
-		need = 2;
-		lo = b == 0xE0 ? 0xA0 : 0x80;
-		hi = b == 0xED ? 0x9F : 0xBF;
-	} else if (b >= 0xF0 && b <= 0xF4) {
-		need = 3;
-		lo = b == 0xF0 ? 0x90 : 0x80;
-		hi = b == 0xF4 ? 0x8F : 0xBF;
-	} else {
-		*skip = 1;
-		return 0;
-	}
-	for (unsigned i = 1; i <= need; i++) {
-		if (i >= n || p[i] < lo || p[i] > hi) {
-			*skip = i;
-			return 0;
-		}
-		lo = 0x80;
-		hi = 0xBF;
-	}
-	return need + 1;
-}
-
-/* @s as a quoted JSON string; needs at most 6 * strlen(s) + 2 bytes. */
-static char *put_json_string(char *p, const char *s)
-{
-	static const char hex[] = "0123456789abcdef";
-	const uint8_t *in = (const uint8_t *)s;
-	size_t len = strlen(s);
-
-	*p++ = '"';
-	for (size_t i = 0; i < len;) {
-		uint8_t c = in[i];
-		unsigned skip, n;
-
-		if (c >= 0x20 && c < 0x80 && c != '"' && c != '\\') {
-			*p++ = (char)c;
-			i++;
-			continue;
-		}
-		if (c == '"' || c == '\\') {
-			*p++ = '\\';
-			*p++ = (char)c;
-			i++;
-			continue;
-		}
-		if (c < 0x20) {
-			*p++ = '\\';
-			switch (c) {
-			case '\n': *p++ = 'n'; break;
-			case '\t': *p++ = 't'; break;
-			case '\r': *p++ = 'r'; break;
-			case '\b': *p++ = 'b'; break;
-			case '\f': *p++ = 'f'; break;
-			default:
-				p = put_str(p, "u00");
-				*p++ = hex[c >> 4];
-				*p++ = hex[c & 15];
-			}
-			i++;
-			continue;
-		}
-		n = utf8_seq(in + i, len - i, &skip);
-		if (n) {
-			memcpy(p, in + i, n);
-			p += n;
-			i += n;
-		} else {
-			p = put_str(p, "\xEF\xBF\xBD");
-			i += skip;
-		}
-	}
-	*p++ = '"';
-	return p;
+	return utf8_put_json(p, s, strlen(s));
 }
 
 /* ---- staging ------------------------------------------------------------------------------- */
@@ -207,7 +125,7 @@ static int stage_room(struct export_ctx *ctx, struct chrome_state *st, size_t n,
 
 static size_t name_bound(const char *s)
 {
-	return s ? strlen(s) * 6 + 2 : 2;
+	return s ? UTF8_JSON_BOUND(strlen(s)) : 2;
 }
 
 /* Separator before every event but the first. */

@@ -21,6 +21,7 @@
 #include <string.h>
 #include "byteorder.h"
 #include "format.h"
+#include "utf8.h"
 
 #define D9_TAG_SCHEMA       0x01
 #define D9_TAG_EVENT        0x02
@@ -103,70 +104,18 @@ static int fn_ids_grow(struct fn_ids *m)
 
 /* ---- UTF-8 repair -------------------------------------------------------------------------- */
 
-/*
- * Length (1-4) of the well-formed UTF-8 sequence at @p, or 0 with *@skip set to the length of its
- * maximal invalid subpart, which becomes one U+FFFD (Unicode §3.9 "substitution of maximal subparts").
- */
-static unsigned utf8_seq(const uint8_t *p, size_t n, unsigned *skip)
-{
-	uint8_t b = p[0], lo = 0x80, hi = 0xBF;
-	unsigned need;
-
-	if (b < 0x80)
-		return 1;
-	if (b >= 0xC2 && b <= 0xDF) {
-		need = 1;
-	} else if (b >= 0xE0 && b <= 0xEF) {
-		need = 2;
-		lo = b == 0xE0 ? 0xA0 : 0x80;
-		hi = b == 0xED ? 0x9F : 0xBF;
-	} else if (b >= 0xF0 && b <= 0xF4) {
-		need = 3;
-		lo = b == 0xF0 ? 0x90 : 0x80;
-		hi = b == 0xF4 ? 0x8F : 0xBF;
-	} else {
-		*skip = 1;
-		return 0;
-	}
-	for (unsigned i = 1; i <= need; i++) {
-		if (i >= n || p[i] < lo || p[i] > hi) {
-			*skip = i;
-			return 0;
-		}
-		lo = 0x80;
-		hi = 0xBF;
-	}
-	return need + 1;
-}
-
 /* @name with invalid UTF-8 replaced, in st->scratch; returns its length or -ENOMEM. */
 static int64_t utf8_repair(struct dial9_state *st, const char *name, size_t len)
 {
-	const uint8_t *p = (const uint8_t *)name;
-	size_t out = 0;
-
-	if (len * 3 + 1 > st->scratch_cap) {
-		char *bigger = realloc(st->scratch, len * 3 + 1);
+	if (UTF8_LOSSY_BOUND(len) + 1 > st->scratch_cap) {
+		char *bigger = realloc(st->scratch, UTF8_LOSSY_BOUND(len) + 1);
 
 		if (!bigger)
 			return -ENOMEM;
 		st->scratch = bigger;
-		st->scratch_cap = len * 3 + 1;
+		st->scratch_cap = UTF8_LOSSY_BOUND(len) + 1;
 	}
-	for (size_t i = 0; i < len;) {
-		unsigned skip, n = utf8_seq(p + i, len - i, &skip);
-
-		if (n) {
-			memcpy(st->scratch + out, p + i, n);
-			out += n;
-			i += n;
-		} else {
-			memcpy(st->scratch + out, "\xEF\xBF\xBD", 3);
-			out += 3;
-			i += skip;
-		}
-	}
-	return (int64_t)out;
+	return utf8_put_lossy(st->scratch, name, len) - st->scratch;
 }
 
 /* ---- staging buffer ------------------------------------------------------------------------ */

@@ -27,6 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "format.h"
+#include "utf8.h"
 
 /* Field numbers (perfetto/protos/perfetto/trace/...). */
 #define TRACE_PACKET                    1
@@ -178,64 +179,12 @@ static inline uint8_t *pb_close(uint8_t *body, uint8_t *end)
 	return body - 1 + n + len;
 }
 
-/*
- * Length (1-4) of the well-formed UTF-8 sequence at @p, or 0 with *@skip set to the length of its
- * maximal invalid subpart, which becomes one U+FFFD (Unicode §3.9 "substitution of maximal subparts").
- */
-static unsigned utf8_seq(const uint8_t *p, size_t n, unsigned *skip)
-{
-	uint8_t b = p[0], lo = 0x80, hi = 0xBF;
-	unsigned need;
-
-	if (b < 0x80)
-		return 1;
-	if (b >= 0xC2 && b <= 0xDF) {
-		need = 1;
-	} else if (b >= 0xE0 && b <= 0xEF) {
-		need = 2;
-		lo = b == 0xE0 ? 0xA0 : 0x80;
-		hi = b == 0xED ? 0x9F : 0xBF;
-	} else if (b >= 0xF0 && b <= 0xF4) {
-		need = 3;
-		lo = b == 0xF0 ? 0x90 : 0x80;
-		hi = b == 0xF4 ? 0x8F : 0xBF;
-	} else {
-		*skip = 1;
-		return 0;
-	}
-	for (unsigned i = 1; i <= need; i++) {
-		if (i >= n || p[i] < lo || p[i] > hi) {
-			*skip = i;
-			return 0;
-		}
-		lo = 0x80;
-		hi = 0xBF;
-	}
-	return need + 1;
-}
-
 /* A string field, invalid UTF-8 replaced by U+FFFD (proto strings must be UTF-8); needs 3*len+10. */
 static uint8_t *pb_string(uint8_t *p, unsigned field, const char *s)
 {
-	const uint8_t *in = (const uint8_t *)s;
-	size_t len = strlen(s);
 	uint8_t *body = pb_open(p, field);
 
-	p = body;
-	for (size_t i = 0; i < len;) {
-		unsigned skip, n = utf8_seq(in + i, len - i, &skip);
-
-		if (n) {
-			memcpy(p, in + i, n);
-			p += n;
-			i += n;
-		} else {
-			memcpy(p, "\xEF\xBF\xBD", 3);
-			p += 3;
-			i += skip;
-		}
-	}
-	return pb_close(body, p);
+	return pb_close(body, (uint8_t *)utf8_put_lossy((char *)body, s, strlen(s)));
 }
 
 /* ---- staging ------------------------------------------------------------------------------- */
@@ -272,7 +221,7 @@ static int stage_room(struct export_ctx *ctx, struct perfetto_state *st, size_t 
 /* Worst-case encoded size of @s as a string field. */
 static size_t string_bound(const char *s)
 {
-	return s ? strlen(s) * 3 + 16 : 0;
+	return s ? UTF8_LOSSY_BOUND(strlen(s)) + 16 : 0;
 }
 
 /* ---- packets ------------------------------------------------------------------------------- */
