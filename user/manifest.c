@@ -6,8 +6,8 @@
  * Schema: the reference "2.1" layout (NOTES.md §1) - threads, time range, clock_type, modules,
  * symbols, format_version last - plus our own keys. function_id and addresses are JSON strings
  * because ada-cli rejects numbers there. Strings that are not valid UTF-8 are written twice: a
- * lossy "<key>" (U+FFFD per bad byte) that any JSON reader accepts, and an exact "<key>_hex"
- * that our loader prefers, so every byte string round-trips.
+ * lossy "<key>" (utf8.h: one U+FFFD per maximal invalid subpart) that any JSON reader accepts,
+ * and an exact "<key>_hex" that our loader prefers, so every byte string round-trips.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -189,70 +189,7 @@ const struct atf_symbol *atf_manifest__symbol(struct atf_manifest *m, uint64_t f
 	return bsearch(&key, m->symbols, m->nsymbols, sizeof(*m->symbols), symbol_cmp);
 }
 
-/* ---- UTF-8 and hex (manifest_int.h: shared with manifest_save.c and manifest_load.c) --------- */
-
-/* Length of the well-formed UTF-8 sequence at @p (of @n bytes), or 0 when it is not one. */
-static size_t utf8_seq_len(const unsigned char *p, size_t n)
-{
-	unsigned char c = p[0];
-	size_t len;
-	uint32_t cp;
-
-	if (c < 0x80)
-		return 1;
-	if (c >= 0xC2 && c <= 0xDF)
-		len = 2, cp = c & 0x1F;
-	else if (c >= 0xE0 && c <= 0xEF)
-		len = 3, cp = c & 0x0F;
-	else if (c >= 0xF0 && c <= 0xF4)
-		len = 4, cp = c & 0x07;
-	else
-		return 0;
-	if (len > n)
-		return 0;
-	for (size_t i = 1; i < len; i++) {
-		if ((p[i] & 0xC0) != 0x80)
-			return 0;
-		cp = cp << 6 | (p[i] & 0x3F);
-	}
-	if ((len == 3 && cp < 0x800) || (len == 4 && (cp < 0x10000 || cp > 0x10FFFF)) ||
-	    (cp >= 0xD800 && cp <= 0xDFFF))
-		return 0;   /* overlong, out of range or a surrogate */
-	return len;
-}
-
-bool manifest_utf8_valid(const char *s)
-{
-	size_t n = strlen(s);
-
-	for (size_t i = 0, l; i < n; i += l)
-		if (!(l = utf8_seq_len((const unsigned char *)s + i, n - i)))
-			return false;
-	return true;
-}
-
-/* Copy of @s with every byte that is not part of valid UTF-8 replaced by U+FFFD. */
-char *manifest_utf8_lossy(const char *s)
-{
-	size_t n = strlen(s), o = 0;
-	char *out = malloc(n * 3 + 1);
-
-	if (!out)
-		return NULL;
-	for (size_t i = 0; i < n;) {
-		size_t l = utf8_seq_len((const unsigned char *)s + i, n - i);
-
-		if (l) {
-			memcpy(out + o, s + i, l);
-			o += l, i += l;
-		} else {
-			memcpy(out + o, "\xEF\xBF\xBD", 3);
-			o += 3, i++;
-		}
-	}
-	out[o] = 0;
-	return out;
-}
+/* ---- hex (manifest_int.h: shared with manifest_save.c and manifest_load.c) ------------------ */
 
 char *manifest_hex_encode(const char *s)
 {

@@ -14,6 +14,7 @@
 #include <unistd.h>
 #include "atf.h"
 #include "manifest_int.h"
+#include "utf8.h"
 
 /* ---- saving --------------------------------------------------------------------------------- */
 
@@ -44,9 +45,9 @@ static int set_str(json_t *obj, const char *key, const char *s)
 
 	if (!s)
 		return 0;
-	if (manifest_utf8_valid(s))
+	if (utf8_valid(s, strlen(s)))
 		return set_new(obj, key, json_string(s));
-	lossy = manifest_utf8_lossy(s);
+	lossy = utf8_lossy_dup(s);
 	hex = manifest_hex_encode(s);
 	snprintf(hkey, sizeof(hkey), "%s_hex", key);
 	err = lossy && hex ? set_new(obj, key, json_string(lossy)) : -ENOMEM;
@@ -127,7 +128,7 @@ static int set_argv(json_t *root, const struct atf_manifest *m)
 	for (size_t i = 0; !err && i < m->argc; i++) {
 		const char *a = m->argv[i] ? m->argv[i] : "";
 
-		if (manifest_utf8_valid(a)) {
+		if (utf8_valid(a, strlen(a))) {
 			err = json_array_append_new(arr, json_string(a)) ? -ENOMEM : 0;
 			if (!err && hex)   /* exact already: null keeps the indices aligned */
 				err = json_array_append_new(hex, json_null()) ? -ENOMEM : 0;
@@ -142,7 +143,7 @@ static int set_argv(json_t *root, const struct atf_manifest *m)
 				break;
 			}
 		}
-		char *lossy = manifest_utf8_lossy(a), *h = manifest_hex_encode(a);
+		char *lossy = utf8_lossy_dup(a), *h = manifest_hex_encode(a);
 
 		err = lossy && h && !json_array_append_new(arr, json_string(lossy)) &&
 		      !json_array_append_new(hex, json_string(h)) ? 0 : -ENOMEM;
