@@ -23,6 +23,7 @@
 #include "format.h"
 #include "func_index.h"
 #include "leb128.h"
+#include "utf8.h"
 
 #define RTC_MARKER_BYTE   0xB9
 #define RTC_MARKER_LEN    1024
@@ -364,20 +365,17 @@ static int reserve(struct rtc_writer *w, size_t need)
 
 /* ---- stream definitions ---------------------------------------------------------------------- */
 
-static void json_str(FILE *f, const char *s)
+/* @s as a JSON string (escaped, invalid UTF-8 repaired: Meta must parse as JSON). */
+static int json_str(FILE *f, const char *s)
 {
-	fputc('"', f);
-	for (; s && *s; s++) {
-		unsigned char c = (unsigned char)*s;
+	size_t len = strlen(s);
+	char *buf = malloc(UTF8_JSON_BOUND(len));
 
-		if (c == '"' || c == '\\')
-			fprintf(f, "\\%c", c);
-		else if (c < 0x20)
-			fprintf(f, "\\u%04x", c);
-		else
-			fputc(c, f);
-	}
-	fputc('"', f);
+	if (!buf)
+		return -ENOMEM;
+	fwrite(buf, 1, (size_t)(utf8_put_json(buf, s, len) - buf), f);
+	free(buf);
+	return 0;
 }
 
 static int build_meta(struct rtc_writer *w, struct export_ctx *ctx)
@@ -402,7 +400,10 @@ static int build_meta(struct rtc_writer *w, struct export_ctx *ctx)
 		fprintf(f, "{\"id\":%d,\"name\":\"thread %u\",\"format\":\"atftrace-call\","
 			"\"clock\":\"clk delta\",\"thread\":%u,\"tid\":%u,\"comm\":", w->thread_stream[i],
 			t->id, t->id, t->tid);
-		json_str(f, t->name ? t->name : "");
+		if (json_str(f, t->name ? t->name : "")) {
+			fclose(f);
+			return -ENOMEM;
+		}
 		fputs("},", f);
 	}
 	fprintf(f, "%u]", w->nstreams);

@@ -30,6 +30,7 @@
 #include "cbor_writer.h"
 #include "format.h"
 #include "func_index.h"
+#include "utf8.h"
 
 #define ZTS_FLAG_DEFLATE   0x01u
 #define ZTS_FLAG_LZ4       0x02u
@@ -135,9 +136,22 @@ static int flush_chunk(struct zts_writer *w)
 
 /* ---- items ------------------------------------------------------------------------------- */
 
+/* A text string; names may hold any bytes but CBOR text must be UTF-8, so those are repaired. */
 static void text(struct cbor_buf *b, const char *s)
 {
-	cbw_text(b, s, strlen(s));
+	size_t len = strlen(s);
+	char *fixed;
+
+	if (utf8_valid(s, len)) {
+		cbw_text(b, s, len);
+		return;
+	}
+	if (!(fixed = malloc(UTF8_LOSSY_BOUND(len)))) {
+		b->err = b->err ?: -ENOMEM;
+		return;
+	}
+	cbw_text(b, fixed, (size_t)(utf8_put_lossy(fixed, s, len) - fixed));
+	free(fixed);
 }
 
 /* METHOD: a dense function number from 1 (TraceDataReader reads it as a plain number). */
