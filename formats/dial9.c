@@ -21,6 +21,7 @@
 #include <string.h>
 #include "byteorder.h"
 #include "format.h"
+#include "func_index.h"
 #include "utf8.h"
 
 #define D9_TAG_SCHEMA       0x01
@@ -40,67 +41,14 @@ enum d9_type { D9_CALL, D9_RETURN, D9_EXCEPTION, D9_DETAIL };
 #define STAGE_SIZE          (256u * 1024)
 #define STAGE_EVENT_MAX     512u    /* bound on a schema frame or an event frame without its stack bytes */
 
-struct fn_ids {
-	uint64_t *keys;
-	uint32_t *vals;                 /* pool id + 1; 0 = empty slot */
-	size_t cap, n;
-};
-
 struct dial9_state {
-	struct fn_ids ids;
-	uint32_t next_pool_id;
+	struct func_index pool_ids;     /* function_id -> pool id (defined on first use) */
 	uint64_t base_ns;               /* timestamp base, 0 at stream start */
 	char *scratch;                  /* UTF-8 repaired names */
 	size_t scratch_cap;
 	size_t len;
 	uint8_t stage[STAGE_SIZE];
 };
-
-/* ---- function_id -> id table --------------------------------------------------------------- */
-
-static uint64_t mix64(uint64_t k)
-{
-	k ^= k >> 33;
-	k *= 0xff51afd7ed558ccdULL;
-	k ^= k >> 33;
-	return k;
-}
-
-/* Slot index holding @key, or the empty slot where it belongs. */
-static size_t fn_ids_slot(const struct fn_ids *m, uint64_t key)
-{
-	size_t i = mix64(key) & (m->cap - 1);
-
-	while (m->vals[i] && m->keys[i] != key)
-		i = (i + 1) & (m->cap - 1);
-	return i;
-}
-
-static int fn_ids_grow(struct fn_ids *m)
-{
-	struct fn_ids bigger = { .cap = m->cap ? m->cap * 2 : 1024 };
-
-	bigger.keys = calloc(bigger.cap, sizeof(*bigger.keys));
-	bigger.vals = calloc(bigger.cap, sizeof(*bigger.vals));
-	if (!bigger.keys || !bigger.vals) {
-		free(bigger.keys);
-		free(bigger.vals);
-		return -ENOMEM;
-	}
-	for (size_t i = 0; i < m->cap; i++) {
-		if (!m->vals[i])
-			continue;
-		size_t j = fn_ids_slot(&bigger, m->keys[i]);
-
-		bigger.keys[j] = m->keys[i];
-		bigger.vals[j] = m->vals[i];
-	}
-	bigger.n = m->n;
-	free(m->keys);
-	free(m->vals);
-	*m = bigger;
-	return 0;
-}
 
 /* ---- UTF-8 repair -------------------------------------------------------------------------- */
 
@@ -214,31 +162,21 @@ static int write_schema(struct export_ctx *ctx, struct dial9_state *st, uint16_t
 static int pool_id_for(struct export_ctx *ctx, struct dial9_state *st, const struct export_event *e,
 		       uint32_t *pool_id)
 {
-	struct fn_ids *m = &st->ids;
 	uint8_t hdr[13];
-	int64_t len;
-	size_t slot;
+	int64_t id, len;
+	bool added;
 	int err;
 
-	slot = fn_ids_slot(m, e->ev.function_id);
-	if (m->vals[slot]) {
-		*pool_id = m->vals[slot] - 1;
+	if ((id = func_index__get_new(&st->pool_ids, e->ev.function_id, NULL, &added)) < 0)
+		return (int)id;
+	*pool_id = (uint32_t)id;
+	if (!added)
 		return 0;
-	}
-	if ((m->n + 1) * 2 > m->cap) {
-		if ((err = fn_ids_grow(m)))
-			return err;
-		slot = fn_ids_slot(m, e->ev.function_id);
-	}
 	len = utf8_repair(st, e->name, strlen(e->name));
 	if (len < 0)
 		return (int)len;
 	if ((uint64_t)len > UINT32_MAX)
 		return -E2BIG;
-	*pool_id = st->next_pool_id++;
-	m->keys[slot] = e->ev.function_id;
-	m->vals[slot] = *pool_id + 1;
-	m->n++;
 	hdr[0] = D9_TAG_STRING_POOL;
 	put_le32(hdr + 1, 1);
 	put_le32(hdr + 5, *pool_id);
@@ -306,8 +244,6 @@ static int dial9_begin(struct export_ctx *ctx)
 	if (!st)
 		return -ENOMEM;
 	ctx->priv = st;
-	if ((err = fn_ids_grow(&st->ids)))
-		return err;
 	if ((err = stage_put(ctx, st, header, sizeof(header))))
 		return err;
 	if ((err = write_schema(ctx, st, D9_CALL, "call", index_fields, 3)) ||
@@ -366,8 +302,7 @@ static void dial9_cleanup(struct export_ctx *ctx)
 
 	if (!st)
 		return;
-	free(st->ids.keys);
-	free(st->ids.vals);
+	func_index__free(&st->pool_ids);
 	free(st->scratch);
 	free(st);
 	ctx->priv = NULL;

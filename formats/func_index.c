@@ -35,10 +35,18 @@ static int grow_slots(struct func_index *fi)
 
 int64_t func_index__get(struct func_index *fi, uint64_t function_id, const char *name)
 {
+	bool added;
+
+	return func_index__get_new(fi, function_id, name, &added);
+}
+
+int64_t func_index__get_new(struct func_index *fi, uint64_t function_id, const char *name, bool *added)
+{
 	struct func_entry *e;
 	size_t j;
 	int err;
 
+	*added = false;
 	if ((fi->n + 1) * 2 > fi->nslots && (err = grow_slots(fi)))
 		return err;
 	for (j = slot_of(function_id, fi->nslots); fi->slots[j]; j = (j + 1) & (fi->nslots - 1))
@@ -58,6 +66,7 @@ int64_t func_index__get(struct func_index *fi, uint64_t function_id, const char 
 	if (fi->name_max && !(e->name = strndup(name ? name : "", fi->name_max)))
 		return -ENOMEM;
 	fi->slots[j] = (uint32_t)++fi->n;
+	*added = true;
 	return (int64_t)fi->n - 1;
 }
 

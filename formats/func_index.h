@@ -1,11 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Dense numbering of function ids for exporters that refer to functions by a small number
- * (RTC names stream, ZTS METHOD). Open addressing; O(functions) memory.
+ * (RTC names stream, ZTS METHOD, dial9 pool ids, Perfetto interned-name iids). Open addressing;
+ * O(functions) memory.
  */
 #ifndef ATFTRACE_FUNC_INDEX_H
 #define ATFTRACE_FUNC_INDEX_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -28,6 +30,11 @@ struct func_index {
  * on first sight. Returns the index (>= 0) or -ENOMEM.
  */
 int64_t func_index__get(struct func_index *fi, uint64_t function_id, const char *name);
+/**
+ * func_index__get_new - func_index__get that also tells whether @function_id was added by this
+ * call (*@added), for exporters that define a function on its first use (dial9, Perfetto).
+ */
+int64_t func_index__get_new(struct func_index *fi, uint64_t function_id, const char *name, bool *added);
 void func_index__free(struct func_index *fi);
 
 #endif

@@ -27,6 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "format.h"
+#include "func_index.h"
 #include "utf8.h"
 
 /* Field numbers (perfetto/protos/perfetto/trace/...). */
@@ -73,63 +74,11 @@
 #define STAGE_SIZE                      (256u * 1024)
 #define PACKET_FIXED_MAX                1024u   /* bound on a packet without its strings */
 
-struct fn_ids {
-	uint64_t *keys;
-	uint64_t *vals;                 /* iid; 0 = empty slot (iids start at 1) */
-	size_t cap, n;
-};
-
 struct perfetto_state {
-	struct fn_ids ids;
-	uint64_t next_iid;
+	struct func_index iids;         /* function_id -> event name iid - 1 (interned on first use) */
 	uint8_t *stage;
 	size_t len, cap;
 };
-
-/* ---- function_id -> iid table -------------------------------------------------------------- */
-
-static uint64_t mix64(uint64_t k)
-{
-	k ^= k >> 33;
-	k *= 0xff51afd7ed558ccdULL;
-	k ^= k >> 33;
-	return k;
-}
-
-static size_t fn_ids_slot(const struct fn_ids *m, uint64_t key)
-{
-	size_t i = mix64(key) & (m->cap - 1);
-
-	while (m->vals[i] && m->keys[i] != key)
-		i = (i + 1) & (m->cap - 1);
-	return i;
-}
-
-static int fn_ids_grow(struct fn_ids *m)
-{
-	struct fn_ids bigger = { .cap = m->cap ? m->cap * 2 : 1024 };
-
-	bigger.keys = calloc(bigger.cap, sizeof(*bigger.keys));
-	bigger.vals = calloc(bigger.cap, sizeof(*bigger.vals));
-	if (!bigger.keys || !bigger.vals) {
-		free(bigger.keys);
-		free(bigger.vals);
-		return -ENOMEM;
-	}
-	for (size_t i = 0; i < m->cap; i++) {
-		if (!m->vals[i])
-			continue;
-		size_t j = fn_ids_slot(&bigger, m->keys[i]);
-
-		bigger.keys[j] = m->keys[i];
-		bigger.vals[j] = m->vals[i];
-	}
-	bigger.n = m->n;
-	free(m->keys);
-	free(m->vals);
-	*m = bigger;
-	return 0;
-}
 
 /* ---- protobuf encoding --------------------------------------------------------------------- */
 
@@ -237,9 +186,8 @@ static int perfetto_begin(struct export_ctx *ctx)
 	if (!st)
 		return -ENOMEM;
 	ctx->priv = st;
-	st->next_iid = 1;
 	st->cap = STAGE_SIZE;
-	if (!(st->stage = malloc(st->cap)) || (err = fn_ids_grow(&st->ids)) < 0)
+	if (!(st->stage = malloc(st->cap)))
 		return -ENOMEM;
 	for (size_t i = 0; i < m->argc; i++)
 		bound += string_bound(m->argv[i]);
@@ -320,20 +268,18 @@ static uint8_t *put_registers(uint8_t *p, const struct atf_detail_payload *pl)
 static int perfetto_event(struct export_ctx *ctx, const struct export_event *e)
 {
 	struct perfetto_state *st = ctx->priv;
-	struct fn_ids *m = &st->ids;
 	bool begin = e->ev.event_kind == ATF_KIND_CALL, new_name = false;
 	uint8_t *p, *start, *pkt, *te, *idata, *en;
-	uint64_t iid = 0;
-	size_t slot = 0;
+	int64_t iid = 0;
 	int err;
 
 	if (e->ev.event_kind != ATF_KIND_CALL && e->ev.event_kind != ATF_KIND_RETURN &&
 	    e->ev.event_kind != ATF_KIND_EXCEPTION)
 		return -ATF_E_RECORD;
 	if (begin) {
-		slot = fn_ids_slot(m, e->ev.function_id);
-		iid = m->vals[slot];
-		new_name = !iid;
+		if ((iid = func_index__get_new(&st->iids, e->ev.function_id, NULL, &new_name)) < 0)
+			return (int)iid;
+		iid++;                  /* iids start at 1 */
 	}
 	if ((err = stage_room(ctx, st, PACKET_FIXED_MAX + (new_name ? string_bound(e->name) : 0), &p)))
 		return err;
@@ -342,18 +288,9 @@ static int perfetto_event(struct export_ctx *ctx, const struct export_event *e)
 	p = pb_uint(pkt, PKT_TIMESTAMP, e->ev.timestamp_ns);
 	p = pb_uint(p, PKT_TRUSTED_SEQUENCE_ID, SEQUENCE_ID);
 	if (new_name) {
-		if ((m->n + 1) * 2 > m->cap) {
-			if ((err = fn_ids_grow(m)))
-				return err;
-			slot = fn_ids_slot(m, e->ev.function_id);
-		}
-		iid = st->next_iid++;
-		m->keys[slot] = e->ev.function_id;
-		m->vals[slot] = iid;
-		m->n++;
 		idata = pb_open(p, PKT_INTERNED_DATA);
 		en = pb_open(idata, ID_EVENT_NAMES);
-		p = pb_uint(en, EN_IID, iid);
+		p = pb_uint(en, EN_IID, (uint64_t)iid);
 		p = pb_string(p, EN_NAME, e->name);
 		p = pb_close(en, p);
 		p = pb_close(idata, p);
@@ -364,7 +301,7 @@ static int perfetto_event(struct export_ctx *ctx, const struct export_event *e)
 	p = pb_uint(te, TE_TYPE, begin ? TYPE_SLICE_BEGIN : TYPE_SLICE_END);
 	p = pb_uint(p, TE_TRACK_UUID, 2 + (uint64_t)e->thread);
 	if (begin)
-		p = pb_uint(p, TE_NAME_IID, iid);
+		p = pb_uint(p, TE_NAME_IID, (uint64_t)iid);
 	if (e->ev.event_kind == ATF_KIND_EXCEPTION)
 		p = put_annotation(p, "exception", DA_BOOL_VALUE, 1);
 	if (e->detail && e->detail->has_payload)
@@ -386,8 +323,7 @@ static void perfetto_cleanup(struct export_ctx *ctx)
 
 	if (!st)
 		return;
-	free(st->ids.keys);
-	free(st->ids.vals);
+	func_index__free(&st->iids);
 	free(st->stage);
 	free(st);
 	ctx->priv = NULL;
