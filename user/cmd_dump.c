@@ -14,13 +14,13 @@
  * events=<n>", or with --merged as one stream in timestamp order. tests/e2e/lib.sh's
  * normalise_dump depends on this layout.
  */
-#include <argp.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "atf.h"
+#include "cmd_common.h"
 #include "commands.h"
 
 typedef unsigned long long ull;
@@ -83,13 +83,9 @@ static error_t dump_parse(int key, char *arg, struct argp_state *state)
 			a->to_ns = v, a->have_to = true;
 		return 0;
 	case ARGP_KEY_ARG:
-		if (a->session)
-			argp_error(state, "only one SESSION may be given");
-		a->session = arg;
-		return 0;
+		return cmd_session_arg(key, arg, state, &a->session);
 	case ARGP_KEY_END:
-		if (!a->session)
-			argp_error(state, "SESSION is required");
+		cmd_session_arg(key, arg, state, &a->session);          /* SESSION is required */
 		if (a->have_from && a->have_to && a->from_ns > a->to_ns)
 			argp_error(state, "--from %llu is after --to %llu", (ull)a->from_ns, (ull)a->to_ns);
 		return 0;
@@ -263,17 +259,13 @@ int cmd_dump(int argc, char **argv)
 {
 	struct dump_args args = { .thread = -1 };
 	struct argp argp = { .options = dump_options, .parser = dump_parse, .args_doc = "SESSION", .doc = dump_doc };
-	char **dirs = NULL;
+	char **dirs;
 	int n, rc = 0;
 
-	argv[0] = (char *)"atftrace dump";   /* argp names the program after argv[0] */
-	if (argp_parse(&argp, argc, argv, ARGP_IN_ORDER, NULL, &args))
+	if (cmd_parse(&argp, "dump", argc, argv, &args))
 		return 2;
-	n = atf_session_resolve(args.session, &dirs);
-	if (n < 0) {
-		fprintf(stderr, "atftrace dump: %s: %s\n", args.session, atf_strerror(n));
+	if ((n = cmd_resolve("dump", args.session, &dirs)) < 0)
 		return 1;
-	}
 	for (int i = 0; i < n; i++) {
 		struct atf_diag diag = { 0 };
 		struct atf_session *s;
@@ -283,15 +275,14 @@ int cmd_dump(int argc, char **argv)
 			printf("## %s\n", strrchr(dirs[i], '/') ? strrchr(dirs[i], '/') + 1 : dirs[i]);
 		if (err) {
 			fflush(stdout);
-			fprintf(stderr, "atftrace dump: %s: %s\n", diag.file[0] ? diag.file : dirs[i],
-				diag.msg[0] ? diag.msg : atf_strerror(err));
+			cmd_print_diag("dump", dirs[i], err, &diag, false);
 			rc = 1;
 			continue;
 		}
 		err = dump_session(s, &args);
 		if (err) {
 			fflush(stdout);
-			fprintf(stderr, "atftrace dump: %s: %s\n", dirs[i], atf_strerror(err));
+			cmd_print_diag("dump", dirs[i], err, NULL, false);
 			rc = 1;
 		}
 		atf_session__close(s);

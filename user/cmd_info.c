@@ -5,39 +5,16 @@
  * duration and whether its files had to be read without a footer (recovered).
  * Files are opened leniently, so info also describes a session whose recorder was killed.
  */
-#include <argp.h>
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
 #include "atf.h"
+#include "cmd_common.h"
 #include "commands.h"
 
 typedef unsigned long long ull;
 
-struct info_args {
-	const char *session;
-};
-
 static const char info_doc[] = "Summarise a session: manifest, threads, counts and times.";
-
-static error_t info_parse(int key, char *arg, struct argp_state *state)
-{
-	struct info_args *a = state->input;
-
-	switch (key) {
-	case ARGP_KEY_ARG:
-		if (a->session)
-			argp_error(state, "only one SESSION may be given");
-		a->session = arg;
-		return 0;
-	case ARGP_KEY_END:
-		if (!a->session)
-			argp_error(state, "SESSION is required");
-		return 0;
-	default:
-		return ARGP_ERR_UNKNOWN;
-	}
-}
 
 static const char *or_dash(const char *s)
 {
@@ -99,27 +76,18 @@ static void print_session(struct atf_session *s)
 
 int cmd_info(int argc, char **argv)
 {
-	struct info_args args = { 0 };
-	struct argp argp = { .parser = info_parse, .args_doc = "SESSION", .doc = info_doc };
-	char **dirs = NULL;
+	const char *session;
+	char **dirs;
 	int n, rc = 0;
 
-	argv[0] = (char *)"atftrace info";   /* argp names the program after argv[0] */
-	if (argp_parse(&argp, argc, argv, ARGP_IN_ORDER, NULL, &args))
+	if (cmd_parse_session("info", info_doc, argc, argv, &session))
 		return 2;
-	n = atf_session_resolve(args.session, &dirs);
-	if (n < 0) {
-		fprintf(stderr, "atftrace info: %s: %s\n", args.session, atf_strerror(n));
+	if ((n = cmd_resolve("info", session, &dirs)) < 0)
 		return 1;
-	}
 	for (int i = 0; i < n; i++) {
-		struct atf_diag diag = { 0 };
 		struct atf_session *s;
-		int err = atf_session__open(&s, dirs[i], 0, &diag);
 
-		if (err) {
-			fprintf(stderr, "atftrace info: %s: %s\n", diag.file[0] ? diag.file : dirs[i],
-				diag.msg[0] ? diag.msg : atf_strerror(err));
+		if (cmd_open("info", dirs[i], &s)) {
 			rc = 1;
 			continue;
 		}

@@ -9,7 +9,6 @@
  * A manifest that exists but cannot be parsed is reported and left alone: it holds the
  * symbols, which the files cannot give back.
  */
-#include <argp.h>
 #include <dirent.h>
 #include <errno.h>
 #include <stdio.h>
@@ -18,35 +17,13 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include "atf.h"
+#include "cmd_common.h"
 #include "commands.h"
 
 typedef unsigned long long ull;
 
-struct recover_args {
-	const char *session;
-};
-
 static const char recover_doc[] =
 	"Repair the headers and footers of a session cut short, and rebuild or extend its manifest.";
-
-static error_t recover_parse(int key, char *arg, struct argp_state *state)
-{
-	struct recover_args *a = state->input;
-
-	switch (key) {
-	case ARGP_KEY_ARG:
-		if (a->session)
-			argp_error(state, "only one SESSION may be given");
-		a->session = arg;
-		return 0;
-	case ARGP_KEY_END:
-		if (!a->session)
-			argp_error(state, "SESSION is required");
-		return 0;
-	default:
-		return ARGP_ERR_UNKNOWN;
-	}
-}
 
 static int u32_cmp(const void *a, const void *b)
 {
@@ -120,8 +97,7 @@ static int recover_file(const char *dir, uint32_t id, const char *name)
 	}
 	err = atf_file_recover(path, &diag);
 	if (err < 0) {
-		fprintf(stderr, "atftrace recover: %s:%llu: %s\n", diag.file[0] ? diag.file : path, (ull)diag.offset,
-			diag.msg[0] ? diag.msg : atf_strerror(err));
+		cmd_print_diag("recover", path, err, &diag, true);
 		return err;
 	}
 	if (err == 1)
@@ -268,28 +244,22 @@ static bool is_process_dir(const char *path)
 
 int cmd_recover(int argc, char **argv)
 {
-	struct recover_args args = { 0 };
-	struct argp argp = { .parser = recover_parse, .args_doc = "SESSION", .doc = recover_doc };
+	const char *session;
 	char **dirs = NULL;
 	int n, rc = 0;
 
-	argv[0] = (char *)"atftrace recover";   /* argp names the program after argv[0] */
-	if (argp_parse(&argp, argc, argv, ARGP_IN_ORDER, NULL, &args))
+	if (cmd_parse_session("recover", recover_doc, argc, argv, &session))
 		return 2;
-	if (is_process_dir(args.session)) {
+	if (is_process_dir(session)) {
 		dirs = calloc(1, sizeof(*dirs));
-		if (!dirs || !(dirs[0] = strdup(args.session))) {
+		if (!dirs || !(dirs[0] = strdup(session))) {
 			free(dirs);
 			fprintf(stderr, "atftrace recover: %s\n", strerror(ENOMEM));
 			return 1;
 		}
 		n = 1;
-	} else {
-		n = atf_session_resolve(args.session, &dirs);
-		if (n < 0) {
-			fprintf(stderr, "atftrace recover: %s: %s\n", args.session, atf_strerror(n));
-			return 1;
-		}
+	} else if ((n = cmd_resolve("recover", session, &dirs)) < 0) {
+		return 1;
 	}
 	for (int i = 0; i < n; i++)
 		if (recover_dir(dirs[i]))

@@ -4,38 +4,15 @@
  * Exit 0 with "OK <dir>: N threads, N events, N detail events" per directory, or exit 1 with
  * "atftrace verify: <file>:<offset>: <message>" for the first problem found.
  */
-#include <argp.h>
 #include <errno.h>
 #include <stdio.h>
 #include "atf.h"
+#include "cmd_common.h"
 #include "commands.h"
-
-struct verify_args {
-	const char *session;
-};
 
 static const char verify_doc[] =
 	"Check a session completely: headers, footers, CRCs, counts, time order, call nesting,\n"
 	"index<->detail links and function ids. Exit 1 at the first problem.";
-
-static error_t verify_parse(int key, char *arg, struct argp_state *state)
-{
-	struct verify_args *a = state->input;
-
-	switch (key) {
-	case ARGP_KEY_ARG:
-		if (a->session)
-			argp_error(state, "only one SESSION may be given");
-		a->session = arg;
-		return 0;
-	case ARGP_KEY_END:
-		if (!a->session)
-			argp_error(state, "SESSION is required");
-		return 0;
-	default:
-		return ARGP_ERR_UNKNOWN;
-	}
-}
 
 /* Totals for the OK line, from a lenient open (verify already proved the files consistent). */
 static int count_dir(const char *dir, size_t *threads, unsigned long long *events, unsigned long long *detail)
@@ -58,34 +35,28 @@ static int count_dir(const char *dir, size_t *threads, unsigned long long *event
 
 int cmd_verify(int argc, char **argv)
 {
-	struct verify_args args = { 0 };
-	struct argp argp = { .parser = verify_parse, .args_doc = "SESSION", .doc = verify_doc };
-	char **dirs = NULL;
+	const char *session;
+	char **dirs;
 	int n, rc = 0;
 
-	argv[0] = (char *)"atftrace verify";   /* argp names the program after argv[0] */
-	if (argp_parse(&argp, argc, argv, ARGP_IN_ORDER, NULL, &args))
+	if (cmd_parse_session("verify", verify_doc, argc, argv, &session))
 		return 2;
-	n = atf_session_resolve(args.session, &dirs);
-	if (n < 0) {
-		fprintf(stderr, "atftrace verify: %s: %s\n", args.session, atf_strerror(n));
+	if ((n = cmd_resolve("verify", session, &dirs)) < 0)
 		return 1;
-	}
-	for (int i = 0; i < n && !rc; i++) {
+	for (int i = 0; i < n; i++) {
 		struct atf_diag diag = { 0 };
 		unsigned long long events, detail;
 		size_t threads;
 		int err = atf_session_verify(dirs[i], &diag);
 
 		if (err) {
-			fprintf(stderr, "atftrace verify: %s:%llu: %s\n", diag.file[0] ? diag.file : dirs[i],
-				(unsigned long long)diag.offset, diag.msg[0] ? diag.msg : atf_strerror(err));
+			cmd_print_diag("verify", dirs[i], err, &diag, true);
 			rc = 1;
 			break;
 		}
 		err = count_dir(dirs[i], &threads, &events, &detail);
 		if (err) {
-			fprintf(stderr, "atftrace verify: %s: %s\n", dirs[i], atf_strerror(err));
+			cmd_print_diag("verify", dirs[i], err, NULL, false);
 			rc = 1;
 			break;
 		}
