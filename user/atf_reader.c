@@ -10,7 +10,6 @@
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,25 +18,8 @@
 #include <unistd.h>
 
 #include "atf.h"
+#include "atf_int.h"
 #include "byteorder.h"
-
-static int diag_set(struct atf_diag *d, const char *path, int err, uint64_t offset, const char *fmt, ...)
-	__attribute__((format(printf, 5, 6)));
-
-static int diag_set(struct atf_diag *d, const char *path, int err, uint64_t offset, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (!d)
-		return err;
-	d->err = err;
-	d->offset = offset;
-	snprintf(d->file, sizeof(d->file), "%s", path);
-	va_start(ap, fmt);
-	vsnprintf(d->msg, sizeof(d->msg), fmt, ap);
-	va_end(ap);
-	return err;
-}
 
 /* Map @path read-only; files shorter than a header are -ATF_E_TRUNCATED. */
 static int map_file(const char *path, int *fd_out, const uint8_t **map_out, size_t *len_out,
@@ -49,24 +31,24 @@ static int map_file(const char *path, int *fd_out, const uint8_t **map_out, size
 
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
-		return diag_set(diag, path, -errno, 0, "cannot open: %s", strerror(errno));
+		return atf_diag_set(diag, path, -errno, 0, "cannot open: %s", strerror(errno));
 	if (fstat(fd, &st) < 0) {
-		err = diag_set(diag, path, -errno, 0, "cannot stat: %s", strerror(errno));
+		err = atf_diag_set(diag, path, -errno, 0, "cannot stat: %s", strerror(errno));
 		goto cleanup;
 	}
 	if (!S_ISREG(st.st_mode)) {
-		err = diag_set(diag, path, -EINVAL, 0, "not a regular file");
+		err = atf_diag_set(diag, path, -EINVAL, 0, "not a regular file");
 		goto cleanup;
 	}
 	if (st.st_size < ATF_HEADER_SIZE) {
-		err = diag_set(diag, path, -ATF_E_TRUNCATED, (uint64_t)st.st_size,
-			       "file is %lld bytes, shorter than the %d-byte header",
-			       (long long)st.st_size, ATF_HEADER_SIZE);
+		err = atf_diag_set(diag, path, -ATF_E_TRUNCATED, (uint64_t)st.st_size,
+				   "file is %lld bytes, shorter than the %d-byte header",
+				   (long long)st.st_size, ATF_HEADER_SIZE);
 		goto cleanup;
 	}
 	map = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
 	if (map == MAP_FAILED) {
-		err = diag_set(diag, path, -errno, 0, "cannot map: %s", strerror(errno));
+		err = atf_diag_set(diag, path, -errno, 0, "cannot map: %s", strerror(errno));
 		goto cleanup;
 	}
 	*fd_out = fd;
@@ -93,11 +75,22 @@ static void unmap_file(int *fd, const uint8_t **map, size_t *len)
 static int check_identity(const uint8_t *map, const char *magic, const char *path, struct atf_diag *diag)
 {
 	if (memcmp(map, magic, 4) != 0)
-		return diag_set(diag, path, -ATF_E_MAGIC, 0, "magic is not %s", magic);
+		return atf_diag_set(diag, path, -ATF_E_MAGIC, 0, "magic is not %s", magic);
 	if (map[4] != ATF_ENDIAN_LITTLE)
-		return diag_set(diag, path, -ATF_E_VERSION, 4, "endian is %u, expected %u", map[4], ATF_ENDIAN_LITTLE);
+		return atf_diag_set(diag, path, -ATF_E_VERSION, 4, "endian is %u, expected %u", map[4], ATF_ENDIAN_LITTLE);
 	if (map[5] != ATF_VERSION)
-		return diag_set(diag, path, -ATF_E_VERSION, 5, "version is %u, expected %u", map[5], ATF_VERSION);
+		return atf_diag_set(diag, path, -ATF_E_VERSION, 5, "version is %u, expected %u", map[5], ATF_VERSION);
+	return 0;
+}
+
+/* The CRC-32 of the @len event bytes at @off must be the footer's @want (ATF_OPEN_CHECK_CRC). */
+static int check_events_crc(const uint8_t *map, uint64_t off, uint64_t len, uint32_t want, const char *path,
+			    struct atf_diag *diag)
+{
+	uint32_t crc = atf_crc32(0, map + off, len);
+
+	if (crc != want)
+		return atf_diag_set(diag, path, -ATF_E_CRC, off, "events CRC 0x%08x, footer says 0x%08x", crc, want);
 	return 0;
 }
 
@@ -120,23 +113,23 @@ static int index_find_footer(struct atf_index_file *f, const char *path, struct 
 		return 0;
 	atf_index_footer_decode(&f->footer, f->map + fo);
 	if (f->footer.event_count != n)
-		return diag_set(diag, path, -ATF_E_COUNT, fo + 8,
-				"footer event_count %llu, header says %llu",
-				(unsigned long long)f->footer.event_count, (unsigned long long)n);
+		return atf_diag_set(diag, path, -ATF_E_COUNT, fo + 8,
+				    "footer event_count %llu, header says %llu",
+				    (unsigned long long)f->footer.event_count, (unsigned long long)n);
 	if (fo != f->events_offset + n * ATF_INDEX_EVENT_SIZE)
-		return diag_set(diag, path, -ATF_E_FOOTER, 40,
-				"footer_offset %llu does not follow %llu events",
-				(unsigned long long)fo, (unsigned long long)n);
+		return atf_diag_set(diag, path, -ATF_E_FOOTER, 40,
+				    "footer_offset %llu does not follow %llu events",
+				    (unsigned long long)fo, (unsigned long long)n);
 	if (f->footer.bytes_written != n * ATF_INDEX_EVENT_SIZE)
-		return diag_set(diag, path, -ATF_E_FOOTER, fo + 32,
-				"footer bytes_written %llu, expected %llu",
-				(unsigned long long)f->footer.bytes_written,
-				(unsigned long long)(n * ATF_INDEX_EVENT_SIZE));
+		return atf_diag_set(diag, path, -ATF_E_FOOTER, fo + 32,
+				    "footer bytes_written %llu, expected %llu",
+				    (unsigned long long)f->footer.bytes_written,
+				    (unsigned long long)(n * ATF_INDEX_EVENT_SIZE));
 	if (f->map_len != fo + ATF_FOOTER_SIZE)
-		return diag_set(diag, path, -ATF_E_FOOTER, fo + ATF_FOOTER_SIZE,
-				"%llu bytes after the footer", (unsigned long long)(f->map_len - fo - ATF_FOOTER_SIZE));
+		return atf_diag_set(diag, path, -ATF_E_FOOTER, fo + ATF_FOOTER_SIZE,
+				    "%llu bytes after the footer", (unsigned long long)(f->map_len - fo - ATF_FOOTER_SIZE));
 	if (f->footer.time_start_ns != h->time_start_ns || f->footer.time_end_ns != h->time_end_ns)
-		return diag_set(diag, path, -ATF_E_FOOTER, fo + 16, "footer time range disagrees with the header");
+		return atf_diag_set(diag, path, -ATF_E_FOOTER, fo + 16, "footer time range disagrees with the header");
 	return 1;
 }
 
@@ -166,13 +159,13 @@ int atf_index_open(struct atf_index_file *f, const char *path, unsigned flags, s
 		goto cleanup;
 	atf_index_header_decode(&f->hdr, f->map);
 	if (h->event_size != ATF_INDEX_EVENT_SIZE) {
-		err = diag_set(diag, path, -ATF_E_VERSION, 24, "event_size is %u, expected %d",
-			       h->event_size, ATF_INDEX_EVENT_SIZE);
+		err = atf_diag_set(diag, path, -ATF_E_VERSION, 24, "event_size is %u, expected %d",
+				   h->event_size, ATF_INDEX_EVENT_SIZE);
 		goto cleanup;
 	}
 	if (h->events_offset < ATF_HEADER_SIZE || h->events_offset > f->map_len) {
-		err = diag_set(diag, path, -ATF_E_TRUNCATED, 32, "events_offset %llu outside the %zu-byte file",
-			       (unsigned long long)h->events_offset, f->map_len);
+		err = atf_diag_set(diag, path, -ATF_E_TRUNCATED, 32, "events_offset %llu outside the %zu-byte file",
+				   (unsigned long long)h->events_offset, f->map_len);
 		goto cleanup;
 	}
 	f->events_offset = h->events_offset;
@@ -186,9 +179,9 @@ int atf_index_open(struct atf_index_file *f, const char *path, unsigned flags, s
 		err = 0;
 	} else {
 		if (flags & ATF_OPEN_STRICT) {
-			err = diag_set(diag, path, -ATF_E_FOOTER, h->footer_offset,
-				       "no valid footer at offset %llu (recorder did not finish)",
-				       (unsigned long long)h->footer_offset);
+			err = atf_diag_set(diag, path, -ATF_E_FOOTER, h->footer_offset,
+					   "no valid footer at offset %llu (recorder did not finish)",
+					   (unsigned long long)h->footer_offset);
 			goto cleanup;
 		}
 		end = f->map_len;
@@ -200,15 +193,10 @@ int atf_index_open(struct atf_index_file *f, const char *path, unsigned flags, s
 		f->recovered = true;
 	}
 
-	if ((flags & ATF_OPEN_CHECK_CRC) && f->has_footer) {
-		uint32_t crc = atf_crc32(0, f->map + f->events_offset, f->count * ATF_INDEX_EVENT_SIZE);
-
-		if (crc != f->footer.checksum) {
-			err = diag_set(diag, path, -ATF_E_CRC, f->events_offset,
-				       "events CRC 0x%08x, footer says 0x%08x", crc, f->footer.checksum);
-			goto cleanup;
-		}
-	}
+	if ((flags & ATF_OPEN_CHECK_CRC) && f->has_footer &&
+	    (err = check_events_crc(f->map, f->events_offset, f->count * ATF_INDEX_EVENT_SIZE,
+				    f->footer.checksum, path, diag)))
+		goto cleanup;
 	return 0;
 cleanup:
 	atf_index_close(f);
@@ -305,17 +293,17 @@ static int detail_check_footer(struct atf_detail_file *f, const char *path, stru
 	uint64_t fo = f->map_len - ATF_FOOTER_SIZE;
 
 	if (f->events_offset + f->bytes_length != fo)
-		return diag_set(diag, path, -ATF_E_RECORD, f->events_offset + f->bytes_length,
-				"malformed record before the footer");
+		return atf_diag_set(diag, path, -ATF_E_RECORD, f->events_offset + f->bytes_length,
+				    "malformed record before the footer");
 	if (f->footer.event_count != f->count)
-		return diag_set(diag, path, -ATF_E_COUNT, fo + 8, "footer event_count %llu, %llu records found",
-				(unsigned long long)f->footer.event_count, (unsigned long long)f->count);
+		return atf_diag_set(diag, path, -ATF_E_COUNT, fo + 8, "footer event_count %llu, %llu records found",
+				    (unsigned long long)f->footer.event_count, (unsigned long long)f->count);
 	if (f->hdr.event_count != f->count)
-		return diag_set(diag, path, -ATF_E_COUNT, 28, "header event_count %llu, %llu records found",
-				(unsigned long long)f->hdr.event_count, (unsigned long long)f->count);
+		return atf_diag_set(diag, path, -ATF_E_COUNT, 28, "header event_count %llu, %llu records found",
+				    (unsigned long long)f->hdr.event_count, (unsigned long long)f->count);
 	if (f->hdr.bytes_length != f->bytes_length)
-		return diag_set(diag, path, -ATF_E_FOOTER, 36, "header bytes_length %llu, records span %llu",
-				(unsigned long long)f->hdr.bytes_length, (unsigned long long)f->bytes_length);
+		return atf_diag_set(diag, path, -ATF_E_FOOTER, 36, "header bytes_length %llu, records span %llu",
+				    (unsigned long long)f->hdr.bytes_length, (unsigned long long)f->bytes_length);
 	return 0;
 }
 
@@ -343,8 +331,8 @@ int atf_detail_open(struct atf_detail_file *f, const char *path, unsigned flags,
 		goto cleanup;
 	atf_detail_header_decode(&f->hdr, f->map);
 	if (f->hdr.events_offset < ATF_HEADER_SIZE || f->hdr.events_offset > f->map_len) {
-		err = diag_set(diag, path, -ATF_E_TRUNCATED, 20, "events_offset %llu outside the %zu-byte file",
-			       (unsigned long long)f->hdr.events_offset, f->map_len);
+		err = atf_diag_set(diag, path, -ATF_E_TRUNCATED, 20, "events_offset %llu outside the %zu-byte file",
+				   (unsigned long long)f->hdr.events_offset, f->map_len);
 		goto cleanup;
 	}
 	f->events_offset = f->hdr.events_offset;
@@ -362,28 +350,22 @@ int atf_detail_open(struct atf_detail_file *f, const char *path, unsigned flags,
 		f->torn_bytes = f->map_len - f->events_offset - f->bytes_length;
 		f->recovered = true;
 		if (flags & ATF_OPEN_STRICT) {
-			err = diag_set(diag, path, -ATF_E_FOOTER, f->events_offset + f->bytes_length,
-				       "no valid footer; records end at offset %llu",
-				       (unsigned long long)(f->events_offset + f->bytes_length));
+			err = atf_diag_set(diag, path, -ATF_E_FOOTER, f->events_offset + f->bytes_length,
+					   "no valid footer; records end at offset %llu",
+					   (unsigned long long)(f->events_offset + f->bytes_length));
 			goto cleanup;
 		}
 	}
 
-	if ((flags & ATF_OPEN_CHECK_CRC) && f->has_footer) {
-		uint32_t crc = atf_crc32(0, f->map + f->events_offset, f->bytes_length);
-
-		if (crc != f->footer.checksum) {
-			err = diag_set(diag, path, -ATF_E_CRC, f->events_offset,
-				       "events CRC 0x%08x, footer says 0x%08x", crc, f->footer.checksum);
-			goto cleanup;
-		}
-	}
+	if ((flags & ATF_OPEN_CHECK_CRC) && f->has_footer &&
+	    (err = check_events_crc(f->map, f->events_offset, f->bytes_length, f->footer.checksum, path, diag)))
+		goto cleanup;
 
 	if (f->count > 0 && f->uniform_len == 0) {
 		f->offsets = malloc(f->count * sizeof(*f->offsets));
 		if (!f->offsets) {
-			err = diag_set(diag, path, -ENOMEM, 0, "no memory for %llu record offsets",
-				       (unsigned long long)f->count);
+			err = atf_diag_set(diag, path, -ENOMEM, 0, "no memory for %llu record offsets",
+					   (unsigned long long)f->count);
 			goto cleanup;
 		}
 		detail_walk(f, end, f->offsets);

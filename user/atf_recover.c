@@ -12,7 +12,6 @@
 #include <fcntl.h>
 #include <libgen.h>
 #include <limits.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,59 +19,8 @@
 #include <unistd.h>
 
 #include "atf.h"
+#include "atf_int.h"
 #include "byteorder.h"
-
-static int diag_set(struct atf_diag *d, const char *path, int err, uint64_t offset, const char *fmt, ...)
-	__attribute__((format(printf, 5, 6)));
-
-static int diag_set(struct atf_diag *d, const char *path, int err, uint64_t offset, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (!d)
-		return err;
-	d->err = err;
-	d->offset = offset;
-	snprintf(d->file, sizeof(d->file), "%s", path);
-	va_start(ap, fmt);
-	vsnprintf(d->msg, sizeof(d->msg), fmt, ap);
-	va_end(ap);
-	return err;
-}
-
-static int write_all(int fd, const uint8_t *p, size_t len)
-{
-	while (len > 0) {
-		ssize_t n = write(fd, p, len);
-
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			return -errno;
-		}
-		if (n == 0)
-			return -EIO;
-		p += n;
-		len -= (size_t)n;
-	}
-	return 0;
-}
-
-static int fsync_parent_dir(const char *path)
-{
-	char buf[PATH_MAX];
-	int fd, err = 0;
-
-	if (snprintf(buf, sizeof(buf), "%s", path) >= (int)sizeof(buf))
-		return -ENAMETOOLONG;
-	fd = open(dirname(buf), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	if (fsync(fd) < 0)
-		err = -errno;
-	close(fd);
-	return err;
-}
 
 /* Write header + events + footer to <path>.recover.tmp, then atomically replace @path. */
 static int replace_file(const char *path, const uint8_t hdr[ATF_HEADER_SIZE], const uint8_t *events,
@@ -84,33 +32,33 @@ static int replace_file(const char *path, const uint8_t hdr[ATF_HEADER_SIZE], co
 	int fd, err;
 
 	if (snprintf(tmp, sizeof(tmp), "%s.recover.tmp", path) >= (int)sizeof(tmp))
-		return diag_set(diag, path, -ENAMETOOLONG, 0, "path too long for the temporary file");
+		return atf_diag_set(diag, path, -ENAMETOOLONG, 0, "path too long for the temporary file");
 	if (stat(path, &st) == 0)
 		mode = st.st_mode & 07777;
 	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
 	if (fd < 0)
-		return diag_set(diag, tmp, -errno, 0, "cannot create: %s", strerror(errno));
-	err = write_all(fd, hdr, ATF_HEADER_SIZE);
+		return atf_diag_set(diag, tmp, -errno, 0, "cannot create: %s", strerror(errno));
+	err = atf_write_all(fd, hdr, ATF_HEADER_SIZE, NULL);
 	if (!err)
-		err = write_all(fd, events, events_len);
+		err = atf_write_all(fd, events, events_len, NULL);
 	if (!err)
-		err = write_all(fd, ftr, ATF_FOOTER_SIZE);
+		err = atf_write_all(fd, ftr, ATF_FOOTER_SIZE, NULL);
 	if (!err && fsync(fd) < 0)
 		err = -errno;
 	if (close(fd) < 0 && !err)
 		err = -errno;
 	if (err) {
 		unlink(tmp);
-		return diag_set(diag, tmp, err, 0, "cannot write: %s", strerror(-err));
+		return atf_diag_set(diag, tmp, err, 0, "cannot write: %s", strerror(-err));
 	}
 	if (rename(tmp, path) < 0) {
 		err = -errno;
 		unlink(tmp);
-		return diag_set(diag, path, err, 0, "cannot rename the recovered file: %s", strerror(-err));
+		return atf_diag_set(diag, path, err, 0, "cannot rename the recovered file: %s", strerror(-err));
 	}
-	err = fsync_parent_dir(path);
+	err = atf_fsync_parent_dir(path);
 	if (err)
-		return diag_set(diag, path, err, 0, "cannot sync the directory: %s", strerror(-err));
+		return atf_diag_set(diag, path, err, 0, "cannot sync the directory: %s", strerror(-err));
 	return 1;
 }
 
@@ -144,8 +92,8 @@ static int recover_index(const char *path, struct atf_diag *diag)
 		goto cleanup;
 	}
 	if (f.count > UINT32_MAX - 1) {
-		err = diag_set(diag, path, -ATF_E_COUNT, 28, "%llu events do not fit the 32-bit header count",
-			       (unsigned long long)f.count);
+		err = atf_diag_set(diag, path, -ATF_E_COUNT, 28, "%llu events do not fit the 32-bit header count",
+				   (unsigned long long)f.count);
 		goto cleanup;
 	}
 	events = f.map + f.events_offset;
@@ -240,7 +188,7 @@ int atf_file_recover(const char *path, struct atf_diag *diag)
 
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
-		return diag_set(diag, path, -errno, 0, "cannot open: %s", strerror(errno));
+		return atf_diag_set(diag, path, -errno, 0, "cannot open: %s", strerror(errno));
 	do
 		n = pread(fd, magic, sizeof(magic), 0);
 	while (n < 0 && errno == EINTR);
@@ -248,13 +196,13 @@ int atf_file_recover(const char *path, struct atf_diag *diag)
 		int err = -errno;
 
 		close(fd);
-		return diag_set(diag, path, err, 0, "cannot read: %s", strerror(-err));
+		return atf_diag_set(diag, path, err, 0, "cannot read: %s", strerror(-err));
 	}
 	close(fd);
 	if (n == (ssize_t)sizeof(magic) && memcmp(magic, ATF_INDEX_MAGIC, 4) == 0)
 		return recover_index(path, diag);
 	if (n == (ssize_t)sizeof(magic) && memcmp(magic, ATF_DETAIL_MAGIC, 4) == 0)
 		return recover_detail(path, diag);
-	return diag_set(diag, path, -ATF_E_MAGIC, 0, "neither an ATF index (%s) nor detail (%s) file",
-			ATF_INDEX_MAGIC, ATF_DETAIL_MAGIC);
+	return atf_diag_set(diag, path, -ATF_E_MAGIC, 0, "neither an ATF index (%s) nor detail (%s) file",
+			    ATF_INDEX_MAGIC, ATF_DETAIL_MAGIC);
 }

@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "atf.h"
+#include "atf_int.h"
 #include "byteorder.h"
 
 #define WRITER_BUF_SIZE (256u * 1024u)
@@ -45,24 +46,6 @@ struct atf_thread_writer {
 	bool finalized;
 	int final_err;
 };
-
-static int write_all(int fd, const uint8_t *p, size_t len, size_t *done)
-{
-	*done = 0;
-	while (*done < len) {
-		ssize_t n = write(fd, p + *done, len - *done);
-
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			return -errno;
-		}
-		if (n == 0)
-			return -EIO;
-		*done += (size_t)n;
-	}
-	return 0;
-}
 
 static int pwrite_all(int fd, const uint8_t *p, size_t len, uint64_t off)
 {
@@ -95,7 +78,7 @@ static int out_flush(struct atf_out *o)
 
 	if (o->fd < 0 || o->len == 0)
 		return 0;
-	err = write_all(o->fd, o->buf, o->len, &done);
+	err = atf_write_all(o->fd, o->buf, o->len, &done);
 	o->crc = atf_crc32(o->crc, o->buf, done);
 	o->written += done;
 	if (done < o->len)
@@ -215,7 +198,7 @@ static int open_new_file(const struct atf_thread_writer *w, const char *name, co
 	fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
 	if (fd < 0)
 		return -errno;
-	err = write_all(fd, hdr, ATF_HEADER_SIZE, &done);
+	err = atf_write_all(fd, hdr, ATF_HEADER_SIZE, &done);
 	if (err) {
 		close(fd);
 		unlink(path);

@@ -7,12 +7,12 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <jansson.h>
-#include <libgen.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 #include "atf.h"
+#include "atf_int.h"
 #include "manifest_int.h"
 #include "utf8.h"
 
@@ -205,38 +205,6 @@ static json_t *build_root(const struct atf_manifest *m)
 	return root;
 }
 
-static int write_all(int fd, const char *buf, size_t len)
-{
-	while (len) {
-		ssize_t n = write(fd, buf, len);
-
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			return -errno;
-		}
-		buf += n, len -= (size_t)n;
-	}
-	return 0;
-}
-
-/* fsync the directory holding @path so a rename into it is durable. */
-static int fsync_parent(const char *path)
-{
-	char *copy = strdup(path);
-	int fd, err = 0;
-
-	if (!copy)
-		return -ENOMEM;
-	fd = open(dirname(copy), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (fd < 0 || fsync(fd))
-		err = -errno;
-	if (fd >= 0)
-		close(fd);
-	free(copy);
-	return err;
-}
-
 int atf_manifest__save(const struct atf_manifest *m, const char *path)
 {
 	json_t *root = build_root(m);
@@ -259,8 +227,8 @@ int atf_manifest__save(const struct atf_manifest *m, const char *path)
 		err = -errno;
 		goto cleanup;
 	}
-	err = write_all(fd, text, strlen(text));
-	err = err ?: write_all(fd, "\n", 1);
+	err = atf_write_all(fd, text, strlen(text), NULL);
+	err = err ?: atf_write_all(fd, "\n", 1, NULL);
 	if (!err && fsync(fd))
 		err = -errno;
 	if (close(fd) && !err)
@@ -268,7 +236,7 @@ int atf_manifest__save(const struct atf_manifest *m, const char *path)
 	fd = -1;
 	if (!err && rename(tmp, path))
 		err = -errno;
-	err = err ?: fsync_parent(path);
+	err = err ?: atf_fsync_parent_dir(path);
 cleanup:
 	if (fd >= 0)
 		close(fd);
