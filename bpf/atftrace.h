@@ -17,6 +17,7 @@ enum {
 	REC_TASK_EXIT   = 3,    /* struct rec_task: a traced thread exited */
 	REC_TASK_FORK   = 4,    /* struct rec_task: a traced process forked (--follow-fork) */
 	REC_TASK_EXEC   = 5,    /* struct rec_task: a traced process called exec */
+	REC_UNWIND_FIXUP = 6,   /* struct rec_unwind_fixup: stack writes for a C++ unwind */
 };
 
 /* Index event as it leaves the probe: 40 bytes, mapped 1:1 to an ATF index event. */
@@ -47,6 +48,33 @@ struct rec_task {
 	__u32 tid;
 	__u32 child_pid;        /* REC_TASK_FORK: the new process */
 	__u64 ts;
+};
+
+/*
+ * C++ exceptions through uretprobed frames (bpf/atftrace.bpf.c "C++ exceptions and uretprobes",
+ * user/recorder_unwind.c). The thread that raised or caught an exception has been sent SIGSTOP;
+ * the recorder waits until it is stopped, writes value to each stack slot that still holds
+ * expect, and resumes it with SIGCONT.
+ */
+#define REC_UNWIND_MAX_SLOTS    64      /* = the kernel's uretprobe depth limit per thread */
+#define REC_UNWIND_F_REARM      1u      /* at the catch: frames still alive get the trampoline back */
+#define REC_UNWIND_F_TRUNCATED  2u      /* more pending return instances than REC_UNWIND_MAX_SLOTS */
+
+struct rec_unwind_slot {
+	__u64 addr;             /* user address of a return-address slot on the thread's stack */
+	__u64 expect;           /* what it holds now; written only if it still holds this */
+	__u64 value;            /* what to write */
+};
+
+struct rec_unwind_fixup {
+	__u32 type;             /* REC_UNWIND_FIXUP */
+	__u32 pid;              /* tgid (host) */
+	__u32 tid;              /* host tid of the stopped thread */
+	__u32 count;            /* pairs[] in use, <= REC_UNWIND_MAX_SLOTS */
+	__u32 flags;            /* REC_UNWIND_F_* */
+	__u32 _pad;
+	__u64 ts;
+	struct rec_unwind_slot pairs[REC_UNWIND_MAX_SLOTS];
 };
 
 #endif

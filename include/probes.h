@@ -44,14 +44,25 @@ int probes__add_pid(struct probes *p, pid_t tgid);
 int probes__attach_module(struct probes *p, const struct sym_module *m, pid_t pid);
 
 /**
- * probes__attach_unwind_hooks - close frames unwound by a C++ exception at the catch
+ * probes__attach_unwind_hooks - let C++ exceptions pass traced frames; close them at the catch
  * Attaches an entry probe on __cxa_begin_catch in the C++ runtime @libstdcxx_path (e.g. from
  * sym_resolve_library(pid, "libstdc++.so.6")); it emits EXCEPTION events for the traced frames
  * the throw skipped, at the moment of the catch. Without it they are closed at the thread's
- * next traced call or return. @pid as for probes__attach_module. 0, or a negative errno
- * (-ENOENT: no __cxa_begin_catch in that file).
+ * next traced call or return. Also hooks the unwinder's entry points in libgcc_s: a thread
+ * that raises or catches an exception with uretprobes pending is stopped (SIGSTOP) and a
+ * REC_UNWIND_FIXUP record asks the ring's reader to rewrite its return-address slots and send
+ * SIGCONT (user/recorder_unwind.c): only a reader that does so may attach these hooks.
+ * @pid as for probes__attach_module. 0, or a negative errno (-ENOENT: no __cxa_begin_catch in
+ * that file).
  */
 int probes__attach_unwind_hooks(struct probes *p, const char *libstdcxx_path, pid_t pid);
+
+/**
+ * probes__stop_unwind_holds - no thread is stopped for an unwind fix-up after this returns
+ * (the ring reader's last drain then sees every REC_UNWIND_FIXUP there will be). 0, or
+ * -ETIMEDOUT if a hook stayed in flight for a second.
+ */
+int probes__stop_unwind_holds(struct probes *p);
 
 /** probes__ring_fd - the ring buffer map fd for ring_buffer__new(). */
 int probes__ring_fd(const struct probes *p);

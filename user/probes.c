@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
@@ -31,7 +32,6 @@ struct probes {
 	size_t nlink_fds, cap_link_fds;
 	struct bpf_link **links;    /* perf uprobes and unwind hooks */
 	size_t nlinks, cap_links;
-	bool can_write_user;        /* bpf_probe_write_user allowed (no kernel lockdown) */
 };
 
 static bool libbpf_verbose;
@@ -75,32 +75,6 @@ static int choose_kind(enum probe_link_kind *out)
 	return 0;
 }
 
-/*
- * Can BPF programs call bpf_probe_write_user? A locked-down kernel (lockdown=integrity) refuses
- * the helper; the C++ unwind fix (atf_unwind_raise) needs it.
- */
-static bool probe_write_user_supported(void)
-{
-	const struct bpf_insn insns[] = {
-		/* *(u64 *)(r10 - 8) = 0; r1 = 0; r2 = r10 - 8; r3 = 8; call 36; r0 = 0; exit */
-		{ .code = BPF_ST | BPF_MEM | BPF_DW, .dst_reg = BPF_REG_10, .off = -8, .imm = 0 },
-		{ .code = BPF_ALU64 | BPF_MOV | BPF_K, .dst_reg = BPF_REG_1, .imm = 0 },
-		{ .code = BPF_ALU64 | BPF_MOV | BPF_X, .dst_reg = BPF_REG_2, .src_reg = BPF_REG_10 },
-		{ .code = BPF_ALU64 | BPF_ADD | BPF_K, .dst_reg = BPF_REG_2, .imm = -8 },
-		{ .code = BPF_ALU64 | BPF_MOV | BPF_K, .dst_reg = BPF_REG_3, .imm = 8 },
-		{ .code = BPF_JMP | BPF_CALL, .imm = BPF_FUNC_probe_write_user },
-		{ .code = BPF_ALU64 | BPF_MOV | BPF_K, .dst_reg = BPF_REG_0, .imm = 0 },
-		{ .code = BPF_JMP | BPF_EXIT },
-	};
-	int fd = bpf_prog_load(BPF_PROG_TYPE_KPROBE, "atf_feat_wuser", "GPL", insns,
-			       sizeof(insns) / sizeof(insns[0]), NULL);
-
-	if (fd < 0)
-		return false;
-	close(fd);
-	return true;
-}
-
 static int configure(struct probes *p, const struct probe_opts *opts)
 {
 	struct atftrace_bpf *s = p->skel;
@@ -133,9 +107,6 @@ static int configure(struct probes *p, const struct probe_opts *opts)
 	bpf_program__set_autoload(s->progs.atf_multi_return, p->kind == PROBE_LINK_MULTI);
 	bpf_program__set_autoload(s->progs.atf_uprobe, p->kind == PROBE_LINK_PERF);
 	bpf_program__set_autoload(s->progs.atf_uretprobe, p->kind == PROBE_LINK_PERF);
-	p->can_write_user = probe_write_user_supported();
-	bpf_program__set_autoload(s->progs.atf_unwind_raise, p->can_write_user);
-	bpf_program__set_autoload(s->progs.atf_unwind_rearm, p->can_write_user);
 	bpf_program__set_expected_attach_type(s->progs.atf_session, ATF_BPF_TRACE_UPROBE_SESSION);
 	bpf_program__set_expected_attach_type(s->progs.atf_multi_entry, ATF_BPF_TRACE_UPROBE_MULTI);
 	bpf_program__set_expected_attach_type(s->progs.atf_multi_return, ATF_BPF_TRACE_UPROBE_MULTI);
@@ -377,15 +348,6 @@ int probes__attach_unwind_hooks(struct probes *p, const char *libstdcxx_path, pi
 	n = attach_entry_hooks(p, p->skel->progs.atf_unwind_catch, libstdcxx_path, catch_names, 1, pid);
 	if (n <= 0)
 		return n < 0 ? n : -ENOENT;
-	if (!p->can_write_user) {
-		fprintf(stderr, "atftrace: warning: the kernel is locked down (no bpf_probe_write_user): "
-			"a C++ exception thrown through a traced function terminates the program, "
-			"because the unwinder cannot pass a uretprobe trampoline\n");
-		return 0;
-	}
-	n = attach_entry_hooks(p, p->skel->progs.atf_unwind_rearm, libstdcxx_path, catch_names, 1, pid);
-	if (n <= 0)
-		return n < 0 ? n : -ENOENT;
 	libgcc = find_libgcc_s(libstdcxx_path, pid);
 	n = libgcc ? attach_entry_hooks(p, p->skel->progs.atf_unwind_raise, libgcc, raise_names,
 					3, pid) : -ENOENT;
@@ -397,6 +359,20 @@ int probes__attach_unwind_hooks(struct probes *p, const char *libstdcxx_path, pi
 			libgcc ? libgcc : "libgcc_s.so.1", strerror(-n));
 	free(libgcc);
 	return n < 0 ? n : 0;
+}
+
+int probes__stop_unwind_holds(struct probes *p)
+{
+	struct timespec pause = { 0, 20 * 1000 };
+	/* A hook is in flight for microseconds; a second means something is badly wrong. */
+	for (int i = 0; i < 50000; i++) {
+		/* seq_cst store, then load: pairs with the hook's atomic add, then flag load */
+		__atomic_store_n(&p->skel->bss->unwind_holds_off, 1, __ATOMIC_SEQ_CST);
+		if (__atomic_load_n(&p->skel->bss->unwind_inflight, __ATOMIC_SEQ_CST) == 0)
+			return 0;
+		nanosleep(&pause, NULL);
+	}
+	return -ETIMEDOUT;
 }
 
 int probes__ring_fd(const struct probes *p)

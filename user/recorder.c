@@ -373,6 +373,7 @@ static int drain(struct recorder *r)
 	uint64_t now;
 	int n = ring_buffer__consume(r->rb);
 
+	rec_unwind_resume(r);   /* every fix-up of a held process was in this drain */
 	if (n < 0 && n != -EINTR)
 		return n;
 	for (size_t i = 0; i < r->nprocs; i++)
@@ -434,6 +435,7 @@ int recorder__finish(struct recorder *r, const char *end_reason)
 
 	if (r->finished)
 		return 0;
+	rec_unwind_stop_holds(r);   /* so this last drain resumes every held target */
 	err = drain(r);
 	for (size_t i = 0; i < r->nprocs; i++) {
 		struct rec_process *p = r->procs[i];
@@ -480,6 +482,7 @@ void recorder__free(struct recorder *r)
 		free(p);
 	}
 	free(r->procs);
+	rec_unwind_free(r);
 	ring_buffer__free(r->rb);
 	if (r->epfd >= 0)
 		close(r->epfd);

@@ -63,6 +63,7 @@ struct recorder {
 	struct recorder_stats st;
 	bool write_error_reported;
 	bool finished;
+	struct rec_unwind *unwind;  /* C++ unwind fix-ups (user/recorder_unwind.c), lazily made */
 };
 
 uint64_t rec_now_ns(void);
@@ -83,6 +84,17 @@ void rec_report_write_error(struct recorder *r, const char *what, const char *pa
 /* user/recorder_ring.c */
 /** rec_on_record - ring_buffer sample callback: dispatch one ring record. */
 int rec_on_record(void *ctx, void *data, size_t size);
+
+/* user/recorder_unwind.c: C++ exceptions through uretprobed frames */
+struct rec_unwind;
+/** rec_unwind_on_fixup - REC_UNWIND_FIXUP: wait for the stop, write the slots; stays held. */
+void rec_unwind_on_fixup(struct recorder *r, const void *data, size_t size);
+/** rec_unwind_resume - SIGCONT the processes held since the last call (after each drain). */
+void rec_unwind_resume(struct recorder *r);
+/** rec_unwind_stop_holds - before the last drain: BPF holds no thread after this. */
+void rec_unwind_stop_holds(struct recorder *r);
+/** rec_unwind_free - resume anything still held and release. */
+void rec_unwind_free(struct recorder *r);
 
 /** rec_manifest_build - the first manifest of @p: identity, host, modules, symbols. */
 int rec_manifest_build(struct recorder *r, struct rec_process *p, char *const *argv, size_t argc);

@@ -178,6 +178,9 @@ int rec_on_record(void *ctx, void *data, size_t size)
 	case REC_TASK_EXEC:
 		on_task(r, data, size);
 		break;
+	case REC_UNWIND_FIXUP:
+		rec_unwind_on_fixup(r, data, size);
+		break;
 	default:
 		r->st.bad_records++;
 		break;
