@@ -41,7 +41,7 @@ const volatile bool system_wide = false;      /* no tgid filter */
 const volatile bool follow_fork = false;      /* children of traced processes become traced */
 const volatile __u64 cgroup_id = 0;           /* 0: any cgroup */
 const volatile __u32 wakeup_bytes = 0;        /* force a wakeup above this much unread data */
-/* Detail lane (issue 4): REC_EVENT_DETAIL records will be produced in emit_event(). */
+/* Detail lane (issue 4): see detail.bpf.h. --detail=always starts detail_switch (.bss) on. */
 const volatile bool detail_always = false;
 const volatile __u32 stack_bytes = 0;
 
@@ -117,6 +117,9 @@ static __always_inline bool emit_event(__u32 kind, __u64 function_id, __u32 dept
 	return true;
 }
 
+/* Detail lane (issue 4): emit_traced() = emit_event() plus registers and stack when wanted. */
+#include "detail.bpf.h"
+
 /*
  * frame_at - &st->frames[i] in a form the verifier can bound: the compiler would drop a plain
  * mask it can prove redundant (i < SHADOW_MAX already), and the verifier loses that proof.
@@ -191,7 +194,7 @@ static __always_inline int on_entry(struct pt_regs *ctx)
 
 	__u32 depth = st->depth;
 
-	if (!emit_event(KIND_CALL, function_id, depth, pid_tgid, ts))
+	if (!emit_traced(ctx, KIND_CALL, function_id, depth, pid_tgid, ts))
 		return 1;
 	if (depth < SHADOW_MAX) {
 		struct shadow_frame *f = frame_at(st, depth);
@@ -222,7 +225,7 @@ static __always_inline void on_return(struct pt_regs *ctx)
 	if (d == 0)
 		return;
 	if (d > SHADOW_MAX) {   /* not remembered: trust the cookie and the count */
-		emit_event(KIND_RETURN, bpf_get_attach_cookie(ctx), d - 1, pid_tgid, ts);
+		emit_traced(ctx, KIND_RETURN, bpf_get_attach_cookie(ctx), d - 1, pid_tgid, ts);
 		st->depth = d - 1;
 		return;
 	}
@@ -230,7 +233,7 @@ static __always_inline void on_return(struct pt_regs *ctx)
 
 	if (f->entry_sp != entry_sp)    /* its CALL was not recorded (lost): no RETURN either */
 		return;
-	emit_event(KIND_RETURN, f->function_id, d - 1, pid_tgid, ts);
+	emit_traced(ctx, KIND_RETURN, f->function_id, d - 1, pid_tgid, ts);
 	st->depth = d - 1;
 }
 

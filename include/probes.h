@@ -23,6 +23,11 @@ struct probe_opts {
 	bool detail_always;
 	uint32_t stack_bytes;       /* 0..256 */
 	bool verbose;               /* libbpf messages to stderr */
+	/* detail triggers (issue 4; bpf/detail.bpf.h): --detail-on functions and window limits */
+	const uint64_t *detail_trigger_ids; /* function ids that open a window at their CALL */
+	size_t ndetail_triggers;
+	uint64_t detail_on_count;   /* window = this many detail events; 0: until the trigger returns */
+	uint64_t detail_on_ns;      /* window = this long after the trigger's CALL; 0: no limit */
 };
 
 enum probe_link_kind { PROBE_LINK_SESSION, PROBE_LINK_MULTI, PROBE_LINK_PERF };
@@ -72,6 +77,15 @@ void probes__lost(const struct probes *p, uint64_t *lost_events, uint64_t *lost_
 
 /** probes__link_kind - what probes__attach_module used. */
 enum probe_link_kind probes__link_kind(const struct probes *p);
+
+/**
+ * probes__detail_set - turn the global detail switch on or off (every event of every traced
+ * thread gets registers and a stack snapshot while it is on); effective for the next probe hit.
+ */
+void probes__detail_set(struct probes *p, bool on);
+
+/** probes__detail_get - the global detail switch as it is now. */
+bool probes__detail_get(const struct probes *p);
 
 /** probes__free - detach everything and release. NULL is ignored. */
 void probes__free(struct probes *p);

@@ -27,6 +27,7 @@
 #include "proc.h"
 #include "record_modules.h"
 #include "recorder.h"
+#include "recorder_detail.h"
 
 #define TICK_MS 5
 
@@ -42,6 +43,7 @@ struct record_args {
 	const char *ready_file;
 	char **cmd;
 	int ncmd;
+	struct detail_args detail;  /* --detail* and --stack-bytes (user/recorder_detail.c) */
 };
 
 enum { OPT_FOLLOW_FORK = 1000, OPT_DURATION, OPT_RING_SIZE, OPT_READY_FILE };
@@ -150,6 +152,9 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 		a->ncmd = state->argc - state->next + 1;
 		state->next = state->argc;
 		break;
+	case ARGP_KEY_INIT:
+		state->child_inputs[0] = &a->detail;
+		break;
 	case ARGP_KEY_END:
 		if (a->attach_cmd && a->cmd)
 			argp_error(state, "attach traces a running process: give -p PID, not a command");
@@ -246,7 +251,8 @@ static void status_line(const struct recorder *r, double now, double *last_t, ui
 }
 
 /* Returns the end reason, or NULL on a recorder error. */
-static const char *record_loop(struct recorder *r, int sigfd, double duration)
+static const char *record_loop(struct recorder *r, int sigfd, double duration,
+			       struct detail_args *detail, struct probes *probes)
 {
 	bool tty = isatty(STDERR_FILENO);
 	double start = mono_s(), last_status = start;
@@ -262,18 +268,24 @@ static const char *record_loop(struct recorder *r, int sigfd, double duration)
 			fprintf(stderr, "atftrace record: draining the ring buffer: %s\n", strerror(-err));
 			return NULL;
 		}
-		if (read(sigfd, &si, sizeof(si)) == (ssize_t)sizeof(si)) {
+		while (!reason && read(sigfd, &si, sizeof(si)) == (ssize_t)sizeof(si)) {
 			sigset_t set;
+
+			if (si.ssi_signo == SIGUSR1) {  /* not an end: flips detail */
+				detail_toggle(detail, probes);
+				continue;
+			}
 			/* a second Ctrl-C/SIGTERM now ends us at once; files are flushed every tick */
 			sigemptyset(&set);
 			sigaddset(&set, SIGINT);
 			sigaddset(&set, SIGTERM);
 			sigprocmask(SIG_UNBLOCK, &set, NULL);
 			reason = "signal";
-		} else if (!recorder__live_processes(r)) {
-			reason = "target exited";
 		}
+		if (!reason && !recorder__live_processes(r))
+			reason = "target exited";
 		now = mono_s();
+		detail_tick(detail, probes, now - start);
 		if (!reason && duration > 0 && now - start >= duration)
 			reason = "duration";
 		if (tty && now - last_status >= 1.0)
@@ -294,11 +306,15 @@ static void print_summary(const struct recorder *r, const char *session_dir, con
 		"process%s, %llu lost, %.3f s, ended by %s; output in %s\n",
 		(unsigned long long)st.events, (unsigned long long)st.detail_events, st.threads,
 		st.threads == 1 ? "" : "s", st.processes, st.processes == 1 ? "" : "es",
-		(unsigned long long)(st.lost_events + st.lost_detail), seconds, reason, session_dir);
-	if (st.lost_events || st.lost_detail)
+		(unsigned long long)st.lost_events, seconds, reason, session_dir);
+	if (st.lost_events)
 		fprintf(stderr, "atftrace record: %llu events could not enter the ring buffer; "
-			"a larger --ring-size may help\n",
-			(unsigned long long)(st.lost_events + st.lost_detail));
+			"a larger --ring-size may help\n", (unsigned long long)st.lost_events);
+	/* a detail record that did not fit left its event in the index without detail */
+	if (st.lost_detail)
+		fprintf(stderr, "atftrace record: %llu detail records could not enter the ring buffer "
+			"(their events were recorded without detail); a larger --ring-size or a smaller "
+			"--stack-bytes may help\n", (unsigned long long)st.lost_detail);
 	if (st.bad_records)
 		fprintf(stderr, "atftrace record: %llu malformed ring records were skipped\n",
 			(unsigned long long)st.bad_records);
@@ -351,6 +367,7 @@ static int record_main(struct record_args *a)
 	sigemptyset(&sigs);
 	sigaddset(&sigs, SIGINT);
 	sigaddset(&sigs, SIGTERM);
+	sigaddset(&sigs, SIGUSR1);      /* toggles detail (recorder_detail.c) */
 	sigprocmask(SIG_BLOCK, &sigs, NULL);
 	sigfd = signalfd(-1, &sigs, SFD_NONBLOCK | SFD_CLOEXEC);
 	if (sigfd < 0) {
@@ -364,6 +381,9 @@ static int record_main(struct record_args *a)
 	/* symbols first: a bad -f fails before anything is created */
 	if (rm_modules_open(&mods, &a->spec, a->pid, a->cmd ? a->cmd[0] : NULL, a->verbose) < 0)
 		goto cleanup;
+	if (detail_resolve(&a->detail, &mods) < 0)
+		goto cleanup;
+	detail_probe_opts(&a->detail, &po);
 	po.wakeup_bytes = (uint32_t)(po.ring_size / 4);
 	po.follow_fork = a->follow_fork;
 	po.verbose = a->verbose;
@@ -421,7 +441,7 @@ static int record_main(struct record_args *a)
 		a->cmd ? "launched" : "attached to", (int)target, mods.attached, mods.n,
 		mods.n == 1 ? "" : "s", session_dir);
 	t0 = mono_s();
-	reason = record_loop(rec, sigfd, a->duration);
+	reason = record_loop(rec, sigfd, a->duration, &a->detail, probes);
 	err = recorder__finish(rec, reason ? reason : "recorder error");
 	if (!reason || err < 0)
 		goto cleanup;
@@ -453,9 +473,14 @@ cleanup:
 static int run(int argc, char **argv, bool attach_cmd)
 {
 	struct record_args a = { .attach_cmd = attach_cmd };
+	const struct argp_child children[] = {
+		{ &detail_argp, 0, "Registers and stack (detail):", 0 },
+		{ 0 }
+	};
 	struct argp argp = {
 		.options = options,
 		.parser = parse_opt,
+		.children = children,
 		.args_doc = attach_cmd ? "PID" : "-- CMD [ARGS...]\n-p PID",
 		.doc = attach_cmd ? "Trace a running process (the same as record -p PID)."
 				  : "Trace a command from its first instruction, or a running process.",
@@ -474,6 +499,7 @@ static int run(int argc, char **argv, bool attach_cmd)
 	else
 		ret = record_main(&a);
 	rm_spec_free(&a.spec);
+	detail_args_free(&a.detail);
 	return ret;
 }
 

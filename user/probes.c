@@ -97,6 +97,14 @@ static int configure(struct probes *p, const struct probe_opts *opts)
 	s->rodata->wakeup_bytes = opts->wakeup_bytes;
 	s->rodata->detail_always = opts->detail_always;
 	s->rodata->stack_bytes = opts->stack_bytes;
+	s->rodata->detail_on = opts->ndetail_triggers > 0;
+	s->rodata->detail_on_count = opts->detail_on_count;
+	s->rodata->detail_on_ns = opts->detail_on_ns;
+	s->bss->detail_switch = opts->detail_always;   /* the initial image of .bss, before load */
+	err = bpf_map__set_max_entries(s->maps.detail_triggers,
+				       opts->ndetail_triggers ? (uint32_t)opts->ndetail_triggers : 1);
+	if (err)
+		return err;
 	err = bpf_map__set_max_entries(s->maps.rb, (uint32_t)ring);
 	if (err)
 		return err;
@@ -110,6 +118,24 @@ static int configure(struct probes *p, const struct probe_opts *opts)
 	bpf_program__set_expected_attach_type(s->progs.atf_session, ATF_BPF_TRACE_UPROBE_SESSION);
 	bpf_program__set_expected_attach_type(s->progs.atf_multi_entry, ATF_BPF_TRACE_UPROBE_MULTI);
 	bpf_program__set_expected_attach_type(s->progs.atf_multi_return, ATF_BPF_TRACE_UPROBE_MULTI);
+	return 0;
+}
+
+/* The --detail-on trigger functions, into the map the entry probe looks them up in. */
+static int fill_detail_triggers(struct probes *p, const struct probe_opts *opts)
+{
+	uint8_t one = 1;
+
+	for (size_t i = 0; i < opts->ndetail_triggers; i++) {
+		if (bpf_map__update_elem(p->skel->maps.detail_triggers, &opts->detail_trigger_ids[i],
+					 sizeof(uint64_t), &one, sizeof(one), BPF_ANY)) {
+			int err = -errno;
+
+			fprintf(stderr, "atftrace: cannot set the --detail-on functions: %s\n",
+				strerror(-err));
+			return err;
+		}
+	}
 	return 0;
 }
 
@@ -142,6 +168,9 @@ int probes__open(struct probes **out, const struct probe_opts *opts)
 			opts->verbose ? "" : " (--verbose shows the verifier's log)");
 		goto cleanup;
 	}
+	err = fill_detail_triggers(p, opts);
+	if (err)
+		goto cleanup;
 	/* Process lifecycle tracepoints: fork (follow_fork), thread exit, exec. */
 	p->skel->links.atf_fork = bpf_program__attach(p->skel->progs.atf_fork);
 	p->skel->links.atf_exit = bpf_program__attach(p->skel->progs.atf_exit);
@@ -393,6 +422,17 @@ void probes__lost(const struct probes *p, uint64_t *lost_events, uint64_t *lost_
 		*lost_events = ev;
 	if (lost_detail)
 		*lost_detail = det;
+}
+
+void probes__detail_set(struct probes *p, bool on)
+{
+	/* .bss is mmap'ed: the probes read the switch on their next hit */
+	__atomic_store_n(&p->skel->bss->detail_switch, on, __ATOMIC_RELAXED);
+}
+
+bool probes__detail_get(const struct probes *p)
+{
+	return __atomic_load_n(&p->skel->bss->detail_switch, __ATOMIC_RELAXED);
 }
 
 enum probe_link_kind probes__link_kind(const struct probes *p)

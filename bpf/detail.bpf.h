@@ -1,0 +1,221 @@
+/* SPDX-License-Identifier: (MIT OR GPL-2.0) */
+/*
+ * The detail lane (issue 4): registers and a stack snapshot next to an index event.
+ * Included by bpf/atftrace.bpf.c after emit_event(), which it builds on; nothing else includes it.
+ *
+ * When is an event recorded with detail?
+ *   - detail_switch (.bss) is on: every event of every traced thread. The recorder writes it
+ *     through the skeleton's mmaped .bss: on from the start with --detail=always, on at
+ *     --detail-after SEC, toggled by SIGUSR1.
+ *   - the thread is inside a --detail-on window (per thread, in task storage): it opens at the
+ *     CALL of a trigger function (function id in detail_triggers) and lasts until that call's
+ *     RETURN inclusive, or, with --detail-count N / --detail-for D, for N events / D ns from the
+ *     trigger's CALL, whichever ends first. A trigger met while a window is open changes nothing.
+ * Only CALL and RETURN events carry detail; EXCEPTION events (frames closed by unwinding) are
+ * plain, and do not count towards --detail-count.
+ *
+ * Cost when detail is off: one load of detail_switch and one branch. The window code exists
+ * only when detail_on (rodata) is set; the verifier removes it otherwise.
+ *
+ * Ring record: struct rec_event (type REC_EVENT_DETAIL) + struct rec_detail + stack_bytes bytes;
+ * stack_bytes is rodata, so the reserve has a constant size. A failed reserve counts in
+ * lost_detail and the event is recorded plain instead (or counted in lost_events if that fails too).
+ */
+#ifndef ATFTRACE_DETAIL_BPF_H
+#define ATFTRACE_DETAIL_BPF_H
+
+/* ---- configuration ----------------------------------------------------------------------- */
+/* --detail-on: trigger windows exist (rodata, set by user/probes.c before load). */
+const volatile bool detail_on = false;
+const volatile __u64 detail_on_count = 0;     /* window = this many detail events (0: no limit) */
+const volatile __u64 detail_on_ns = 0;        /* window = this long after the trigger (0: no limit) */
+
+/* The global switch: written by the recorder at run time (probes__detail_set). */
+bool detail_switch = false;
+
+/* Smallest page size of any architecture: the stack is mapped at least up to such a boundary. */
+#define DETAIL_MIN_PAGE 4096
+#define DETAIL_MAX_STACK        256     /* ATF_DETAIL_MAX_STACK */
+#define DETAIL_F_STACK_ARGS     0x1u    /* ATF_DETAIL_F_STACK_ARGS: gp[6..7] read from the stack */
+
+struct rec_event_detail {
+	struct rec_event ev;
+	struct rec_detail d;
+	__u8 stack[];
+};
+
+/* One --detail-on window of one thread. */
+struct detail_window {
+	__u32 open;
+	__u32 depth;            /* the trigger CALL's depth (until-return windows) */
+	__u64 remaining;        /* detail events left (--detail-count) */
+	__u64 deadline_ns;      /* events at or after this are outside (--detail-for) */
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 1);         /* resized before load to the number of trigger functions */
+	__type(key, __u64);             /* function_id */
+	__type(value, __u8);
+} detail_triggers SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct detail_window);
+} detail_windows SEC(".maps");
+
+/*
+ * detail_window_step - is this event of the current thread inside a --detail-on window?
+ * Advances the window: opens it at a trigger's CALL, consumes one event of --detail-count,
+ * closes it after the trigger's RETURN or at the deadline.
+ */
+static __always_inline bool detail_window_step(__u32 kind, __u64 function_id, __u32 depth, __u64 ts)
+{
+	struct task_struct *task = bpf_get_current_task_btf();
+	struct detail_window *w = bpf_task_storage_get(&detail_windows, task, NULL, 0);
+
+	if (w && w->open) {
+		if (detail_on_count || detail_on_ns) {
+			if (!detail_on_ns || ts < w->deadline_ns) {
+				if (detail_on_count && --w->remaining == 0)
+					w->open = 0;
+				return true;
+			}
+			w->open = 0;
+		} else if (depth > w->depth) {
+			return true;            /* inside the trigger's frame */
+		} else if (depth == w->depth && kind == KIND_RETURN) {
+			w->open = 0;            /* the trigger's own RETURN: the last event inside */
+			return true;
+		} else {
+			/* at or below the trigger's depth: its frame is gone (unwound, or its CALL lost) */
+			w->open = 0;
+		}
+	}
+	if (kind != KIND_CALL || !bpf_map_lookup_elem(&detail_triggers, &function_id))
+		return false;
+	if (!w)
+		w = bpf_task_storage_get(&detail_windows, task, NULL, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (!w) {       /* no memory for the window: this event's detail is lost, and counted */
+		count_lost(lost_detail);
+		return false;
+	}
+	w->depth = depth;
+	w->remaining = detail_on_count ? detail_on_count - 1 : 0;
+	w->deadline_ns = ts + detail_on_ns;
+	w->open = !(detail_on_count == 1);
+	return true;
+}
+
+/* Copy stack_bytes from @sp up, or what is mapped up to the page end when the stack ends sooner. */
+static __always_inline __u32 detail_read_stack(__u8 *dst, __u64 sp)
+{
+	__u32 room;
+
+	if (!stack_bytes)
+		return 0;
+	if (!bpf_probe_read_user(dst, stack_bytes, (const void *)sp))
+		return stack_bytes;
+	room = DETAIL_MIN_PAGE - (__u32)(sp & (DETAIL_MIN_PAGE - 1));
+	if (room >= stack_bytes)
+		return 0;
+	/* room < stack_bytes <= 256: the mask changes nothing but tells the verifier */
+	asm volatile("" : "+r"(room));
+	room &= DETAIL_MAX_STACK - 1;
+	if (bpf_probe_read_user(dst, room, (const void *)sp))
+		return 0;
+	return room;
+}
+
+/* Registers into @d per NOTES.md §6 (x86_64) or the spec's DetailFunctionPayload (arm64). */
+static __always_inline __u32 detail_fill_regs(struct pt_regs *ctx, __u32 kind, struct rec_detail *d)
+{
+	__u32 flags = 0;
+
+#if defined(__TARGET_ARCH_arm64)
+	const struct user_pt_regs *u = (const void *)ctx;
+
+	for (int i = 0; i < 8; i++)
+		d->gp[i] = u->regs[i];
+	d->lr = u->regs[30];
+	d->fp = u->regs[29];
+	d->sp = u->sp;
+#else
+	__u64 sp = PT_REGS_SP(ctx);
+
+	d->fp = PT_REGS_FP(ctx);
+	d->sp = sp;
+	if (kind == KIND_CALL) {
+		__u64 top[3];   /* return address, then integer arguments 7 and 8 */
+
+		d->gp[0] = PT_REGS_PARM1(ctx);
+		d->gp[1] = PT_REGS_PARM2(ctx);
+		d->gp[2] = PT_REGS_PARM3(ctx);
+		d->gp[3] = PT_REGS_PARM4(ctx);
+		d->gp[4] = PT_REGS_PARM5(ctx);
+		d->gp[5] = ctx->r9;     /* libbpf 1.1 has no PT_REGS_PARM6 */
+		if (!bpf_probe_read_user(top, sizeof(top), (const void *)sp)) {
+			d->lr = top[0];
+			d->gp[6] = top[1];
+			d->gp[7] = top[2];
+			flags |= DETAIL_F_STACK_ARGS;
+		} else {
+			d->gp[6] = d->gp[7] = 0;
+			if (bpf_probe_read_user(&d->lr, sizeof(d->lr), (const void *)sp))
+				d->lr = 0;
+		}
+	} else {
+		d->gp[0] = PT_REGS_RC(ctx);
+		d->gp[1] = ctx->dx;     /* the high half of a 128-bit INTEGER return */
+		for (int i = 2; i < 8; i++)
+			d->gp[i] = 0;
+		d->lr = PT_REGS_IP(ctx);        /* a uretprobe sees the address returned to */
+	}
+#endif
+	return flags;
+}
+
+/* One index event with its detail record; falls back to a plain event when the ring is full. */
+static __always_inline bool emit_detail(struct pt_regs *ctx, __u32 kind, __u64 function_id,
+					__u32 depth, __u64 pid_tgid, __u64 ts)
+{
+	struct rec_event_detail *r;
+
+	r = bpf_ringbuf_reserve(&rb, sizeof(*r) + stack_bytes, 0);
+	if (!r) {
+		count_lost(lost_detail);
+		return emit_event(kind, function_id, depth, pid_tgid, ts);
+	}
+	r->ev.type = REC_EVENT_DETAIL;
+	r->ev.kind = kind;
+	r->ev.pid = pid_tgid >> 32;
+	r->ev.tid = (__u32)pid_tgid;
+	r->ev.ts = ts;
+	r->ev.function_id = function_id;
+	r->ev.depth = depth;
+	r->ev.flags = detail_fill_regs(ctx, kind, &r->d);
+	r->d._pad = 0;
+	r->d.stack_size = detail_read_stack(r->stack, r->d.sp);
+	bpf_ringbuf_submit(r, wakeup_flag());
+	return true;
+}
+
+/*
+ * emit_traced - record a CALL or RETURN of a probe hit, with detail when it is wanted
+ * Returns false when nothing could be recorded (counted in lost_events), like emit_event().
+ */
+static __always_inline bool emit_traced(struct pt_regs *ctx, __u32 kind, __u64 function_id,
+					__u32 depth, __u64 pid_tgid, __u64 ts)
+{
+	bool want = *(volatile bool *)&detail_switch;
+
+	if (detail_on && detail_window_step(kind, function_id, depth, ts))
+		want = true;
+	if (!want)
+		return emit_event(kind, function_id, depth, pid_tgid, ts);
+	return emit_detail(ctx, kind, function_id, depth, pid_tgid, ts);
+}
+
+#endif
