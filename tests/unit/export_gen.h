@@ -1,10 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Test helper for the exporter tests (test_export_dial9/perfetto/chrome.c): writes a synthetic
- * session with libatf's writer and keeps every event it wrote, so a test can compare an
- * exporter's output with what was recorded without going through the readers.
+ * Test helper for the exporter tests: writes synthetic sessions with libatf's writer.
  *
- * The session: one process (pid GEN_PID) with N threads (tids GEN_TID0 + i), a random but
+ * gen_session (test_export_dial9/perfetto/chrome/wtf.c) keeps every event it wrote, so a test can
+ * compare an exporter's output with what was recorded without going through the readers.
+ * gen_params_session (test_export_rtc/zts.c) is shaped by struct gen_params (size, depth, detail
+ * rate, function count, deep nesting, a very long name) and is compared through the readers.
+ *
+ * The gen_session session: one process (pid GEN_PID) with N threads (tids GEN_TID0 + i), a random but
  * well-nested call tree per thread (calls, returns, exceptions; frames may stay open at the
  * end), timestamps stepping by gaps drawn from a caller's table, a detail record with
  * registers and 0-180 stack bytes on every third call or return, and function names that
@@ -53,7 +56,7 @@ struct gen {
 	size_t n;
 };
 
-static uint64_t gen_rand(uint64_t *s)
+static inline uint64_t gen_rand(uint64_t *s)
 {
 	*s ^= *s << 13;
 	*s ^= *s >> 7;
@@ -61,7 +64,7 @@ static uint64_t gen_rand(uint64_t *s)
 	return *s;
 }
 
-static int gen_cmp(const void *a, const void *b)
+static inline int gen_cmp(const void *a, const void *b)
 {
 	const struct gen_event *x = a, *y = b;
 
@@ -72,8 +75,8 @@ static int gen_cmp(const void *a, const void *b)
 	return x->seq < y->seq ? -1 : x->seq > y->seq;
 }
 
-static void gen_thread(struct gen *g, struct atf_thread_writer *w, uint32_t t, uint32_t count,
-		       const uint64_t *gaps, size_t ngaps, uint64_t *rng, uint32_t module_id)
+static inline void gen_thread(struct gen *g, struct atf_thread_writer *w, uint32_t t, uint32_t count,
+			      const uint64_t *gaps, size_t ngaps, uint64_t *rng, uint32_t module_id)
 {
 	uint64_t stack[GEN_MAX_DEPTH], ts = GEN_TS0 + t * 7;
 	uint32_t depth = 0;
@@ -131,8 +134,8 @@ static void gen_thread(struct gen *g, struct atf_thread_writer *w, uint32_t t, u
 }
 
 /** gen_session - write a session of @nthreads threads x @per_thread events into a new temp dir. */
-static void gen_session(struct gen *g, uint32_t nthreads, uint32_t per_thread, const uint64_t *gaps,
-			size_t ngaps, uint64_t seed)
+static inline void gen_session(struct gen *g, uint32_t nthreads, uint32_t per_thread, const uint64_t *gaps,
+			       size_t ngaps, uint64_t seed)
 {
 	struct atf_manifest *m = atf_manifest__new();
 	uint64_t rng = seed * 0x9E3779B97F4A7C15ull + 1;
@@ -184,8 +187,8 @@ static void gen_session(struct gen *g, uint32_t nthreads, uint32_t per_thread, c
 }
 
 /** gen_select - pointers to the events an export of (@thread, @from..@to) holds, in order. */
-static size_t gen_select(const struct gen *g, int64_t thread, uint64_t from, uint64_t to,
-			 const struct gen_event **out)
+static inline size_t gen_select(const struct gen *g, int64_t thread, uint64_t from, uint64_t to,
+				const struct gen_event **out)
 {
 	size_t n = 0;
 
@@ -197,8 +200,8 @@ static size_t gen_select(const struct gen *g, int64_t thread, uint64_t from, uin
 }
 
 /** gen_export - run @ops over the session; returns the output bytes (malloc'd) and their length. */
-static uint8_t *gen_export(const struct gen *g, const struct export_ops *ops, int64_t thread,
-			   uint64_t from, uint64_t to, size_t *len)
+static inline uint8_t *gen_export(const struct gen *g, const struct export_ops *ops, int64_t thread,
+				  uint64_t from, uint64_t to, size_t *len)
 {
 	struct export_options o = { .thread_id = thread, .from_ns = from, .to_ns = to };
 	struct atf_session *s = NULL;
@@ -229,15 +232,153 @@ static uint8_t *gen_export(const struct gen *g, const struct export_ops *ops, in
 	return buf;
 }
 
-static int gen_rm(const char *p, const struct stat *st, int flag, struct FTW *ftw)
+static inline int gen_rm(const char *p, const struct stat *st, int flag, struct FTW *ftw)
 {
 	return remove(p);
 }
 
-static void gen_free(struct gen *g)
+static inline void gen_free(struct gen *g)
 {
 	nftw(g->root, gen_rm, 16, FTW_DEPTH | FTW_PHYS);
 	free(g->ev);
+}
+
+/* ---- parameterised sessions (test_export_rtc.c, test_export_zts.c) --------------------------- */
+
+#define GEN_PARAMS_T0      5000000000ull        /* manifest time_start_ns */
+#define GEN_PARAMS_TID0    1000u
+#define GEN_BAD_UTF8_FUNC  3u                   /* function 3's name and thread 1's are not UTF-8 */
+
+struct gen_params {
+	uint32_t threads, events, depth, detail_every, nfuncs, seed;
+	uint32_t deep;          /* non-zero: D calls down, then D returns, repeated (depth unused) */
+	bool long_name;         /* function 2 gets a 1500-byte name */
+};
+
+static char gen_tmpdir[64];     /* one per test program: gen_tmp_setup / gen_tmp_teardown */
+
+static inline int gen_tmp_setup(void **state)
+{
+	snprintf(gen_tmpdir, sizeof(gen_tmpdir), "/tmp/atf_export_test_XXXXXX");
+	return mkdtemp(gen_tmpdir) ? 0 : -1;
+}
+
+static inline int gen_tmp_teardown(void **state)
+{
+	return nftw(gen_tmpdir, gen_rm, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+/* Registers derived from @i, and 64 stack bytes on every third record. */
+static inline void gen_params_payload(uint8_t *buf, uint32_t *len, uint64_t i)
+{
+	struct atf_detail_payload p = { .function_id = i, .lr = i + 1, .fp = i + 2, .sp = i + 3,
+					.stack_size = (uint16_t)(i % 3 ? 0 : 64) };
+
+	for (int r = 0; r < ATF_DETAIL_GP_REGS; r++)
+		p.gp[r] = i * 1000 + (uint64_t)r;
+	atf_detail_payload_encode(buf, &p);
+	for (int k = 0; k < p.stack_size; k++)
+		buf[ATF_DETAIL_PAYLOAD_SIZE + k] = (uint8_t)(i + (uint64_t)k);
+	*len = ATF_DETAIL_PAYLOAD_SIZE + p.stack_size;
+}
+
+static inline void gen_params_thread(const struct gen_params *g, struct atf_thread_writer *w, uint32_t t,
+				     uint32_t mod, uint64_t *rng)
+{
+	uint64_t ts = GEN_PARAMS_T0 + t * 3, *fstack = malloc((g->events + 1) * sizeof(*fstack));
+	uint32_t depth = 0;
+	bool down = true;
+
+	if (!fstack)
+		abort();
+	for (uint32_t i = 0; i < g->events; i++) {
+		uint32_t r = (uint32_t)(gen_rand(rng) >> 32);
+		struct atf_index_event ev = { .thread_id = GEN_PARAMS_TID0 + t };
+		uint8_t payload[ATF_DETAIL_PAYLOAD_SIZE + 256];
+		struct atf_detail_in din = { .payload = payload };
+		bool call;
+
+		if (g->deep) {
+			down = depth == g->deep ? false : depth == 0 ? true : down;
+			call = down;
+		} else {
+			call = depth == 0 || (depth < g->depth && r % 2);
+		}
+		if (i % 7 != 3)
+			ts += 300 + r % 1500;   /* else a tie with the previous event */
+		if (r % 211 == 0)
+			ts += 5000000;          /* beyond RTC's 2^21 ns clk span */
+		ev.timestamp_ns = ts;
+		if (call) {
+			ev.function_id = (uint64_t)mod << 32 | (1 + (r >> 8) % g->nfuncs);
+			ev.event_kind = ATF_KIND_CALL;
+			fstack[depth] = ev.function_id;
+			ev.call_depth = depth++;
+		} else {                /* a return names the function its call entered */
+			ev.event_kind = r % 13 == 0 ? ATF_KIND_EXCEPTION : ATF_KIND_RETURN;
+			ev.call_depth = --depth;
+			ev.function_id = fstack[depth];
+		}
+		din.event_type = call ? ATF_DETAIL_CALL : ATF_DETAIL_RETURN;
+		din.flags = (uint16_t)(i & 1);
+		gen_params_payload(payload, &din.payload_len, (uint64_t)i * 10 + t);
+		if (atf_thread_writer__append(w, &ev, g->detail_every && i % g->detail_every == 0 ? &din : NULL) < 0)
+			abort();
+	}
+	free(fstack);
+}
+
+/**
+ * gen_params_session - write a session shaped by @g under gen_tmpdir/<@name>.<n> and open it.
+ * Functions 1..nfuncs-1 have symbols ("func_<i>"; the last one has none, so it exports as 0x...),
+ * threads are "worker-<t>" with tids GEN_PARAMS_TID0 + t.
+ */
+static inline struct atf_session *gen_params_session(const char *name, const struct gen_params *g)
+{
+	static int serial;
+	struct atf_manifest *m = atf_manifest__new();
+	char dir[256], path[300], fname[1600];
+	uint32_t mod = atf_module_id("/usr/bin/gen");
+	uint64_t rng = g->seed * 0x9E3779B97F4A7C15ull + 1;
+	struct atf_session *s = NULL;
+
+	snprintf(dir, sizeof(dir), "%s/%s.%d", gen_tmpdir, name, serial++);
+	if (!m || mkdir(dir, 0755) || !atf_manifest__add_module(m, "/usr/bin/gen"))
+		abort();
+	m->time_start_ns = GEN_PARAMS_T0;
+	m->start_time = strdup("2024-05-01T12:00:00.250Z");
+	for (uint32_t f = 1; f < g->nfuncs; f++) {
+		if (f == 2 && g->long_name) {
+			memset(fname, 'L', 1500);
+			fname[1500] = 0;
+		} else {
+			snprintf(fname, sizeof(fname), f == GEN_BAD_UTF8_FUNC ? "bad\xff\xc3(func_%u" : "func_%u", f);
+		}
+		if (!atf_manifest__add_symbol(m, mod, f, fname))
+			abort();
+	}
+	for (uint32_t t = 0; t < g->threads; t++) {
+		struct atf_thread_writer *w;
+		struct atf_thread_info *ti;
+		char tname[32];
+
+		snprintf(tname, sizeof(tname), t == 1 ? "worker\xff-%u" : "worker-%u", t);
+		if (!(ti = atf_manifest__add_thread(m, t, GEN_PARAMS_TID0 + t, tname)) ||
+		    atf_thread_writer__new(&w, dir, t, GEN_PARAMS_TID0 + t))
+			abort();
+		gen_params_thread(g, w, t, mod, &rng);
+		ti->index_events = atf_thread_writer__index_count(w);
+		ti->detail_events = atf_thread_writer__detail_count(w);
+		ti->has_detail = ti->detail_events > 0;
+		if (atf_thread_writer__finalize(w))
+			abort();
+		atf_thread_writer__free(w);
+	}
+	snprintf(path, sizeof(path), "%s/manifest.json", dir);
+	if (atf_manifest__save(m, path) || atf_session__open(&s, dir, 0, NULL))
+		abort();
+	atf_manifest__free(m);
+	return s;
 }
 
 #endif

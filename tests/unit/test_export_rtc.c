@@ -27,131 +27,9 @@
 #include "byteorder.h"
 #include "format.h"
 #include "leb128.h"
+#include "export_gen.h"
 
 extern const struct export_ops rtc_ops;
-
-/* ---- synthetic session (libatf writer) ------------------------------------------------------ */
-
-struct gen_params {
-	uint32_t threads, events, depth, detail_every, nfuncs;
-	uint32_t seed;
-	bool long_name;
-};
-
-static char tmpdir[64];
-
-static uint32_t rnd(uint32_t *s)
-{
-	*s ^= *s << 13;
-	*s ^= *s >> 17;
-	*s ^= *s << 5;
-	return *s;
-}
-
-static void gen_payload(uint8_t *buf, uint32_t *len, uint64_t i)
-{
-	struct atf_detail_payload p = { .function_id = i, .lr = i + 1, .fp = i + 2, .sp = i + 3,
-					.stack_size = (uint16_t)(i % 3 ? 0 : 64) };
-
-	for (int r = 0; r < ATF_DETAIL_GP_REGS; r++)
-		p.gp[r] = i * 1000 + (uint64_t)r;
-	atf_detail_payload_encode(buf, &p);
-	for (int k = 0; k < p.stack_size; k++)
-		buf[ATF_DETAIL_PAYLOAD_SIZE + k] = (uint8_t)(i + (uint64_t)k);
-	*len = ATF_DETAIL_PAYLOAD_SIZE + p.stack_size;
-}
-
-/* Writes a session under tmpdir/<name>: nested calls, exceptions, ties, clock jumps, detail. */
-static struct atf_session *gen_session(const char *name, const struct gen_params *g)
-{
-	struct atf_manifest *m = atf_manifest__new();
-	char dir[256], path[300], fname[1600];
-	uint32_t mod = atf_module_id("/usr/bin/gen"), seed = g->seed;
-	struct atf_session *s = NULL;
-
-	static int serial;
-
-	snprintf(dir, sizeof(dir), "%s/%s.%d", tmpdir, name, serial++);
-	assert_int_equal(mkdir(dir, 0755), 0);
-	assert_non_null(m);
-	m->time_start_ns = 5000000000ull;
-	m->start_time = strdup("2024-05-01T12:00:00.250Z");
-	assert_non_null(atf_manifest__add_module(m, "/usr/bin/gen"));
-	for (uint32_t f = 1; f <= g->nfuncs; f++) {
-		if (f == 2 && g->long_name) {
-			memset(fname, 'L', 1500);
-			fname[1500] = 0;
-		} else {
-			snprintf(fname, sizeof(fname), "func_%u", f);
-		}
-		if (f != g->nfuncs)    /* the last function has no symbol: its name is 0x... */
-			assert_non_null(atf_manifest__add_symbol(m, mod, f, fname));
-	}
-	for (uint32_t t = 0; t < g->threads; t++) {
-		struct atf_thread_writer *w;
-		uint64_t ts = m->time_start_ns + t * 3;
-		uint32_t depth = 0;
-		char tname[32];
-		struct atf_thread_info *ti;
-
-		snprintf(tname, sizeof(tname), "worker-%u", t);
-		ti = atf_manifest__add_thread(m, t, 1000 + t, tname);
-		assert_non_null(ti);
-		assert_int_equal(atf_thread_writer__new(&w, dir, t, 1000 + t), 0);
-		for (uint32_t i = 0; i < g->events; i++) {
-			uint32_t r = rnd(&seed);
-			bool call = depth == 0 || (depth < g->depth && r % 2);
-			struct atf_index_event ev = { .thread_id = 1000 + t };
-			uint8_t payload[ATF_DETAIL_PAYLOAD_SIZE + 256];
-			struct atf_detail_in din = { .payload = payload };
-
-			if (i % 7 != 3)
-				ts += 300 + r % 1500;
-			if (r % 211 == 0)
-				ts += 5000000;      /* beyond the 2^21 ns clk span */
-			ev.timestamp_ns = ts;
-			ev.function_id = (uint64_t)mod << 32 | (1 + (r >> 8) % g->nfuncs);
-			if (call) {
-				ev.event_kind = ATF_KIND_CALL;
-				ev.call_depth = depth++;
-			} else {
-				ev.event_kind = r % 17 == 0 ? ATF_KIND_EXCEPTION : ATF_KIND_RETURN;
-				ev.call_depth = --depth;
-			}
-			din.event_type = call ? ATF_DETAIL_CALL : ATF_DETAIL_RETURN;
-			din.flags = (uint16_t)(i & 1);
-			gen_payload(payload, &din.payload_len, i * 10 + t);
-			assert_true(atf_thread_writer__append(w, &ev, g->detail_every && i % g->detail_every == 0
-							      ? &din : NULL) >= 0);
-		}
-		ti->index_events = atf_thread_writer__index_count(w);
-		ti->detail_events = atf_thread_writer__detail_count(w);
-		ti->has_detail = ti->detail_events > 0;
-		assert_int_equal(atf_thread_writer__finalize(w), 0);
-		atf_thread_writer__free(w);
-	}
-	snprintf(path, sizeof(path), "%s/manifest.json", dir);
-	assert_int_equal(atf_manifest__save(m, path), 0);
-	atf_manifest__free(m);
-	assert_int_equal(atf_session__open(&s, dir, 0, NULL), 0);
-	return s;
-}
-
-static int rm_entry(const char *p, const struct stat *st, int flag, struct FTW *ftw)
-{
-	return remove(p);
-}
-
-static int setup(void **state)
-{
-	snprintf(tmpdir, sizeof(tmpdir), "/tmp/atf_rtc_XXXXXX");
-	return mkdtemp(tmpdir) ? 0 : -1;
-}
-
-static int teardown(void **state)
-{
-	return nftw(tmpdir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
-}
 
 /* ---- the RTC reader -------------------------------------------------------------------------- */
 
@@ -667,7 +545,7 @@ static uint8_t *export_rtc_range(struct atf_session *s, const char *name, uint32
 	uint8_t *buf;
 	FILE *f;
 
-	snprintf(path, sizeof(path), "%s/%s.rtc", tmpdir, name);
+	snprintf(path, sizeof(path), "%s/%s.rtc", gen_tmpdir, name);
 	o.out_path = path;
 	assert_int_equal(export_session(s, &rtc_ops, &o), 0);
 	assert_int_equal(stat(path, &st), 0);
@@ -715,7 +593,7 @@ static void test_roundtrip_long_names(void **state)
 {
 	struct gen_params g = { .threads = 3, .events = 4000, .depth = 6, .detail_every = 5, .nfuncs = 20,
 				.seed = 7, .long_name = true };
-	struct atf_session *s = gen_session("rt", &g);
+	struct atf_session *s = gen_params_session("rt", &g);
 	struct expect x = expected(s, -1);
 	struct rtc_dec d;
 	size_t len;
@@ -739,7 +617,7 @@ static struct atf_session *small_units_session(struct expect *x)
 {
 	struct gen_params g = { .threads = 3, .events = 3000, .depth = 9, .detail_every = 4, .nfuncs = 40,
 				.seed = 99 };
-	struct atf_session *s = gen_session("small", &g);
+	struct atf_session *s = gen_params_session("small", &g);
 
 	*x = expected(s, -1);
 	return s;
@@ -848,12 +726,12 @@ static void test_reference_crc_variant_named(void **state)
 static void test_geometry_validated(void **state)
 {
 	struct gen_params g = { .threads = 1, .events = 10, .depth = 3, .nfuncs = 3, .seed = 1 };
-	struct atf_session *s = gen_session("geom", &g);
+	struct atf_session *s = gen_params_session("geom", &g);
 	static const uint32_t bad[][2] = { { 3000, 2048 }, { 8192, 1024 }, { 4096, 8192 }, { 8192, 3000 },
 					   { 4096, 2048 } };
 	char path[300];
 
-	snprintf(path, sizeof(path), "%s/geom.rtc", tmpdir);
+	snprintf(path, sizeof(path), "%s/geom.rtc", gen_tmpdir);
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		struct export_options o = { .out_path = path, .thread_id = -1, .to_ns = UINT64_MAX,
 					    .unit_size = bad[i][0], .minor_unit_size = bad[i][1] };
@@ -867,7 +745,7 @@ static void test_geometry_validated(void **state)
 static void test_default_geometry_three_units(void **state)
 {
 	struct gen_params g = { .threads = 2, .events = 50, .depth = 4, .detail_every = 3, .nfuncs = 5, .seed = 3 };
-	struct atf_session *s = gen_session("dflt", &g);
+	struct atf_session *s = gen_params_session("dflt", &g);
 	struct expect x = expected(s, -1);
 	struct rtc_dec d;
 	size_t len;
@@ -887,7 +765,7 @@ static void test_default_geometry_three_units(void **state)
 static void test_thread_filter(void **state)
 {
 	struct gen_params g = { .threads = 3, .events = 500, .depth = 5, .detail_every = 2, .nfuncs = 8, .seed = 5 };
-	struct atf_session *s = gen_session("filter", &g);
+	struct atf_session *s = gen_params_session("filter", &g);
 	struct expect x = expected(s, 1);
 	struct rtc_dec d;
 	size_t len;
@@ -905,7 +783,7 @@ static void test_thread_filter(void **state)
 static void test_every_padding_size(void **state)
 {
 	struct gen_params g = { .threads = 2, .events = 200, .depth = 5, .detail_every = 9, .nfuncs = 6, .seed = 11 };
-	struct atf_session *s = gen_session("pad", &g);
+	struct atf_session *s = gen_params_session("pad", &g);
 	struct expect all = expected(s, -1);
 
 	for (size_t k = 0; k < all.n; k++) {
@@ -937,5 +815,5 @@ int main(void)
 		cmocka_unit_test(test_every_padding_size),
 	};
 
-	return cmocka_run_group_tests(tests, setup, teardown);
+	return cmocka_run_group_tests(tests, gen_tmp_setup, gen_tmp_teardown);
 }

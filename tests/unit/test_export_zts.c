@@ -27,124 +27,14 @@
 #include "atf.h"
 #include "byteorder.h"
 #include "format.h"
+#include "export_gen.h"
+#include "utf8.h"
 
 extern const struct export_ops zts_ops;
 
 #define WALL_MS 1714564800250ull        /* 2024-05-01T12:00:00.250Z */
-#define T0 5000000000ull                /* manifest time_start_ns */
+#define T0 GEN_PARAMS_T0                 /* manifest time_start_ns */
 #define TRACKED_DEPTH 16384             /* frames below this carry only TSTART/TSTOP (zts.c) */
-
-static char tmpdir[64];
-
-/* ---- synthetic sessions (libatf writer) -------------------------------------------------- */
-
-struct gen_params {
-	uint32_t threads, events, depth, detail_every, nfuncs, seed;
-	uint32_t deep;          /* non-zero: D calls down, then D returns, repeated */
-};
-
-static uint32_t rnd(uint32_t *s)
-{
-	*s ^= *s << 13;
-	*s ^= *s >> 17;
-	*s ^= *s << 5;
-	return *s;
-}
-
-static struct atf_session *gen_session(const char *name, const struct gen_params *g)
-{
-	static int serial;
-	struct atf_manifest *m = atf_manifest__new();
-	char dir[256], path[300], fname[64];
-	uint32_t mod = atf_module_id("/usr/bin/gen"), seed = g->seed;
-	struct atf_session *s = NULL;
-
-	snprintf(dir, sizeof(dir), "%s/%s.%d", tmpdir, name, serial++);
-	assert_int_equal(mkdir(dir, 0755), 0);
-	m->time_start_ns = T0;
-	m->start_time = strdup("2024-05-01T12:00:00.250Z");
-	assert_non_null(atf_manifest__add_module(m, "/usr/bin/gen"));
-	for (uint32_t f = 1; f < g->nfuncs; f++) {      /* the last function has no symbol */
-		snprintf(fname, sizeof(fname), "fn_%u", f);
-		assert_non_null(atf_manifest__add_symbol(m, mod, f, fname));
-	}
-	for (uint32_t t = 0; t < g->threads; t++) {
-		struct atf_thread_writer *w;
-		struct atf_thread_info *ti;
-		uint64_t ts = T0 + 1000 + t;
-		uint32_t depth = 0;
-		uint64_t *fstack = malloc((g->events + 1) * sizeof(*fstack));
-		bool down = true;
-		char tname[32];
-
-		snprintf(tname, sizeof(tname), "th-%u", t);
-		assert_non_null(ti = atf_manifest__add_thread(m, t, 2000 + t, tname));
-		assert_int_equal(atf_thread_writer__new(&w, dir, t, 2000 + t), 0);
-		for (uint32_t i = 0; i < g->events; i++) {
-			uint32_t r = rnd(&seed);
-			struct atf_index_event ev = { .thread_id = 2000 + t };
-			struct atf_detail_payload pl = { .function_id = i };
-			uint8_t payload[ATF_DETAIL_PAYLOAD_SIZE];
-			struct atf_detail_in din = { .payload = payload, .payload_len = sizeof(payload) };
-			bool call;
-
-			if (g->deep) {
-				if (depth == g->deep)
-					down = false;
-				else if (depth == 0)
-					down = true;
-				call = down;
-			} else {
-				call = depth == 0 || (depth < g->depth && r % 2);
-			}
-			ts += 100 + r % 900;
-			ev.timestamp_ns = ts;
-			ev.function_id = (uint64_t)mod << 32 | (1 + (r >> 8) % g->nfuncs);
-			if (call) {
-				ev.event_kind = ATF_KIND_CALL;
-				fstack[depth] = ev.function_id;
-				ev.call_depth = depth++;
-			} else {      /* a return names the function its call entered */
-				ev.event_kind = r % 13 == 0 ? ATF_KIND_EXCEPTION : ATF_KIND_RETURN;
-				ev.call_depth = --depth;
-				ev.function_id = fstack[depth];
-			}
-			for (int k = 0; k < ATF_DETAIL_GP_REGS; k++)
-				pl.gp[k] = (uint64_t)i << 8 | (uint64_t)k;
-			atf_detail_payload_encode(payload, &pl);
-			din.event_type = call ? ATF_DETAIL_CALL : ATF_DETAIL_RETURN;
-			assert_true(atf_thread_writer__append(w, &ev, g->detail_every && i % g->detail_every == 0
-							      ? &din : NULL) >= 0);
-		}
-		free(fstack);
-		ti->index_events = atf_thread_writer__index_count(w);
-		ti->detail_events = atf_thread_writer__detail_count(w);
-		ti->has_detail = ti->detail_events > 0;
-		assert_int_equal(atf_thread_writer__finalize(w), 0);
-		atf_thread_writer__free(w);
-	}
-	snprintf(path, sizeof(path), "%s/manifest.json", dir);
-	assert_int_equal(atf_manifest__save(m, path), 0);
-	atf_manifest__free(m);
-	assert_int_equal(atf_session__open(&s, dir, 0, NULL), 0);
-	return s;
-}
-
-static int rm_entry(const char *p, const struct stat *st, int flag, struct FTW *ftw)
-{
-	return remove(p);
-}
-
-static int setup(void **state)
-{
-	snprintf(tmpdir, sizeof(tmpdir), "/tmp/atf_zts_XXXXXX");
-	return mkdtemp(tmpdir) ? 0 : -1;
-}
-
-static int teardown(void **state)
-{
-	return nftw(tmpdir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
-}
 
 /* ---- CBOR tokens through libcbor's streaming decoder ---------------------------------------- */
 
@@ -554,7 +444,12 @@ static struct expect expected(struct atf_session *s, uint64_t from_ns)
 			e->tid = t->tid;
 			e->kind = ev.event_kind;
 			e->ts = ev.timestamp_ns;
-			snprintf(e->name, sizeof(e->name), "%s", atf_session__name(s, ev.function_id, buf, sizeof(buf)));
+			/* CBOR text is UTF-8: a name that is not arrives repaired (export_gen.h's function 3) */
+			char *repaired = utf8_lossy_dup(atf_session__name(s, ev.function_id, buf, sizeof(buf)));
+
+			assert_non_null(repaired);
+			snprintf(e->name, sizeof(e->name), "%s", repaired);
+			free(repaired);
 			if (ev.event_kind == ATF_KIND_CALL) {
 				e->depth = (uint32_t)depth;
 				open[depth++] = x.n - 1;
@@ -615,12 +510,12 @@ static void roundtrip(const char *compress, uint32_t flags)
 {
 	struct gen_params g = { .threads = 3, .events = 6000, .depth = 8, .detail_every = 3, .nfuncs = 30,
 				.seed = 21 };
-	struct atf_session *s = gen_session(compress, &g);
+	struct atf_session *s = gen_params_session(compress, &g);
 	struct expect x = expected(s, 0);
 	struct zdec z = { 0 };
 	char out[300];
 
-	snprintf(out, sizeof(out), "%s/store-%s", tmpdir, compress);
+	snprintf(out, sizeof(out), "%s/store-%s", gen_tmpdir, compress);
 	assert_int_equal(export_zts(s, out, strcmp(compress, "default") ? compress : NULL, 0), 0);
 	if (!read_store(&z, out, flags))
 		fail_msg("decoder: %s", z.err);
@@ -642,12 +537,12 @@ static void test_long_deep_calls_bounded_chunks(void **state)
 {
 	struct gen_params g = { .threads = 1, .events = 200000, .nfuncs = 7, .seed = 3, .deep = 20000,
 				.detail_every = 1000 };
-	struct atf_session *s = gen_session("deep", &g);
+	struct atf_session *s = gen_params_session("deep", &g);
 	struct expect x = expected(s, 0);
 	struct zdec z = { 0 };
 	char out[300];
 
-	snprintf(out, sizeof(out), "%s/store-deep", tmpdir);
+	snprintf(out, sizeof(out), "%s/store-deep", gen_tmpdir);
 	assert_int_equal(export_zts(s, out, "lz4", 0), 0);
 	if (!read_store(&z, out, 0x12))
 		fail_msg("decoder: %s", z.err);
@@ -664,7 +559,7 @@ static void test_long_deep_calls_bounded_chunks(void **state)
 static void test_range_inside_calls(void **state)
 {
 	struct gen_params g = { .threads = 2, .events = 3000, .depth = 6, .detail_every = 5, .nfuncs = 9, .seed = 8 };
-	struct atf_session *s = gen_session("range", &g);
+	struct atf_session *s = gen_params_session("range", &g);
 	struct atf_index_event mid;
 	struct expect x;
 	struct zdec z = { 0 };
@@ -675,7 +570,7 @@ static void test_range_inside_calls(void **state)
 	atf_index_get(&s->threads[0].index, 1501, &mid);
 	x = expected(s, mid.timestamp_ns);
 	assert_true(x.orphans > 0);
-	snprintf(out, sizeof(out), "%s/store-range", tmpdir);
+	snprintf(out, sizeof(out), "%s/store-range", gen_tmpdir);
 	assert_int_equal(export_zts(s, out, "zlib", mid.timestamp_ns), 0);
 	if (!read_store(&z, out, 0x11))
 		fail_msg("decoder: %s", z.err);
@@ -694,10 +589,10 @@ static void test_range_inside_calls(void **state)
 static void test_bad_compress_leaves_nothing(void **state)
 {
 	struct gen_params g = { .threads = 1, .events = 10, .depth = 3, .nfuncs = 3, .seed = 1 };
-	struct atf_session *s = gen_session("bad", &g);
+	struct atf_session *s = gen_params_session("bad", &g);
 	char out[300];
 
-	snprintf(out, sizeof(out), "%s/store-bad", tmpdir);
+	snprintf(out, sizeof(out), "%s/store-bad", gen_tmpdir);
 	assert_int_equal(export_zts(s, out, "gzip", 0), -EINVAL);
 	assert_int_equal(access(out, F_OK), -1);
 	atf_session__close(s);
@@ -715,5 +610,5 @@ int main(void)
 		cmocka_unit_test(test_bad_compress_leaves_nothing),
 	};
 
-	return cmocka_run_group_tests(tests, setup, teardown);
+	return cmocka_run_group_tests(tests, gen_tmp_setup, gen_tmp_teardown);
 }
