@@ -129,9 +129,15 @@ static __always_inline __u32 detail_read_stack(__u8 *dst, __u64 sp)
 	return room;
 }
 
-/* Registers into @d per NOTES.md §6 (x86_64) or the spec's DetailFunctionPayload (arm64). */
-static __always_inline __u32 detail_fill_regs(struct pt_regs *ctx, __u32 kind, struct rec_detail *d)
+/*
+ * Registers into @r->d per NOTES.md §6 (x86_64) or the spec's DetailFunctionPayload (arm64), and
+ * the stack snapshot. Returns the detail flags. On x86_64 a CALL's return address and stack
+ * arguments 7 and 8 are [sp], [sp+8], [sp+16]: taken from the snapshot when it holds them (one
+ * read of user memory instead of two), else read on their own.
+ */
+static __always_inline __u32 detail_fill(struct pt_regs *ctx, __u32 kind, struct rec_event_detail *r)
 {
+	struct rec_detail *d = &r->d;
 	__u32 flags = 0;
 
 #if defined(__TARGET_ARCH_arm64)
@@ -142,11 +148,13 @@ static __always_inline __u32 detail_fill_regs(struct pt_regs *ctx, __u32 kind, s
 	d->lr = u->regs[30];
 	d->fp = u->regs[29];
 	d->sp = u->sp;
+	d->stack_size = detail_read_stack(r->stack, d->sp);
 #else
 	__u64 sp = PT_REGS_SP(ctx);
 
 	d->fp = PT_REGS_FP(ctx);
 	d->sp = sp;
+	d->stack_size = detail_read_stack(r->stack, sp);
 	if (kind == KIND_CALL) {
 		__u64 top[3];   /* return address, then integer arguments 7 and 8 */
 
@@ -156,16 +164,18 @@ static __always_inline __u32 detail_fill_regs(struct pt_regs *ctx, __u32 kind, s
 		d->gp[3] = PT_REGS_PARM4(ctx);
 		d->gp[4] = PT_REGS_PARM5(ctx);
 		d->gp[5] = ctx->r9;     /* libbpf 1.1 has no PT_REGS_PARM6 */
-		if (!bpf_probe_read_user(top, sizeof(top), (const void *)sp)) {
-			d->lr = top[0];
-			d->gp[6] = top[1];
-			d->gp[7] = top[2];
-			flags |= DETAIL_F_STACK_ARGS;
-		} else {
+		if (stack_bytes >= sizeof(top) && d->stack_size >= sizeof(top)) {
+			__builtin_memcpy(top, r->stack, sizeof(top));
+		} else if (bpf_probe_read_user(top, sizeof(top), (const void *)sp)) {
 			d->gp[6] = d->gp[7] = 0;
 			if (bpf_probe_read_user(&d->lr, sizeof(d->lr), (const void *)sp))
 				d->lr = 0;
+			return flags;
 		}
+		d->lr = top[0];
+		d->gp[6] = top[1];
+		d->gp[7] = top[2];
+		flags |= DETAIL_F_STACK_ARGS;
 	} else {
 		d->gp[0] = PT_REGS_RC(ctx);
 		d->gp[1] = ctx->dx;     /* the high half of a 128-bit INTEGER return */
@@ -195,9 +205,8 @@ static __always_inline bool emit_detail(struct pt_regs *ctx, __u32 kind, __u64 f
 	r->ev.ts = ts;
 	r->ev.function_id = function_id;
 	r->ev.depth = depth;
-	r->ev.flags = detail_fill_regs(ctx, kind, &r->d);
+	r->ev.flags = detail_fill(ctx, kind, r);
 	r->d._pad = 0;
-	r->d.stack_size = detail_read_stack(r->stack, r->d.sp);
 	bpf_ringbuf_submit(r, wakeup_flag());
 	return true;
 }

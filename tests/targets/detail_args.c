@@ -13,9 +13,12 @@
  *         wait MS     block until MS ms after the last trig returned (CLOCK_BOOTTIME, the
  *                     probes' clock), so a --detail-for window has certainly ended
  *         thread N    work N on a new thread, joined
+ *         hot N       hot() N times; trighot N: trigger_hot(N), which calls hot() N times
+ *         timed CMD   CMD, acknowledged as "ok NS" with the ns it took (bench/bench_detail.sh)
  *         quit        exit 0
  */
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -69,6 +72,34 @@ __attribute__((noinline)) void trigger(int n)
 		work(i);
 }
 
+/*
+ * hot() starts with a 5-byte nop, which the kernel turns into a call to its uprobe trampoline:
+ * the cheapest probe (kernel-facts.md), so bench/bench_detail.sh measures the detail record and
+ * not the several microseconds of single-stepping work()'s first instruction.
+ */
+#if defined(__x86_64__)
+__asm__(".pushsection .text\n"
+	".globl hot\n"
+	".type hot, @function\n"
+	"hot:\n"
+	"\t.byte 0x0f, 0x1f, 0x44, 0x00, 0x00\n"      /* nopl 0x0(%rax,%rax,1) */
+	"\tret\n"
+	".size hot, .-hot\n"
+	".popsection\n");
+void hot(void);
+#else
+__attribute__((noinline)) void hot(void)
+{
+	__asm__ volatile("");
+}
+#endif
+
+__attribute__((noinline)) void trigger_hot(int n)
+{
+	for (int i = 0; i < n; i++)
+		hot();
+}
+
 static void *thread_main(void *arg)
 {
 	int n = (int)(intptr_t)arg;
@@ -90,11 +121,14 @@ static int script(const char *cmd_path, const char *ack_path)
 		return 2;
 	}
 	while (fgets(line, sizeof(line), cmd)) {
+		struct timespec t0, t1;
 		char op[16];
 		long n = 0;
+		bool timed = !strncmp(line, "timed ", 6);
 
-		if (sscanf(line, "%15s %ld", op, &n) < 1)
+		if (sscanf(line + (timed ? 6 : 0), "%15s %ld", op, &n) < 1)
 			continue;
+		clock_gettime(CLOCK_MONOTONIC, &t0);
 		if (!strcmp(op, "quit"))
 			break;
 		if (!strcmp(op, "work")) {
@@ -103,6 +137,11 @@ static int script(const char *cmd_path, const char *ack_path)
 		} else if (!strcmp(op, "trig")) {
 			trigger((int)n);
 			clock_gettime(CLOCK_BOOTTIME, &trig_end);
+		} else if (!strcmp(op, "hot")) {
+			for (long i = 0; i < n; i++)
+				hot();
+		} else if (!strcmp(op, "trighot")) {
+			trigger_hot((int)n);
 		} else if (!strcmp(op, "wait")) {
 			struct timespec until = trig_end;
 
@@ -123,7 +162,12 @@ static int script(const char *cmd_path, const char *ack_path)
 			fprintf(stderr, "detail_args: unknown command %s\n", op);
 			return 2;
 		}
-		fputs("ok\n", ack);
+		clock_gettime(CLOCK_MONOTONIC, &t1);
+		if (timed)
+			fprintf(ack, "ok %lld\n", (long long)(t1.tv_sec - t0.tv_sec) * 1000000000LL +
+				(t1.tv_nsec - t0.tv_nsec));
+		else
+			fputs("ok\n", ack);
 		fflush(ack);
 	}
 	return 0;

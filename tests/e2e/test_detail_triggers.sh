@@ -1,0 +1,132 @@
+#!/usr/bin/env bash
+# Detail triggers start and stop exactly where asked. The target (detail_args script) runs one
+# command per line from a fifo and acknowledges it on another, so every phase boundary is set
+# by this test: --detail-on (until the trigger returns), --detail-count, --detail-for,
+# --detail-after, SIGUSR1 toggling (also from --detail=always). A thread that never recorded
+# detail has no detail.atf; a session where detail never fired has none at all. With a tiny ring,
+# lost detail records are counted (manifest and exit line) and every event is still accounted for.
+source "$(dirname "$0")/lib.sh"
+need_bpf
+mkfifo "$T/cmd" "$T/ack"
+
+# start NAME OPTIONS...: record detail_args script with work and trigger traced
+start() {
+	NAME=$1; shift
+	"$ATF" record -o "$T/$NAME" -f work -f trigger "$@" -- \
+		"$TARGETS/detail_args" script "$T/cmd" "$T/ack" 2>"$T/$NAME.err" &
+	REC=$!
+	# read-write opens never block, so a recorder that fails to start cannot hang the test
+	exec 3<>"$T/cmd" 4<>"$T/ack"
+}
+# run COMMAND: one phase of the target, finished when it acknowledges
+run() {
+	local reply
+	echo "$*" >&3
+	read -t 60 -r reply <&4 || { cat "$T/$NAME.err" >&2; fail "$NAME: no acknowledgement for '$*'"; }
+	assert_eq ok "$reply" "$NAME: reply to '$*'"
+}
+# wait_line N TEXT: until the recorder has said TEXT N times (it says so after flipping the switch)
+wait_line() {
+	local i
+	for ((i = 0; i < 600; i++)); do
+		[ "$(grep -cF -- "$2" "$T/$NAME.err")" -ge "$1" ] && return 0
+		sleep 0.05      # polling the recorder's output, not standing in for it
+	done
+	cat "$T/$NAME.err" >&2
+	fail "$NAME: the recorder never said '$2' $1 time(s)"
+}
+# finish [lossy]: end the target, check the session, leave detail_check's output in $T/$NAME.c.
+# A lossy session is not verified: a RETURN lost in a full ring leaves its frame open, which
+# verify reports as a nesting error; detail_check still checks every link and CRC.
+finish() {
+	echo quit >&3
+	wait $REC || { cat "$T/$NAME.err" >&2; fail "$NAME: record failed"; }
+	exec 3>&- 4<&-
+	if [ "${1:-}" != lossy ]; then
+		"$ATF" verify "$T/$NAME" >"$T/$NAME.verify" || { cat "$T/$NAME.verify" >&2; fail "$NAME: verify"; }
+	fi
+	"$TOOLS/detail_check" "$T/$NAME" >"$T/$NAME.c" || { grep '^links' "$T/$NAME.c" >&2; fail "$NAME: links"; }
+}
+# flags THREAD: one character per index event of thread_THREAD: D with detail, - without
+flags() { awk -v t="$1" '$1 == "ev" && $2 == t { printf "%s", $7 }' "$T/$NAME.c"; }
+# pat N C [N C ...]: N copies of C, concatenated
+pat() { local s=""; while [ $# -gt 0 ]; do s+=$(printf "%$1s" "" | tr ' ' "$2"); shift 2; done; echo "$s"; }
+thread_line() { awk -v t="$1" '$1 == "thread" && $3 == t { print $5, $6, $7, $8, $9, $10, $11, $12, $13, $14 }' "$T/$NAME.c"; }
+
+# --detail-on: from the trigger's CALL to its RETURN inclusive, on that thread only; a second
+# trigger opens a new window; another thread stays without detail (and without detail.atf)
+start on --detail-on 'trig*'
+run work 3; run trig 4; run work 2; run trig 1; run work 1; run thread 3
+finish
+assert_eq "$(pat 6 - 10 D 4 - 4 D 2 -)" "$(flags 0)" "on: detail flags of thread 0"
+assert_eq "index 26 detail 14 file yes flag 1 has_detail yes" "$(thread_line 0)" "on: thread 0"
+assert_eq "index 6 detail 0 file no flag 0 has_detail no" "$(thread_line 1)" "on: thread 1"
+assert_eq "C trigger D" "$(awk '$1 == "ev" && $2 == 0 && $3 == 6 { print $4, $5, $7 }' "$T/on.c")" "on: first detail event"
+assert_eq "R trigger D" "$(awk '$1 == "ev" && $2 == 0 && $3 == 15 { print $4, $5, $7 }' "$T/on.c")" "on: last event of the window"
+
+# --detail-count 5: five detail events from the trigger's CALL, past its RETURN if need be
+start count --detail-on trigger --detail-count 5
+run trig 4; run work 2; run trig 1; run work 2
+finish
+assert_eq "$(pat 5 D 5 - 4 - 4 D 1 D 3 -)" "$(flags 0)" "count: detail flags"
+
+# --detail-for 1s: every event of the thread within 1 s of the trigger's CALL (the target's
+# `wait 1000` blocks until 1 s after the trigger returned, so the window has certainly closed)
+start for --detail-on trigger --detail-for 1s
+run work 2; run trig 3; run work 2; run wait 1000; run work 2; run trig 1; run wait 1000; run work 1
+finish
+assert_eq "$(pat 4 - 8 D 4 D 4 - 4 D 2 -)" "$(flags 0)" "for: detail flags"
+
+# --detail-after 2: the global switch goes on 2 s after the probes are attached
+start after --detail-after 2
+run work 3
+grep -qF "detail on" "$T/after.err" && fail "after: detail was on before 2 s had passed"
+wait_line 1 "detail on (--detail-after 2)"
+run work 4
+finish
+assert_eq "$(pat 6 - 8 D)" "$(flags 0)" "after: detail flags"
+
+# SIGUSR1 toggles the global switch: off -> on -> off
+start usr1
+run work 2
+kill -USR1 $REC; wait_line 1 "detail on (SIGUSR1)"
+run work 3
+kill -USR1 $REC; wait_line 1 "detail off (SIGUSR1)"
+run work 4
+finish
+assert_eq "$(pat 4 - 6 D 8 -)" "$(flags 0)" "usr1: detail flags"
+assert_contains "$T/usr1.err" 'ended by target exited' "usr1: SIGUSR1 does not end the recording"
+
+# ... and with --detail=always it starts on
+start always --detail=always
+run work 1
+kill -USR1 $REC; wait_line 1 "detail off (SIGUSR1)"
+run work 2
+finish
+assert_eq "$(pat 2 D 4 -)" "$(flags 0)" "always+usr1: detail flags"
+
+# detail never fired: no detail.atf anywhere, has_detail false, index flag clear
+start never --detail-on trigger
+run work 3
+finish
+assert_eq "index 6 detail 0 file no flag 0 has_detail no" "$(thread_line 0)" "never: thread 0"
+[ -z "$(find "$T/never" -name detail.atf)" ] || fail "never: a detail.atf exists"
+
+# a 4 KiB ring with 256-byte snapshots: detail records are lost, counted, and their events are
+# still recorded plain or counted as lost. A CALL that is lost entirely takes its RETURN with it
+# (never emitted), so: recorded RETURNs + lost_events = N (+1 when the thread's exit record is lost).
+N=20000
+start loss --detail=always --ring-size 4K
+run work $N
+finish lossy
+read -r _ _ _ lost_ev _ lost_det <<<"$(grep '^process ' "$T/loss.c")"
+calls=$(awk '$1 == "ev" && $4 == "C"' "$T/loss.c" | wc -l)
+rets=$(awk '$1 == "ev" && $4 == "R"' "$T/loss.c" | wc -l)
+det=$(awk '$1 == "ev" && $7 == "D"' "$T/loss.c" | wc -l)
+[ "$lost_det" -gt 0 ] || fail "loss: no detail record was lost with a 4 KiB ring"
+# every attempt (N CALLs, one RETURN per recorded CALL) either got its detail or counted a loss
+assert_eq $((N + calls)) $((det + lost_det)) "loss: detail records + lost_detail"
+extra=$((rets + lost_ev - N))
+[ $extra -eq 0 ] || [ $extra -eq 1 ] || fail "loss: returns $rets + lost_events $lost_ev != $N"
+assert_contains "$T/loss.err" "^atftrace record: $lost_det detail records could not enter the ring buffer" "loss: exit line"
+echo "ok: on, count, for, after, SIGUSR1, never and loss accounting exact"
