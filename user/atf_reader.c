@@ -83,6 +83,17 @@ static int check_identity(const uint8_t *map, const char *magic, const char *pat
 	return 0;
 }
 
+/* map_file and check_identity for both readers; on failure nothing stays mapped. */
+static int map_checked(const char *path, const char *magic, int *fd, const uint8_t **map, size_t *len,
+		       struct atf_diag *diag)
+{
+	int err = map_file(path, fd, map, len, diag);
+
+	if (!err && (err = check_identity(*map, magic, path, diag)))
+		unmap_file(fd, map, len);
+	return err;
+}
+
 /* The CRC-32 of the @len event bytes at @off must be the footer's @want (ATF_OPEN_CHECK_CRC). */
 static int check_events_crc(const uint8_t *map, uint64_t off, uint64_t len, uint32_t want, const char *path,
 			    struct atf_diag *diag)
@@ -151,12 +162,9 @@ int atf_index_open(struct atf_index_file *f, const char *path, unsigned flags, s
 
 	memset(f, 0, sizeof(*f));
 	f->fd = -1;
-	err = map_file(path, &f->fd, &f->map, &f->map_len, diag);
+	err = map_checked(path, ATF_INDEX_MAGIC, &f->fd, &f->map, &f->map_len, diag);
 	if (err)
 		return err;
-	err = check_identity(f->map, ATF_INDEX_MAGIC, path, diag);
-	if (err)
-		goto cleanup;
 	atf_index_header_decode(&f->hdr, f->map);
 	if (h->event_size != ATF_INDEX_EVENT_SIZE) {
 		err = atf_diag_set(diag, path, -ATF_E_VERSION, 24, "event_size is %u, expected %d",
@@ -323,12 +331,9 @@ int atf_detail_open(struct atf_detail_file *f, const char *path, unsigned flags,
 
 	memset(f, 0, sizeof(*f));
 	f->fd = -1;
-	err = map_file(path, &f->fd, &f->map, &f->map_len, diag);
+	err = map_checked(path, ATF_DETAIL_MAGIC, &f->fd, &f->map, &f->map_len, diag);
 	if (err)
 		return err;
-	err = check_identity(f->map, ATF_DETAIL_MAGIC, path, diag);
-	if (err)
-		goto cleanup;
 	atf_detail_header_decode(&f->hdr, f->map);
 	if (f->hdr.events_offset < ATF_HEADER_SIZE || f->hdr.events_offset > f->map_len) {
 		err = atf_diag_set(diag, path, -ATF_E_TRUNCATED, 20, "events_offset %llu outside the %zu-byte file",
