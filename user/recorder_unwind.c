@@ -29,6 +29,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <sched.h>
 #include <signal.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -41,6 +42,7 @@
 #include "recorder_int.h"
 
 #define UNWIND_STOP_WAIT_NS (2ull * 1000 * 1000 * 1000)
+#define UNWIND_SPIN_NS      (200ull * 1000)
 
 struct rec_unwind {
 	pid_t *held;                /* processes stopped by a fix-up, SIGCONT after this drain */
@@ -87,11 +89,19 @@ static bool state_gone(char s)
 	return s == 0 || s == 'Z' || s == 'X' || s == 'x';
 }
 
-/* Pause before the next poll: 10 us doubling up to 1 ms. */
-static void backoff(long *pause_ns)
+/*
+ * Pause before the next poll. A stop lands within microseconds, while even a 10 us nanosleep
+ * takes about 60 us (timer slack), twice per throw: so yield first, for up to
+ * UNWIND_SPIN_NS, then sleep 10 us doubling up to 1 ms.
+ */
+static void backoff(uint64_t started_ns, long *pause_ns)
 {
 	struct timespec ts = { 0, *pause_ns };
 
+	if (rec_now_ns() - started_ns < UNWIND_SPIN_NS) {
+		sched_yield();
+		return;
+	}
 	nanosleep(&ts, NULL);
 	if (*pause_ns < 1000 * 1000)
 		*pause_ns *= 2;
@@ -100,7 +110,7 @@ static void backoff(long *pause_ns)
 /* 0 once @tid is stopped, -ESRCH if it is gone, -ETIMEDOUT if it did not stop in time. */
 static int wait_thread_stopped(pid_t pid, pid_t tid)
 {
-	uint64_t deadline = rec_now_ns() + UNWIND_STOP_WAIT_NS;
+	uint64_t started = rec_now_ns(), deadline = started + UNWIND_STOP_WAIT_NS;
 	long pause_ns = 10 * 1000;
 
 	for (;;) {
@@ -112,7 +122,7 @@ static int wait_thread_stopped(pid_t pid, pid_t tid)
 			return -ESRCH;
 		if (rec_now_ns() > deadline)
 			return -ETIMEDOUT;
-		backoff(&pause_ns);
+		backoff(started, &pause_ns);
 	}
 }
 
@@ -144,11 +154,11 @@ static bool none_running(pid_t pid)
 /* Wait (bounded) until every thread of @pid has joined the group stop or sleeps in the kernel. */
 static void wait_group_quiet(pid_t pid)
 {
-	uint64_t deadline = rec_now_ns() + UNWIND_STOP_WAIT_NS;
+	uint64_t started = rec_now_ns(), deadline = started + UNWIND_STOP_WAIT_NS;
 	long pause_ns = 10 * 1000;
 
 	while (!none_running(pid) && rec_now_ns() <= deadline)
-		backoff(&pause_ns);
+		backoff(started, &pause_ns);
 }
 
 static bool is_held(const struct rec_unwind *u, pid_t pid)
