@@ -224,6 +224,7 @@ static void test_strerror(void **state)
 		{ ATF_E_SYMBOL, "function id not in the manifest" },
 		{ ATF_E_MANIFEST, "manifest missing, malformed or inconsistent" },
 		{ ATF_E_RANGE, "sequence number out of range" },
+		{ ATF_E_NOT_SESSION, "not a session: no manifest.json and no pid_* directories" },
 	};
 
 	assert_int_equal(sizeof(want) / sizeof(want[0]), ATF_E_END - ATF_E_BASE);
