@@ -5,8 +5,8 @@
  * released only once the probes are in, reads the ring until the child is reaped, and prints
  * what it saw, for tests/e2e/test_probe_attach.sh to compare exactly:
  *
- *   probe_smoke [-s] [-u] -f GLOB [-f GLOB]... TARGET [ARG...]
- *     -u: also attach the C++ catch hook (probes__attach_unwind_hooks) in libstdc++
+ *   probe_smoke [-s] -f GLOB [-f GLOB]... TARGET [ARG...]
+ * (No C++ unwind hooks: they stop a throwing thread until the recorder's drain resumes it.)
  *     link=<kind> attached=<n>
  *     <KIND> <function> <depth> <count>       one line per distinct event (sorted), or with -s
  *     <KIND> <function> <depth>               every event in order
@@ -113,13 +113,10 @@ int main(int argc, char **argv)
 	int gate[2], opt, status = 0, attached, rc = 1;
 	uint64_t lost = 0;
 	char go = 1;
-	bool unwind_hook = false;
 
-	while ((opt = getopt(argc, argv, "+suf:v")) != -1) {
+	while ((opt = getopt(argc, argv, "+sf:v")) != -1) {
 		if (opt == 's')
 			sequence = true;
-		else if (opt == 'u')
-			unwind_hook = true;
 		else if (opt == 'f' && nglobs < MAX_GLOBS)
 			globs[nglobs++] = optarg;
 		else if (opt == 'v')
@@ -151,15 +148,6 @@ int main(int argc, char **argv)
 	attached = probes__attach_module(p, mod, child);
 	if (attached < 0)
 		goto cleanup;
-	if (unwind_hook) {
-		char *cxx = sym_resolve_library(0, "libstdc++.so.6");
-		int err = cxx ? probes__attach_unwind_hooks(p, cxx, child) : -ENOENT;
-
-		free(cxx);
-		if (err) {
-			fprintf(stderr, "probe_smoke: no C++ catch hook: %s\n", strerror(-err));
-			goto cleanup;
-		}
 	}
 	rb = ring_buffer__new(probes__ring_fd(p), on_record, NULL, NULL);
 	if (!rb)
@@ -199,6 +187,6 @@ cleanup:
 	sym_module__free(mod);
 	return rc;
 usage:
-	fprintf(stderr, "usage: probe_smoke [-s] [-u] [-v] -f GLOB [-f GLOB]... TARGET [ARG...]\n");
+	fprintf(stderr, "usage: probe_smoke [-s] [-v] -f GLOB [-f GLOB]... TARGET [ARG...]\n");
 	return 2;
 }
