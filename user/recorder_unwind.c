@@ -55,8 +55,11 @@ struct rec_unwind {
 	bool write_error_reported;
 };
 
-/* Scheduler state letter of a thread ('R', 'S', 'T', ...), or 0 if it is gone. */
-static char thread_state(pid_t pid, pid_t tid)
+/*
+ * Scheduler state letter of a thread ('R', 'S', 'T', ...), or 0 if it is gone; with @nthreads,
+ * also the number of threads in its process (field 20).
+ */
+static char thread_state(pid_t pid, pid_t tid, long *nthreads)
 {
 	char path[64], buf[512];
 	const char *rp;
@@ -76,6 +79,13 @@ static char thread_state(pid_t pid, pid_t tid)
 	rp = strrchr(buf, ')');
 	if (!rp || rp[1] != ' ' || !rp[2])
 		return 0;
+	if (nthreads) {
+		const char *f = rp + 2;     /* field 3, the state */
+
+		for (int i = 3; i < 20 && f; i++)
+			f = (f = strchr(f, ' ')) ? f + 1 : NULL;
+		*nthreads = f ? strtol(f, NULL, 10) : 0;
+	}
 	return rp[2];
 }
 
@@ -107,14 +117,17 @@ static void backoff(uint64_t started_ns, long *pause_ns)
 		*pause_ns *= 2;
 }
 
-/* 0 once @tid is stopped, -ESRCH if it is gone, -ETIMEDOUT if it did not stop in time. */
-static int wait_thread_stopped(pid_t pid, pid_t tid)
+/*
+ * 0 once @tid is stopped, -ESRCH if it is gone, -ETIMEDOUT if it did not stop in time.
+ * *@nthreads: threads in the process then (0 if unknown).
+ */
+static int wait_thread_stopped(pid_t pid, pid_t tid, long *nthreads)
 {
 	uint64_t started = rec_now_ns(), deadline = started + UNWIND_STOP_WAIT_NS;
 	long pause_ns = 10 * 1000;
 
 	for (;;) {
-		char s = thread_state(pid, tid);
+		char s = thread_state(pid, tid, nthreads);
 
 		if (state_stopped(s))
 			return 0;
@@ -144,7 +157,7 @@ static bool none_running(pid_t pid)
 
 		if (de->d_name[0] == '.' || *end || tid <= 0)
 			continue;
-		if (thread_state(pid, (pid_t)tid) == 'R')
+		if (thread_state(pid, (pid_t)tid, NULL) == 'R')
 			quiet = false;
 	}
 	closedir(d);
@@ -224,6 +237,7 @@ void rec_unwind_on_fixup(struct recorder *r, const void *data, size_t size)
 	const size_t head = offsetof(struct rec_unwind_fixup, pairs);
 	struct rec_unwind_fixup fx;
 	struct rec_unwind *u = unwind_state(r);
+	long nthreads = 0;
 	pid_t pid;
 	int err;
 
@@ -249,7 +263,7 @@ void rec_unwind_on_fixup(struct recorder *r, const void *data, size_t size)
 	}
 	memcpy(fx.pairs, (const uint8_t *)data + head, fx.count * sizeof(fx.pairs[0]));
 	u->fixups++;
-	err = wait_thread_stopped(pid, (pid_t)fx.tid);
+	err = wait_thread_stopped(pid, (pid_t)fx.tid, &nthreads);
 	if (err == -ESRCH)
 		return;         /* died while held: nothing left to fix */
 	if (err) {
@@ -259,7 +273,8 @@ void rec_unwind_on_fixup(struct recorder *r, const void *data, size_t size)
 			(int)pid, fx.tid, UNWIND_STOP_WAIT_NS / 1000000000ull);
 		return;
 	}
-	wait_group_quiet(pid);
+	if (nthreads != 1)      /* alone, the stopped thread is the whole group */
+		wait_group_quiet(pid);
 	if ((fx.flags & REC_UNWIND_F_TRUNCATED) && !u->truncated_reported) {
 		u->truncated_reported = true;
 		fprintf(stderr, "atftrace record: process %d thread %u has more than %d pending return "
