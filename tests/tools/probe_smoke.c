@@ -148,7 +148,6 @@ int main(int argc, char **argv)
 	attached = probes__attach_module(p, mod, child);
 	if (attached < 0)
 		goto cleanup;
-	}
 	rb = ring_buffer__new(probes__ring_fd(p), on_record, NULL, NULL);
 	if (!rb)
 		goto cleanup;
