@@ -84,6 +84,7 @@ static int push_glob(struct detail_args *d, const char *glob)
 	return 0;
 }
 
+/* Each error: one line (argp_error), then EINVAL for callers that parse with ARGP_NO_EXIT. */
 static error_t detail_parse(int key, char *arg, struct argp_state *state)
 {
 	struct detail_args *d = state->input;
@@ -93,55 +94,67 @@ static error_t detail_parse(int key, char *arg, struct argp_state *state)
 	switch (key) {
 	case ARGP_KEY_INIT:
 		*d = (struct detail_args){ .after_s = -1, .stack_bytes = DETAIL_DEFAULT_STACK_BYTES };
-		break;
+		return 0;
 	case OPT_DETAIL:
-		if (!strcmp(arg, "always"))
-			d->always = true;
-		else if (!strcmp(arg, "off"))
-			d->always = false;
-		else
+		if (strcmp(arg, "always") && strcmp(arg, "off")) {
 			argp_error(state, "--detail: '%s' is not off or always", arg);
-		break;
+			return EINVAL;
+		}
+		d->always = !strcmp(arg, "always");
+		return 0;
 	case OPT_DETAIL_ON:
-		if (push_glob(d, arg) < 0)
+		if (push_glob(d, arg) < 0) {
 			argp_failure(state, 1, ENOMEM, "--detail-on");
-		break;
+			return ENOMEM;
+		}
+		return 0;
 	case OPT_DETAIL_FOR:
-		if (parse_duration_ns(arg, &d->on_ns))
+		if (parse_duration_ns(arg, &d->on_ns)) {
 			argp_error(state, "--detail-for: '%s' is not a positive duration (e.g. 500ms, 2s)", arg);
-		break;
+			return EINVAL;
+		}
+		return 0;
 	case OPT_DETAIL_COUNT:
 		errno = 0;
 		v = strtoull(arg, &end, 10);
-		if (errno || *end || arg[0] == '-' || v == 0)
+		if (errno || end == arg || *end || arg[0] == '-' || v == 0) {
 			argp_error(state, "--detail-count: '%s' is not a positive number of events", arg);
+			return EINVAL;
+		}
 		d->on_count = v;
-		break;
+		return 0;
 	case OPT_DETAIL_AFTER:
 		errno = 0;
 		d->after_s = strtod(arg, &end);
-		if (errno || end == arg || *end || !(d->after_s >= 0) || d->after_s > 1e9)
+		if (errno || end == arg || *end || !(d->after_s >= 0) || d->after_s > 1e9) {
 			argp_error(state, "--detail-after: '%s' is not a number of seconds", arg);
-		break;
+			return EINVAL;
+		}
+		return 0;
 	case OPT_STACK_BYTES:
 		errno = 0;
 		v = strtoull(arg, &end, 10);
-		if (errno || end == arg || *end || arg[0] == '-' || v > 256)
+		if (errno || end == arg || *end || arg[0] == '-' || v > 256) {
 			argp_error(state, "--stack-bytes: '%s' is not a number from 0 to 256", arg);
+			return EINVAL;
+		}
 		d->stack_bytes = (uint32_t)v;
-		break;
+		return 0;
 	case ARGP_KEY_END:
-		if ((d->on_count || d->on_ns) && !d->non_globs)
+		if ((d->on_count || d->on_ns) && !d->non_globs) {
 			argp_error(state, "--detail-%s limits the windows of --detail-on: give --detail-on too",
 				   d->on_count ? "count" : "for");
-		if (d->always && (d->non_globs || d->after_s >= 0))
+			return EINVAL;
+		}
+		if (d->always && (d->non_globs || d->after_s >= 0)) {
 			argp_error(state, "--detail=always records detail for every event already: "
 				   "--detail-on and --detail-after need --detail=off");
-		break;
+			return EINVAL;
+		}
+		return 0;
 	default:
 		return ARGP_ERR_UNKNOWN;
 	}
-	return 0;
 }
 
 const struct argp detail_argp = { .options = detail_options, .parser = detail_parse };

@@ -52,6 +52,22 @@ assert_contains "$T/dump" '^    args: rdi=0x1 rsi=0x2 rdx=0x3 rcx=0x4 r8=0x5 r9=
 assert_contains "$T/dump" '^    args: rdi=0x11 rsi=0x12 rdx=0x13 rcx=0x14 r8=0x15 r9=0x16 arg7=0x17 arg8=0x18$' "dump of f8"
 assert_contains "$T/dump" '^    ret: rax=0x1122334455667788$' "dump of g's return"
 
+# the other attach styles (uprobe_multi links, perf-event uprobes) run the same BPF code
+for kind in multi perf; do
+	export ATFTRACE_LINK=$kind
+	if ! "$ATF" record -o "$T/probe_$kind" -f g -- "$TARGETS/detail_args" regs 2>"$T/probe_$kind.err"; then
+		grep -q "not supported by this kernel" "$T/probe_$kind.err" && continue
+		cat "$T/probe_$kind.err" >&2; fail "record with ATFTRACE_LINK=$kind"
+	fi
+	record $kind --detail=always
+	unset ATFTRACE_LINK
+	assert_eq "links 0 ok 8" "$(grep '^links' "$T/$kind.c")" "$kind: links"
+	assert_eq 11,12,13,14,15,16,17,18 "$(field $kind C f8 gp)" "$kind: f8 arguments 1-8"
+	assert_eq 1122334455667788 "$(field $kind R g gp | cut -d, -f1)" "$kind: g() return value"
+	[ -n "$(awk '$1 == "canary" && $4 == "C" && $5 == "canary_leaf"' "$T/$kind.c")" ] || fail "$kind: canary"
+done
+unset ATFTRACE_LINK
+
 # --stack-bytes: the snapshot size; 0 keeps the registers
 record small --detail=always --stack-bytes 16
 assert_eq "16 16" "$(echo $(field small C canary_leaf stack) $(field small R g stack))" "--stack-bytes 16"
