@@ -86,9 +86,12 @@ static __always_inline __u64 wakeup_flag(void)
 									: BPF_RB_NO_WAKEUP;
 }
 
+/* System-wide sessions (record -a): --cgroup/--container, --comm, process identity. */
+#include "filter.bpf.h"
+
 static __always_inline bool tgid_traced(__u32 tgid)
 {
-	if (cgroup_id && bpf_get_current_cgroup_id() != cgroup_id)
+	if (!task_filters_pass())
 		return false;
 	if (system_wide)
 		return true;
@@ -187,6 +190,7 @@ static __always_inline int on_entry(struct pt_regs *ctx)
 		count_lost(lost_events);
 		return 1;
 	}
+	announce_task(pid_tgid);        /* record -a: the process's identity, once per thread */
 	__u64 sp = PT_REGS_SP(ctx);
 	__u64 function_id = bpf_get_attach_cookie(ctx);
 
@@ -502,6 +506,12 @@ int BPF_PROG(atf_exec, struct task_struct *p, pid_t old_pid)
 
 	if (!tgid_traced(tgid))
 		return 0;
+	/* the old image's frames died with it; a system-wide session records the new image */
+	struct task_state *st = current_state(false);
+
+	if (st)
+		st->depth = 0;
+	announce_reset();
 	emit_task(REC_TASK_EXEC, tgid, p->pid, 0);
 	return 0;
 }

@@ -18,6 +18,23 @@ enum {
 	REC_TASK_FORK   = 4,    /* struct rec_task: a traced process forked (--follow-fork) */
 	REC_TASK_EXEC   = 5,    /* struct rec_task: a traced process called exec */
 	REC_UNWIND_FIXUP = 6,   /* struct rec_unwind_fixup: stack writes for a C++ unwind */
+	REC_PROC_INFO   = 16,   /* struct rec_proc_info: who a thread is, at its first event (-a) */
+};
+
+/*
+ * Identity of a thread's process, sent once per thread before its first event in a system-wide
+ * session (bpf/filter.bpf.h), so a process that exits before the recorder reads /proc still has
+ * a name, a command line and a start time.
+ */
+#define REC_ARGS_MAX 128
+struct rec_proc_info {
+	__u32 type;             /* REC_PROC_INFO */
+	__u32 pid;              /* tgid */
+	__u32 tid;
+	__u32 args_len;         /* bytes of args[] used: NUL-separated argv, maybe cut short */
+	__u64 start_boottime;   /* the process's start, CLOCK_BOOTTIME ns */
+	char comm[16];          /* the thread group leader's comm */
+	char args[REC_ARGS_MAX];
 };
 
 /* Index event as it leaves the probe: 40 bytes, mapped 1:1 to an ATF index event. */

@@ -23,6 +23,11 @@ struct probe_opts {
 	bool detail_always;
 	uint32_t stack_bytes;       /* 0..256 */
 	bool verbose;               /* libbpf messages to stderr */
+	/* system-wide filters (record -a; issue 8), see bpf/filter.bpf.h */
+	uint32_t cgroup_level;      /* v2: level of the cgroup_id directory (root = 0) */
+	uint32_t cgroup_v1_ssid;    /* v1: controller's subsystem id + 1; 0 = cgroup_id is v2 */
+	char comm[16];              /* "" or a process name (comm of the thread group leader) */
+	bool announce_tasks;        /* send REC_PROC_INFO once per thread (record -a) */
 	/* detail triggers (issue 4; bpf/detail.bpf.h): --detail-on functions and window limits */
 	const uint64_t *detail_trigger_ids; /* function ids that open a window at their CALL */
 	size_t ndetail_triggers;

@@ -24,6 +24,12 @@ struct recorder_opts {
 	struct probes *probes;      /* the ring to drain and the lost counters */
 	int wake_fd;                /* extra fd that ends a tick early when readable (signalfd), or -1 */
 	bool verbose;
+	/*
+	 * record -a (issue 8): processes are discovered by their first event; each manifest's
+	 * start_time is the process's own start; <session>/session.json indexes the processes
+	 * (user/record_session.c); an exec does not end a process's recording.
+	 */
+	bool system_wide;
 };
 
 struct recorder_stats {

@@ -26,6 +26,7 @@
 #include "probes.h"
 #include "proc.h"
 #include "record_modules.h"
+#include "record_system.h"
 #include "recorder.h"
 #include "recorder_detail.h"
 
@@ -44,6 +45,7 @@ struct record_args {
 	char **cmd;
 	int ncmd;
 	struct detail_args detail;  /* --detail* and --stack-bytes (user/recorder_detail.c) */
+	struct rs_target sys;       /* -a, --comm, --pid-filter, --cgroup, --container (record_system.c) */
 };
 
 enum { OPT_FOLLOW_FORK = 1000, OPT_DURATION, OPT_RING_SIZE, OPT_READY_FILE };
@@ -154,14 +156,25 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 		break;
 	case ARGP_KEY_INIT:
 		state->child_inputs[0] = &a->detail;
+		state->child_inputs[1] = &a->sys;
 		break;
 	case ARGP_KEY_END:
 		if (a->attach_cmd && a->cmd)
 			argp_error(state, "attach traces a running process: give -p PID, not a command");
 		if (a->pid && a->cmd)
 			argp_error(state, "give either -p PID or a command, not both");
-		if (!a->pid && !a->cmd)
-			argp_error(state, "give a command to launch (-- CMD [ARGS...]) or -p PID");
+		if (a->sys.all && (a->pid || a->cmd))
+			argp_error(state, "-a traces every process: give no -p PID and no command");
+		if (a->sys.all && !a->spec.nfuncs)
+			argp_error(state, "-a needs -f MODULE:GLOB: the functions to trace in every process");
+		if (!a->sys.all && (a->sys.comm || a->sys.npid_filter || a->sys.cgroup))
+			argp_error(state, "--comm, --pid-filter and --cgroup narrow a system-wide session: add -a");
+		if (a->sys.container && !a->sys.all && !a->pid)
+			argp_error(state, "--container needs -a (its processes) or -p PID (a pid inside it)");
+		if (a->sys.cgroup && a->sys.container)
+			argp_error(state, "give --cgroup or --container, not both");
+		if (!a->pid && !a->cmd && !a->sys.all)
+			argp_error(state, "give a command to launch (-- CMD [ARGS...]), -p PID or -a");
 		break;
 	default:
 		return ARGP_ERR_UNKNOWN;
@@ -252,7 +265,7 @@ static void status_line(const struct recorder *r, double now, double *last_t, ui
 
 /* Returns the end reason, or NULL on a recorder error. */
 static const char *record_loop(struct recorder *r, int sigfd, double duration,
-			       struct detail_args *detail, struct probes *probes)
+			       struct detail_args *detail, struct probes *probes, bool until_stopped)
 {
 	bool tty = isatty(STDERR_FILENO);
 	double start = mono_s(), last_status = start;
@@ -282,7 +295,8 @@ static const char *record_loop(struct recorder *r, int sigfd, double duration,
 			sigprocmask(SIG_UNBLOCK, &set, NULL);
 			reason = "signal";
 		}
-		if (!reason && !recorder__live_processes(r))
+		/* a system-wide session (-a) goes on without processes, until stopped */
+		if (!reason && !until_stopped && !recorder__live_processes(r))
 			reason = "target exited";
 		now = mono_s();
 		detail_tick(detail, probes, now - start);
@@ -374,6 +388,10 @@ static int record_main(struct record_args *a)
 		fprintf(stderr, "atftrace record: signalfd: %s\n", strerror(errno));
 		goto cleanup;
 	}
+	/* --cgroup/--container first: -p with --container is a pid inside the container */
+	if (rs_target_configure(&a->sys, &po, a->verbose) < 0 ||
+	    (a->sys.container && a->pid && rs_container_pid(&a->sys, a->pid, &a->pid) < 0))
+		goto cleanup;
 	if (a->pid && !proc_alive(a->pid)) {
 		fprintf(stderr, "atftrace record: -p %d: no such process\n", (int)a->pid);
 		goto cleanup;
@@ -386,6 +404,8 @@ static int record_main(struct record_args *a)
 	detail_probe_opts(&a->detail, &po);
 	po.wakeup_bytes = (uint32_t)(po.ring_size / 4);
 	po.follow_fork = a->follow_fork;
+	po.system_wide = a->sys.all && !a->sys.npid_filter;     /* --pid-filter: the tgid filter */
+	po.announce_tasks = a->sys.all;
 	po.verbose = a->verbose;
 	err = probes__open(&probes, &po);
 	if (err < 0) {
@@ -407,11 +427,11 @@ static int record_main(struct record_args *a)
 	if (!session_dir)
 		goto cleanup;
 	struct recorder_opts ro = { .session_dir = session_dir, .probes = probes, .wake_fd = sigfd,
-				    .verbose = a->verbose };
+				    .verbose = a->verbose, .system_wide = a->sys.all };
 	err = recorder__new(&rec, &ro);
 	for (size_t i = 0; !err && i < mods.n; i++)
 		err = recorder__add_module(rec, mods.m[i]);
-	if (!err)
+	if (!err && !a->sys.all)      /* -a: processes are added by their first event */
 		err = recorder__add_process(rec, target, a->cmd, a->cmd ? (size_t)a->ncmd : 0,
 					    a->cmd != NULL);
 	if (err < 0) {
@@ -419,13 +439,16 @@ static int record_main(struct record_args *a)
 			strerror(-err));
 		goto cleanup;
 	}
-	err = probes__add_pid(probes, target);
+	for (size_t i = 0; i < a->sys.npid_filter && err >= 0; i++)
+		err = probes__add_pid(probes, target = a->sys.pid_filter[i]);
+	if (!a->sys.all)
+		err = probes__add_pid(probes, target);
 	if (err < 0) {
 		fprintf(stderr, "atftrace record: cannot trace process %d: %s\n", (int)target,
 			strerror(-err));
 		goto cleanup;
 	}
-	if (rm_modules_attach(&mods, probes, a->follow_fork ? 0 : target) < 0)
+	if (rm_modules_attach(&mods, probes, a->follow_fork || a->sys.all ? 0 : target) < 0)
 		goto cleanup;
 	if (a->cmd) {
 		err = proc_child__release(&child);
@@ -437,11 +460,16 @@ static int record_main(struct record_args *a)
 	}
 	if (a->ready_file && write_ready_file(a->ready_file) < 0)
 		goto cleanup;
-	fprintf(stderr, "atftrace record: %s %d: %zu functions in %zu module%s; recording to %s\n",
-		a->cmd ? "launched" : "attached to", (int)target, mods.attached, mods.n,
-		mods.n == 1 ? "" : "s", session_dir);
+	if (a->sys.all)
+		fprintf(stderr, "atftrace record: system-wide%s%s: %zu functions in %zu module%s; "
+			"recording to %s\n", a->sys.cgroup_dir[0] ? ", cgroup " : "", a->sys.cgroup_dir,
+			mods.attached, mods.n, mods.n == 1 ? "" : "s", session_dir);
+	else
+		fprintf(stderr, "atftrace record: %s %d: %zu functions in %zu module%s; recording to %s\n",
+			a->cmd ? "launched" : "attached to", (int)target, mods.attached, mods.n,
+			mods.n == 1 ? "" : "s", session_dir);
 	t0 = mono_s();
-	reason = record_loop(rec, sigfd, a->duration, &a->detail, probes);
+	reason = record_loop(rec, sigfd, a->duration, &a->detail, probes, a->sys.all);
 	err = recorder__finish(rec, reason ? reason : "recorder error");
 	if (!reason || err < 0)
 		goto cleanup;
@@ -475,6 +503,7 @@ static int run(int argc, char **argv, bool attach_cmd)
 	struct record_args a = { .attach_cmd = attach_cmd };
 	const struct argp_child children[] = {
 		{ &detail_argp, 0, "Registers and stack (detail):", 0 },
+		{ &system_argp, 0, "System-wide sessions and containers:", 0 },
 		{ 0 }
 	};
 	struct argp argp = {
@@ -500,6 +529,7 @@ static int run(int argc, char **argv, bool attach_cmd)
 		ret = record_main(&a);
 	rm_spec_free(&a.spec);
 	detail_args_free(&a.detail);
+	rs_target_free(&a.sys);
 	return ret;
 }
 

@@ -94,6 +94,10 @@ static int configure(struct probes *p, const struct probe_opts *opts)
 	s->rodata->system_wide = opts->system_wide;
 	s->rodata->follow_fork = opts->follow_fork;
 	s->rodata->cgroup_id = opts->cgroup_id;
+	s->rodata->cgroup_level = opts->cgroup_level;
+	s->rodata->cgroup_v1_ssid = opts->cgroup_v1_ssid;
+	s->rodata->announce_tasks = opts->announce_tasks;
+	memcpy((char *)s->rodata->comm_filter, opts->comm, sizeof(s->rodata->comm_filter));
 	s->rodata->wakeup_bytes = opts->wakeup_bytes;
 	s->rodata->detail_always = opts->detail_always;
 	s->rodata->stack_bytes = opts->stack_bytes;

@@ -18,6 +18,7 @@
 #include <unistd.h>
 #include "proc.h"
 #include "record_modules.h"
+#include "record_system.h"
 
 static int push_str(char ***arr, size_t *n, const char *s)
 {
@@ -193,9 +194,25 @@ static bool same_file(const char *a, const char *b)
 	return realpath(a, ra) && realpath(b, rb) && !strcmp(ra, rb);
 }
 
-/* Open @path (unless already open) and select @globs in it. */
+/* Keep @fd open until rm_modules_free(): the module's open_path names it. */
+static int keep_fd(struct rm_modules *mods, int fd)
+{
+	int *nf = realloc(mods->fds, (mods->nfds + 1) * sizeof(*nf));
+
+	if (!nf)
+		return -ENOMEM;
+	mods->fds = nf;
+	mods->fds[mods->nfds++] = fd;
+	return 0;
+}
+
+/*
+ * Open @path (unless already open) and select @globs in it. @fd >= 0: the file, already open
+ * safely (a container's); it is owned from here on, and the probes attach through its
+ * /proc/self/fd link.
+ */
 static int add_module(struct rm_modules *mods, const char *path, const char *const *globs,
-		      size_t nglobs, const struct rm_spec *spec, pid_t pid, bool main_exe)
+		      size_t nglobs, const struct rm_spec *spec, pid_t pid, bool main_exe, int fd)
 {
 	struct sym_module *m = NULL, **nm;
 	size_t sel;
@@ -205,17 +222,29 @@ static int add_module(struct rm_modules *mods, const char *path, const char *con
 		if (same_file(mods->m[i]->path, path)) {
 			fprintf(stderr, "atftrace record: %s is named twice; give all its -f globs with "
 				"one spelling\n", path);
+			if (fd >= 0)
+				close(fd);
 			return -EINVAL;
 		}
-	err = sym_module__open(&m, path, -1);
+	if (fd >= 0 && keep_fd(mods, fd) < 0) {
+		close(fd);
+		return -ENOMEM;
+	}
+	err = sym_module__open(&m, path, fd);
 	if (err < 0) {
 		fprintf(stderr, "atftrace record: %s: cannot read symbols: %s\n", path, strerror(-err));
 		return err;
 	}
+	if (fd >= 0 && asprintf(&m->open_path, "/proc/self/fd/%d", fd) < 0) {
+		m->open_path = NULL;
+		sym_module__free(m);
+		return -ENOMEM;
+	}
 	sel = sym_module__select(m, globs, nglobs, (const char *const *)spec->excludes,
 				 spec->nexcludes);
 	if (main_exe)
-		sel -= deselect_entry_point(m, path, mods->verbose || nglobs);  /* asked for by name: say why */
+		sel -= deselect_entry_point(m, m->open_path ? m->open_path : path,
+					    mods->verbose || nglobs);  /* asked for by name: say why */
 	report_skips(m, globs, nglobs, sel, mods->verbose);
 	if (pid > 0 && !m->base) {
 		struct proc_mapping *maps;
@@ -259,14 +288,23 @@ int rm_modules_open(struct rm_modules *mods, const struct rm_spec *spec, pid_t p
 {
 	const char **globs = calloc(spec->nfuncs + 1, sizeof(*globs));
 	bool *done = calloc(spec->nfuncs + 1, sizeof(*done));
+	bool system_wide = !cmd && pid <= 0, contained = pid > 0 && rs_other_root(pid);
 	size_t nglobs = 0;
-	int err = -ENOMEM;
+	int err = -ENOMEM, fd = -1;
 
 	mods->verbose = verbose;
 	if (!globs || !done)
 		goto cleanup;
-	mods->exe_path = cmd ? proc_find_in_path(cmd) : proc_exe_path(pid);
-	if (!mods->exe_path) {
+	for (size_t i = 0; system_wide && i < spec->nfuncs; i++)
+		if (rm_split(spec->funcs[i]) < 0) {
+			fprintf(stderr, "atftrace record: -f %s: a system-wide session has no main "
+				"executable; name the module: -f MODULE:GLOB\n", spec->funcs[i]);
+			err = -EINVAL;
+			goto cleanup;
+		}
+	if (!system_wide)
+		mods->exe_path = cmd ? proc_find_in_path(cmd) : proc_exe_path(pid);
+	if (!system_wide && !mods->exe_path) {
 		err = -ENOENT;
 		if (cmd)
 			fprintf(stderr, "atftrace record: %s: command not found\n", cmd);
@@ -281,8 +319,13 @@ int rm_modules_open(struct rm_modules *mods, const struct rm_spec *spec, pid_t p
 			globs[nglobs++] = spec->funcs[i];
 			done[i] = true;
 		}
-	if (nglobs || !spec->nfuncs) {
-		err = add_module(mods, mods->exe_path, globs, nglobs, spec, pid, true);
+	if (!system_wide && (nglobs || !spec->nfuncs)) {
+		/* a container's executable: the inode it runs, through /proc/PID/exe */
+		if (contained && (fd = rs_open_in_process(pid, NULL, NULL)) < 0) {
+			err = fd;
+			goto cleanup;
+		}
+		err = add_module(mods, mods->exe_path, globs, nglobs, spec, pid, true, fd);
 		if (err < 0)
 			goto cleanup;
 	}
@@ -303,22 +346,50 @@ int rm_modules_open(struct rm_modules *mods, const struct rm_spec *spec, pid_t p
 			globs[nglobs++] = spec->funcs[j] + len + 1;
 			done[j] = true;
 		}
-		path = strchr(name, '/') ? strdup(name) : resolve_module(name, pid);
+		fd = -1;
+		if (contained) {
+			/* inside the container's root, never by a host path (user/record_system.c) */
+			char *shown = NULL;
+
+			fd = rs_open_in_process(pid, name, &shown);
+			path = fd < 0 ? NULL : shown ? shown : strdup(name);
+			if (fd >= 0 && !path)
+				close(fd);
+		} else {
+			path = strchr(name, '/') ? strdup(name) : resolve_module(name, pid);
+		}
 		free(name);
 		if (!path) {
-			err = -ENOENT;
+			err = fd < -1 ? fd : -ENOENT;
 			goto cleanup;
 		}
-		err = add_module(mods, path, globs, nglobs, spec, pid, same_file(path, mods->exe_path));
+		err = add_module(mods, path, globs, nglobs, spec, pid,
+				 system_wide || (contained ? !strcmp(path, mods->exe_path)
+						 : same_file(path, mods->exe_path)), fd);
 		free(path);
 		if (err < 0)
 			goto cleanup;
 	}
 	/* C++: the catch hook closes unwound frames at the catch, not at the next call */
-	if (pid > 0)
+	if (contained) {
+		char *mapped = sym_resolve_library(pid, "libstdc++.so.6");  /* reads maps only */
+
+		fd = mapped ? rs_open_in_process(pid, "libstdc++.so.6", NULL) : -1;
+		free(mapped);
+		if (fd >= 0 && (keep_fd(mods, fd) < 0 ||
+				asprintf(&mods->cxx_path, "/proc/self/fd/%d", fd) < 0)) {
+			mods->cxx_path = NULL;
+			err = -ENOMEM;
+			goto cleanup;
+		}
+	} else if (pid > 0) {
 		mods->cxx_path = sym_resolve_library(pid, "libstdc++.so.6");
-	else if (elf_needs(mods->exe_path, "libstdc++"))
+	} else if (!system_wide && elf_needs(mods->exe_path, "libstdc++")) {
 		mods->cxx_path = sym_resolve_library(0, "libstdc++.so.6");
+	}
+	for (size_t i = 0; system_wide && !mods->cxx_path && i < mods->n; i++)
+		if (elf_needs(mods->m[i]->path, "libstdc++"))
+			mods->cxx_path = sym_resolve_library(0, "libstdc++.so.6");
 	err = 0;
 cleanup:
 	free(globs);
@@ -360,5 +431,8 @@ void rm_modules_free(struct rm_modules *mods)
 	free(mods->m);
 	free(mods->exe_path);
 	free(mods->cxx_path);
+	for (size_t i = 0; i < mods->nfds; i++)
+		close(mods->fds[i]);
+	free(mods->fds);
 	*mods = (struct rm_modules){ .verbose = mods->verbose };
 }

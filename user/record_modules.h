@@ -34,12 +34,18 @@ struct rm_modules {
 	size_t selected;            /* functions selected over all modules */
 	size_t attached;            /* functions attached over all modules */
 	bool verbose;
+	/* issue 8: files of a containerised process, open while probes attach (open_path) */
+	int *fds;
+	size_t nfds;
 };
 
 /**
  * rm_modules_open - resolve every module named by @spec (main executable of @cmd or of @pid),
  * read its symbols, select functions and report those that cannot be probed. Prints one clear
  * error line and returns a negative error when nothing can be traced.
+ * With neither @cmd nor @pid (record -a) there is no main executable: every -f must name its
+ * MODULE, resolved on the host. A @pid in another root (a container) has its files opened
+ * through rs_open_in_process() (user/record_system.c), never by a host path.
  */
 int rm_modules_open(struct rm_modules *mods, const struct rm_spec *spec, pid_t pid,
 		    const char *cmd, bool verbose);

@@ -29,6 +29,7 @@
 #include "atftrace.h"
 #include "container.h"
 #include "proc.h"
+#include "record_system.h"
 #include "recorder_int.h"
 
 #define MANIFEST_SAVE_INTERVAL_NS (100ull * 1000 * 1000)
@@ -154,6 +155,7 @@ void rec_process_end(struct recorder *r, struct rec_process *p, const char *reas
 	p->state = REC_PROC_ENDED;
 	p->end_reason = reason;
 	r->st.live_processes--;
+	r->index_dirty = true;
 	err = rec_manifest_save(r, p);
 	if (err < 0)
 		rec_report_write_error(r, "cannot write the manifest in", p->dir, err);
@@ -198,6 +200,8 @@ int recorder__add_process(struct recorder *r, pid_t pid, char *const *argv, size
 	err = rec_manifest_build(r, p, argv, argc);
 	if (err < 0)
 		goto cleanup;
+	if (r->opts.system_wide)
+		rec_session_process_added(r, p);
 	p->pidfd = pidfd_open_nofail(pid);
 	if (p->pidfd >= 0) {
 		ee.data.ptr = p;
@@ -336,6 +340,11 @@ int recorder__new(struct recorder **out, const struct recorder_opts *opts)
 			goto cleanup;
 		}
 	}
+	if (opts->system_wide && (err = rec_session_index_save(r)) < 0) {
+		fprintf(stderr, "atftrace record: cannot write %s/session.json: %s\n", r->session_dir,
+			strerror(-err));
+		goto cleanup;
+	}
 	*out = r;
 	return 0;
 cleanup:
@@ -400,6 +409,11 @@ static int drain(struct recorder *r)
 		if (err < 0)
 			rec_report_write_error(r, "cannot write the manifest in", p->dir, err);
 	}
+	if (r->opts.system_wide && r->index_dirty && now - r->index_saved_ns >= MANIFEST_SAVE_INTERVAL_NS) {
+		int err = rec_session_index_save(r);
+		if (err < 0)
+			rec_report_write_error(r, "cannot write session.json in", r->session_dir, err);
+	}
 	return 0;
 }
 
@@ -443,6 +457,12 @@ int recorder__finish(struct recorder *r, const char *end_reason)
 			p->state = REC_PROC_GONE;
 		rec_process_end(r, p, p->state == REC_PROC_GONE ? "target exited" : end_reason);
 		reap(p);
+	}
+	r->end_reason = end_reason;
+	if (r->opts.system_wide) {
+		int ierr = rec_session_index_save(r);
+		if (ierr < 0)
+			rec_report_write_error(r, "cannot write session.json in", r->session_dir, ierr);
 	}
 	r->finished = true;
 	return err;

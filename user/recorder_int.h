@@ -42,6 +42,7 @@ struct rec_process {
 	int exit_status;
 	uint64_t last_save_ns;      /* CLOCK_MONOTONIC of the last manifest write */
 	const char *end_reason;     /* static string */
+	uint64_t start_ticks;       /* system-wide: /proc/PID/stat start time, 0 if unknown */
 };
 
 struct recorder {
@@ -63,6 +64,11 @@ struct recorder {
 	struct recorder_stats st;
 	bool write_error_reported;
 	bool finished;
+	/* system-wide session index, session.json (user/record_session.c) */
+	bool index_dirty;
+	uint64_t index_saved_ns;
+	char index_start_time[32];
+	const char *end_reason;     /* the session's, once finished (static) */
 	struct rec_unwind *unwind;  /* C++ unwind fix-ups (user/recorder_unwind.c), lazily made */
 };
 

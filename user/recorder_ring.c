@@ -10,6 +10,7 @@
 #include "atftrace.h"
 #include "proc.h"
 #include "recorder_int.h"
+#include "record_system.h"
 
 static void on_event(struct recorder *r, const void *data, size_t size, bool with_detail)
 {
@@ -149,6 +150,10 @@ static void on_task(struct recorder *r, const void *data, size_t size)
 			}
 			break;
 		}
+		if (r->opts.system_wide) {     /* -a: the process goes on with its new image */
+			rec_session_process_exec(r, p);
+			break;
+		}
 		fprintf(stderr, "atftrace record: process %d called exec; its recording ends there "
 			"(%s)\n", (int)tk.pid, p->dir);
 		rec_process_end(r, p, "exec");
@@ -180,6 +185,9 @@ int rec_on_record(void *ctx, void *data, size_t size)
 		break;
 	case REC_UNWIND_FIXUP:
 		rec_unwind_on_fixup(r, data, size);
+		break;
+	case REC_PROC_INFO:
+		rec_session_on_info(r, data, size);
 		break;
 	default:
 		r->st.bad_records++;
