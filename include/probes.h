@@ -28,6 +28,7 @@ struct probe_opts {
 	uint32_t cgroup_v1_ssid;    /* v1: controller's subsystem id + 1; 0 = cgroup_id is v2 */
 	char comm[16];              /* "" or a process name (comm of the thread group leader) */
 	bool announce_tasks;        /* send REC_PROC_INFO once per thread (record -a) */
+	bool exclude_self;          /* never trace the recorder's own process (record -a) */
 	/* detail triggers (issue 4; bpf/detail.bpf.h): --detail-on functions and window limits */
 	const uint64_t *detail_trigger_ids; /* function ids that open a window at their CALL */
 	size_t ndetail_triggers;

@@ -405,7 +405,7 @@ static int record_main(struct record_args *a)
 	po.wakeup_bytes = (uint32_t)(po.ring_size / 4);
 	po.follow_fork = a->follow_fork;
 	po.system_wide = a->sys.all && !a->sys.npid_filter;     /* --pid-filter: the tgid filter */
-	po.announce_tasks = a->sys.all;
+	po.announce_tasks = po.exclude_self = a->sys.all;
 	po.verbose = a->verbose;
 	err = probes__open(&probes, &po);
 	if (err < 0) {

@@ -17,6 +17,7 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <sys/stat.h>
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include "atftrace.skel.h"
@@ -97,6 +98,17 @@ static int configure(struct probes *p, const struct probe_opts *opts)
 	s->rodata->cgroup_level = opts->cgroup_level;
 	s->rodata->cgroup_v1_ssid = opts->cgroup_v1_ssid;
 	s->rodata->announce_tasks = opts->announce_tasks;
+	if (opts->exclude_self) {
+		struct stat ns;
+
+		if (stat("/proc/self/ns/pid", &ns)) {
+			fprintf(stderr, "atftrace: /proc/self/ns/pid: %s\n", strerror(errno));
+			return -errno;
+		}
+		s->rodata->self_pid = (uint32_t)getpid();
+		s->rodata->self_pidns_dev = (uint64_t)ns.st_dev;
+		s->rodata->self_pidns_ino = (uint64_t)ns.st_ino;
+	}
 	memcpy((char *)s->rodata->comm_filter, opts->comm, sizeof(s->rodata->comm_filter));
 	s->rodata->wakeup_bytes = opts->wakeup_bytes;
 	s->rodata->detail_always = opts->detail_always;
