@@ -102,8 +102,10 @@ static int configure(struct probes *p, const struct probe_opts *opts)
 		struct stat ns;
 
 		if (stat("/proc/self/ns/pid", &ns)) {
-			fprintf(stderr, "atftrace: /proc/self/ns/pid: %s\n", strerror(errno));
-			return -errno;
+			int err = -errno;
+
+			fprintf(stderr, "atftrace: /proc/self/ns/pid: %s\n", strerror(-err));
+			return err;
 		}
 		s->rodata->self_pid = (uint32_t)getpid();
 		s->rodata->self_pidns_dev = (uint64_t)ns.st_dev;
