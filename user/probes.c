@@ -22,6 +22,7 @@
 #include <bpf/libbpf.h>
 #include "atftrace.skel.h"
 #include "probes.h"
+#include "record_system.h"
 #include "uprobe_multi.h"
 
 #define DEFAULT_RING_SIZE (4u << 20)
@@ -368,12 +369,26 @@ static int attach_entry_hooks(struct probes *p, struct bpf_program *prog, const 
 	return n;
 }
 
-/* libgcc_s, which holds the unwinder: next to libstdc++, in the process, or on the host. */
+/*
+ * libgcc_s, which holds the unwinder: next to libstdc++, in the process, or on the host.
+ * A libstdc++ given as "/proc/self/fd/N" belongs to a container (user/record_system.c): its
+ * libgcc_s is then opened the same way, from the process's own mappings, never by a host path;
+ * the caller closes that fd once the hooks are attached.
+ */
 static char *find_libgcc_s(const char *libstdcxx_path, pid_t pid)
 {
 	const char *slash = strrchr(libstdcxx_path, '/');
 	char *path = NULL;
 
+	if (pid > 0 && !strncmp(libstdcxx_path, "/proc/self/fd/", 14)) {
+		int fd = rs_open_in_process(pid, "libgcc_s.so.1", NULL);
+
+		if (fd >= 0 && asprintf(&path, "/proc/self/fd/%d", fd) < 0) {
+			close(fd);
+			path = NULL;
+		}
+		return path;
+	}
 	if (slash && asprintf(&path, "%.*s/libgcc_s.so.1", (int)(slash - libstdcxx_path),
 			      libstdcxx_path) > 0 && access(path, R_OK) == 0)
 		return path;
@@ -404,6 +419,8 @@ int probes__attach_unwind_hooks(struct probes *p, const char *libstdcxx_path, pi
 		fprintf(stderr, "atftrace: %s: no unwinder entry points (%s): a C++ exception thrown "
 			"through a traced function will terminate the program\n",
 			libgcc ? libgcc : "libgcc_s.so.1", strerror(-n));
+	if (libgcc && !strncmp(libgcc, "/proc/self/fd/", 14))
+		close(atoi(libgcc + 14));       /* the links hold the inode now */
 	free(libgcc);
 	return n < 0 ? n : 0;
 }

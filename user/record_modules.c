@@ -137,7 +137,7 @@ static size_t deselect_entry_point(struct sym_module *m, const char *path, bool 
 		n++;
 		if (say)
 			fprintf(stderr, "atftrace record: %s: %s not probed: it is the program's entry point, "
-				"which has no return address to probe\n", path, f->name);
+				"which has no return address to probe\n", m->path, f->name);
 	}
 	return n;
 }
