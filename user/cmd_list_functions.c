@@ -17,9 +17,11 @@
 #include <string.h>
 #include <unistd.h>
 #include "commands.h"
+#include "record_system.h"
 #include "symbols.h"
 
 #define NSKIP (SYM_SKIP_IFUNC + 1)
+#define WHO "atftrace list-functions"
 
 struct lf_args {
 	pid_t pid;
@@ -153,13 +155,18 @@ static void print_module(const struct sym_module *m, bool selected_only, size_t 
 	}
 }
 
-/* Open one module and select @globs in it. */
-static int list_module(const char *path, const char **globs, size_t nglobs,
+/*
+ * Open one module and select @globs in it. @fd: the file already open safely (a container's,
+ * from rs_open_in_process(), closed here), -1 to open @path, or a negative errno already reported.
+ */
+static int list_module(const char *path, int fd, const char **globs, size_t nglobs,
 		       const struct lf_args *a, size_t *counts, size_t *nsel, size_t *nunm)
 {
 	struct sym_module *m = NULL;
-	int err = sym_module__open(&m, path, -1);
+	int err = fd < -1 ? fd : sym_module__open(&m, path, fd);
 
+	if (fd >= 0)
+		close(fd);
 	if (err < 0)
 		return err;     /* sym_module__open has said why, in one line */
 	sym_module__select(m, globs, nglobs, a->excludes, a->nexcludes);
@@ -179,6 +186,7 @@ int cmd_list_functions(int argc, char **argv)
 	const char **globs = NULL;
 	bool *done = NULL;
 	char *exe = NULL;
+	bool contained;
 	size_t nglobs = 0;
 	int err = -ENOMEM;
 
@@ -206,8 +214,12 @@ int cmd_list_functions(int argc, char **argv)
 			globs[nglobs++] = a.funcs[i];
 			done[i] = true;
 		}
+	/* a container's files are read inside its root, never by a host path (record_system.c) */
+	contained = a.pid > 0 && rs_other_root(a.pid);
 	if (nglobs || !a.nfuncs) {
-		err = list_module(exe, globs, nglobs, &a, counts, &nsel, &nunm);
+		int fd = contained ? rs_open_in_process(a.pid, NULL, NULL, WHO) : -1;
+
+		err = list_module(exe, fd, globs, nglobs, &a, counts, &nsel, &nunm);
 		if (err)
 			goto cleanup;
 	}
@@ -234,7 +246,8 @@ int cmd_list_functions(int argc, char **argv)
 			err = -ENOENT;
 			goto cleanup;
 		}
-		err = list_module(path, globs, nglobs, &a, counts, &nsel, &nunm);
+		err = list_module(path, contained ? rs_open_in_process(a.pid, name, NULL, WHO) : -1,
+				  globs, nglobs, &a, counts, &nsel, &nunm);
 		free(name);
 		free(path);
 		if (err)

@@ -381,7 +381,7 @@ static char *find_libgcc_s(const char *libstdcxx_path, pid_t pid)
 	char *path = NULL;
 
 	if (pid > 0 && !strncmp(libstdcxx_path, "/proc/self/fd/", 14)) {
-		int fd = rs_open_in_process(pid, "libgcc_s.so.1", NULL);
+		int fd = rs_open_in_process(pid, "libgcc_s.so.1", NULL, "atftrace");
 
 		if (fd >= 0 && asprintf(&path, "/proc/self/fd/%d", fd) < 0) {
 			close(fd);

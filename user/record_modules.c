@@ -321,7 +321,7 @@ int rm_modules_open(struct rm_modules *mods, const struct rm_spec *spec, pid_t p
 		}
 	if (!system_wide && (nglobs || !spec->nfuncs)) {
 		/* a container's executable: the inode it runs, through /proc/PID/exe */
-		if (contained && (fd = rs_open_in_process(pid, NULL, NULL)) < 0) {
+		if (contained && (fd = rs_open_in_process(pid, NULL, NULL, "atftrace record")) < 0) {
 			err = fd;
 			goto cleanup;
 		}
@@ -351,7 +351,7 @@ int rm_modules_open(struct rm_modules *mods, const struct rm_spec *spec, pid_t p
 			/* inside the container's root, never by a host path (user/record_system.c) */
 			char *shown = NULL;
 
-			fd = rs_open_in_process(pid, name, &shown);
+			fd = rs_open_in_process(pid, name, &shown, "atftrace record");
 			path = fd < 0 ? NULL : shown ? shown : strdup(name);
 			if (fd >= 0 && !path)
 				close(fd);
@@ -374,7 +374,7 @@ int rm_modules_open(struct rm_modules *mods, const struct rm_spec *spec, pid_t p
 	if (contained) {
 		char *mapped = sym_resolve_library(pid, "libstdc++.so.6");  /* reads maps only */
 
-		fd = mapped ? rs_open_in_process(pid, "libstdc++.so.6", NULL) : -1;
+		fd = mapped ? rs_open_in_process(pid, "libstdc++.so.6", NULL, "atftrace record") : -1;
 		free(mapped);
 		if (fd >= 0 && (keep_fd(mods, fd) < 0 ||
 				asprintf(&mods->cxx_path, "/proc/self/fd/%d", fd) < 0)) {

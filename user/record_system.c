@@ -80,7 +80,7 @@ static int open_mapped(pid_t pid, const char *name, char **shown)
 	return fd;
 }
 
-int rs_open_in_process(pid_t pid, const char *name, char **shown)
+int rs_open_in_process(pid_t pid, const char *name, char **shown, const char *who)
 {
 	char link[64];
 	int fd;
@@ -92,7 +92,7 @@ int rs_open_in_process(pid_t pid, const char *name, char **shown)
 		fd = open(link, O_RDONLY | O_CLOEXEC);
 		if (fd < 0) {
 			fd = -errno;
-			fprintf(stderr, "atftrace record: -p %d: cannot open its executable (%s): %s\n",
+			fprintf(stderr, "%s: -p %d: cannot open its executable (%s): %s\n", who,
 				(int)pid, link, strerror(errno));
 			return fd;
 		}
@@ -105,14 +105,14 @@ int rs_open_in_process(pid_t pid, const char *name, char **shown)
 	if (strchr(name, '/')) {
 		fd = open_in_root(pid, name, O_RDONLY);
 		if (fd < 0)
-			fprintf(stderr, "atftrace record: %s: cannot open it inside the root of process %d: "
-				"%s%s\n", name, (int)pid, strerror(-fd),
+			fprintf(stderr, "%s: %s: cannot open it inside the root of process %d: %s%s\n",
+				who, name, (int)pid, strerror(-fd),
 				fd == -EXDEV || fd == -ELOOP ? " (it leads outside the container)" : "");
 		return fd;
 	}
 	fd = open_mapped(pid, name, shown);
 	if (fd < 0)
-		fprintf(stderr, "atftrace record: %s: %s in the mappings of process %d\n", name,
+		fprintf(stderr, "%s: %s: %s in the mappings of process %d\n", who, name,
 			fd == -ENOENT ? "not found" : strerror(-fd), (int)pid);
 	return fd;
 }

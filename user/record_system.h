@@ -29,9 +29,10 @@ bool rs_other_root(pid_t pid);
  *   otherwise         a library name ("libc.so.6") looked up in /proc/PID/maps and opened
  *                     through /proc/PID/map_files/<range> (the inode that is mapped).
  * @shown (when @name is NULL or a library name): receives a malloc'd path for reports and
- * the manifest. Returns an fd or a negative errno, after printing one line saying why.
+ * the manifest. Returns an fd or a negative errno, after printing one line saying why, which
+ * starts with @who ("atftrace record").
  */
-int rs_open_in_process(pid_t pid, const char *name, char **shown);
+int rs_open_in_process(pid_t pid, const char *name, char **shown, const char *who);
 
 /* What `record -a` traces: the filters its options set, resolved before the probes load. */
 struct rs_target {

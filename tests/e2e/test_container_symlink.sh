@@ -46,6 +46,11 @@ assert_eq 4 "$(calls_of "$T/stats" "$BOX")" "calls through /alias"
 assert_eq "/alias" "$(jq -r '.modules[0].path' "$T/alias/pid_$BOX/manifest.json")" "module as the container names it"
 "$ATF" verify "$T/alias" >/dev/null || fail "verify the /alias session"
 
+# list-functions reads the same file: the container's loop_work, selected
+"$ATF" list-functions -p "$BOX" -f /alias:loop_work --selected >"$T/lf" 2>"$T/lf.err" || { cat "$T/lf.err" >&2; fail "list-functions /alias"; }
+assert_contains "$T/lf" " selected +loop_work$" "list-functions shows the container's loop_work"
+assert_contains "$T/lf" "^summary: 1 selected" "list-functions selects one function"
+
 # ---- a library by name: the mapped file, through /proc/PID/map_files (fflush's symbol may be the
 # alias _IO_fflush) ----------------------------------------------------------------------------
 start_recorder "$T/lib" -p "$BOX" -f libc.so.6:fflush
@@ -65,6 +70,8 @@ for link in evil escape; do
 	assert_contains "$T/err" "^atftrace record: /$link: cannot open it inside the root of process $BOX: No such file or directory" "/$link refused"
 	if grep -q "ELF" "$T/err"; then fail "/$link: a host file was read: $(cat "$T/err")"; fi
 	if [ -e "$T/$link" ]; then fail "/$link: a session was created"; fi
+	if "$ATF" list-functions -p "$BOX" -f "/$link:*" >"$T/lf" 2>"$T/err"; then fail "list-functions read /$link"; fi
+	assert_contains "$T/err" "^atftrace list-functions: /$link: cannot open it inside the root of process $BOX" "list-functions refuses /$link"
 done
 
 # ---- a malformed ELF file from the container: one clear error, no crash (ASan build) ---------------
