@@ -56,6 +56,10 @@ start_app second "$APP"
 start_app third "$APP"
 run_app first 3
 run_app second 5
+# session.json is rewritten while the session runs (within ~100 ms of a new process): wait for it
+listed() { jq -e --argjson p "$1" 'any(.processes[]; .pid == $p)' "$T/s/session.json" >/dev/null 2>&1; }
+for _ in $(seq 100); do listed "${PID[second]}" && break; sleep 0.05; done
+listed "${PID[second]}" || fail "session.json does not list a new process while the session runs"
 run_app third 7
 run_app second 2
 quit_app third                   # exits during the session
