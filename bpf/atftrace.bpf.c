@@ -511,7 +511,7 @@ int BPF_PROG(atf_exec, struct task_struct *p, pid_t old_pid)
 
 	if (st)
 		st->depth = 0;
-	announce_reset();
 	emit_task(REC_TASK_EXEC, tgid, p->pid, 0);
+	announce_exec(bpf_get_current_pid_tgid());
 	return 0;
 }

@@ -102,22 +102,13 @@ struct {
 	__type(value, __u8);
 } announced SEC(".maps");
 
-/*
- * announce_task - once per thread, before its first event: who its process is. A lost record
- * (ring full) is counted and sent again at the thread's next event.
- */
-static __always_inline void announce_task(__u64 pid_tgid)
+/* send_proc_info - one REC_PROC_INFO for the current thread; marks it announced. */
+static __always_inline void send_proc_info(__u64 pid_tgid, __u8 *seen)
 {
 	struct task_struct *task = bpf_get_current_task_btf();
 	struct rec_proc_info *info;
-	__u8 *seen;
 	__u64 a0, a1, len;
 
-	if (!announce_tasks)
-		return;
-	seen = bpf_task_storage_get(&announced, task, NULL, BPF_LOCAL_STORAGE_GET_F_CREATE);
-	if (!seen || *seen)
-		return;
 	info = bpf_ringbuf_reserve(&rb, sizeof(*info), 0);
 	if (!info) {
 		count_lost(lost_events);
@@ -141,11 +132,36 @@ static __always_inline void announce_task(__u64 pid_tgid)
 	bpf_ringbuf_submit(info, 0);
 }
 
-/* announce_reset - at exec: the thread's process is a new program, to be announced again. */
-static __always_inline void announce_reset(void)
+/*
+ * announce_task - once per thread, before its first event: who its process is. A lost record
+ * (ring full) is counted and sent again at the thread's next event.
+ */
+static __always_inline void announce_task(__u64 pid_tgid)
 {
-	if (announce_tasks)
-		bpf_task_storage_delete(&announced, bpf_get_current_task_btf());
+	__u8 *seen;
+
+	if (!announce_tasks)
+		return;
+	seen = bpf_task_storage_get(&announced, bpf_get_current_task_btf(), NULL,
+				    BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (seen && !*seen)
+		send_proc_info(pid_tgid, seen);
+}
+
+/*
+ * announce_exec - at exec (after the REC_TASK_EXEC record) of a thread that had events: its
+ * process is a new program; say which now, as it may exit before the recorder can read /proc or
+ * hit a probe again. Threads never announced are unknown to the recorder: nothing to say.
+ */
+static __always_inline void announce_exec(__u64 pid_tgid)
+{
+	__u8 *seen;
+
+	if (!announce_tasks)
+		return;
+	seen = bpf_task_storage_get(&announced, bpf_get_current_task_btf(), NULL, 0);
+	if (seen && *seen)
+		send_proc_info(pid_tgid, seen);
 }
 
 #endif

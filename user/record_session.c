@@ -84,17 +84,18 @@ void rec_session_process_exec(struct recorder *r, struct rec_process *p)
 
 	for (size_t i = 0; i < p->nthreads; i++)
 		rec_thread_end(r, p->threads[i]);
-	if (!proc_comm(p->pid, 0, comm, sizeof(comm))) {
-		char *s = strdup(comm);
-		if (s) {
-			free(p->man->process_name);
-			p->man->process_name = s;
-		}
-	}
+	/* the old program's name and arguments go; /proc, or else the REC_PROC_INFO that follows
+	 * the exec record, tells the new ones */
+	free(p->man->process_name);
+	p->man->process_name = NULL;
+	for (size_t i = 0; i < p->man->argc; i++)
+		free(p->man->argv[i]);
+	free(p->man->argv);
+	p->man->argv = NULL;
+	p->man->argc = 0;
+	if (!proc_comm(p->pid, 0, comm, sizeof(comm)))
+		p->man->process_name = strdup(comm);
 	if (!proc_cmdline(p->pid, &argv, &argc)) {
-		for (size_t i = 0; i < p->man->argc; i++)
-			free(p->man->argv[i]);
-		free(p->man->argv);
 		p->man->argv = argv;        /* same allocator: the manifest frees it */
 		p->man->argc = argc;
 	}

@@ -125,6 +125,21 @@ quit_app p2
 assert_eq "processes 1" "$(head -n 1 "$T/stats")" "process directories with --pid-filter"
 assert_eq 3 "$(calls_of "$T/stats" "${PID[p2]}")" "calls of the filtered process"
 
+# ---- exec: the process goes on in its pid_<PID>/ as the new program --------------------------------
+# fork_exec 4 2: the child calls child_work 4 times and execs /bin/true; the parent parent_work twice
+start_recorder "$T/x" -f "$TARGETS/fork_exec:*_work"
+"$TARGETS/fork_exec" 4 2 >/dev/null
+stop_recorder
+"$TOOLS/record_stats" "$T/x" >"$T/stats"
+assert_eq "processes 2" "$(head -n 1 "$T/stats")" "process directories of fork_exec"
+child=$(awk '$1 == "call" && $3 == "child_work" { print $2 }' "$T/stats")
+[ -n "$child" ] || fail "no child_work calls"
+assert_eq 4 "$(awk -v p="$child" '$1 == "call" && $2 == p && $3 == "child_work" { print $4 }' "$T/stats")" "child_work calls before the exec"
+assert_eq "true" "$(jq -r .process_name "$T/x/pid_$child/manifest.json")" "the child's name after its exec"
+assert_eq "true" "$(jq -r '.argv | join(" ")' "$T/x/pid_$child/manifest.json")" "the child's command line after its exec"
+assert_eq "target exited" "$(jq -r .end_reason "$T/x/pid_$child/manifest.json")" "the child's end"
+"$ATF" verify "$T/x" >/dev/null || fail "verify the fork_exec session"
+
 # ---- argument rules --------------------------------------------------------------------------
 "$ATF" record -a -f loop_work -o "$T/bad" --duration 1 2>"$T/err" && fail "-a with a bare glob was accepted"
 assert_contains "$T/err" "a system-wide session has no main executable; name the module" "bare glob with -a"
