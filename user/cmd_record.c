@@ -403,8 +403,9 @@ static int record_main(struct record_args *a)
 		goto cleanup;
 	detail_probe_opts(&a->detail, &po);
 	po.wakeup_bytes = (uint32_t)(po.ring_size / 4);
-	po.follow_fork = a->follow_fork;
 	po.system_wide = a->sys.all && !a->sys.npid_filter;     /* --pid-filter: the tgid filter */
+	/* system-wide, every child is traced anyway, and found by its first event */
+	po.follow_fork = a->follow_fork && !po.system_wide;
 	po.announce_tasks = po.exclude_self = a->sys.all;
 	po.verbose = a->verbose;
 	err = probes__open(&probes, &po);
