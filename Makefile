@@ -25,7 +25,7 @@ endif
 DEP_FILES := /usr/include/bpf/libbpf.h /usr/include/gelf.h /usr/include/elfutils/libdw.h \
 	     /usr/include/lz4.h /usr/include/zlib.h /usr/include/jansson.h /usr/include/cmocka.h \
 	     /usr/include/cbor.h
-DEP_CMDS  := clang llvm-strip bpftool protoc bpftrace node npm
+DEP_CMDS  := clang llvm-strip bpftool protoc bpftrace node npm g++ jq
 DEPS_MISSING := $(strip $(foreach f,$(DEP_FILES),$(if $(wildcard $(f)),,$(f))) \
 		$(foreach c,$(DEP_CMDS),$(if $(shell command -v $(c) 2>/dev/null),,$(c))))
 ifneq ($(DEPS_MISSING),)
@@ -167,7 +167,14 @@ tools: $(TOOL_BINS)
 targets: $(TARGETS) $(EXTRA_TARGETS)
 
 # ---- test, demo, bench ------------------------------------------------------------------------
-TEST_DEPS := $(BIN) $(BIN_ASAN) $(UNIT_BINS) $(TOOL_BINS) $(TARGETS) $(EXTRA_TARGETS) $(ARM64_BPF)
+# The wtf-trace reference loader (npm, pinned) for the e2e test; deps.sh installs it here.
+WTF_LOADER := .output/npm/node_modules/tracing-framework/bin/dump.js
+$(WTF_LOADER): scripts/deps.sh
+	$(call msg,DEPS,tracing-framework (npm))
+	$(Q)bash scripts/deps.sh
+	$(Q)test -f $@ && touch $@
+
+TEST_DEPS := $(BIN) $(BIN_ASAN) $(UNIT_BINS) $(TOOL_BINS) $(TARGETS) $(EXTRA_TARGETS) $(ARM64_BPF) $(WTF_LOADER)
 
 test: $(TEST_DEPS)
 	$(Q)OUTPUT=$(OUTPUT) bash tests/run_tests.sh

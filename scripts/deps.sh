@@ -4,7 +4,7 @@
 set -euo pipefail
 
 PKGS=(
-  make gcc clang llvm                # build; clang/llvm-strip for the BPF object
+  make gcc g++ clang llvm            # build; clang/llvm-strip for the BPF object; g++ for C++ test targets
   libbpf-dev bpftool                 # libbpf 1.1 + skeleton generator
   libelf-dev libdw-dev               # ELF symbols, build-ids
   liblz4-dev zlib1g-dev              # ZTS0 compression, CRC32
@@ -15,6 +15,7 @@ PKGS=(
   bpftrace                           # independent counts in e2e tests and benches
   python3 python3-yaml               # test helpers (deploy lint parses YAML)
   binutils util-linux procps         # objdump, unshare, pgrep
+  jq time                            # e2e tests read JSON; benches read /usr/bin/time -v
   libsqlite3-dev sqlite3 zstd        # real third-party programs traced by e2e tests
 )
 

@@ -8,9 +8,9 @@
 source "$(dirname "$0")/lib.sh"
 
 WTF=$ROOT/.output/npm/node_modules/tracing-framework
-command -v node >/dev/null || skip "needs node"
-command -v jq >/dev/null || skip "needs jq"
-[ -f "$WTF/bin/dump.js" ] || skip "needs $WTF (scripts/deps.sh installs it)"
+command -v node >/dev/null || fail "needs node (scripts/deps.sh installs it)"
+command -v jq >/dev/null || fail "needs jq (scripts/deps.sh installs it)"
+[ -f "$WTF/bin/dump.js" ] || fail "needs $WTF (scripts/deps.sh installs it)"
 [ -x "$TOOLS/gen_session" ] || fail "missing $TOOLS/gen_session (make OUTPUT=$OUTPUT tools)"
 
 S=$T/s/pid_4242
