@@ -464,6 +464,8 @@ static __always_inline void emit_task(__u32 type, __u32 tgid, __u32 tid, __u32 c
 	r->tid = tid;
 	r->child_pid = child;
 	r->ts = bpf_ktime_get_boot_ns();
+	/* every caller runs in the context of the thread the record is about */
+	bpf_get_current_comm(r->comm, sizeof(r->comm));
 	bpf_ringbuf_submit(r, wakeup_flag());
 }
 

@@ -65,6 +65,7 @@ struct rec_task {
 	__u32 tid;
 	__u32 child_pid;        /* REC_TASK_FORK: the new process */
 	__u64 ts;
+	char comm[16];          /* the thread's name (REC_TASK_EXIT: its last one) */
 };
 
 /*

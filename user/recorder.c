@@ -119,6 +119,20 @@ void rec_report_write_error(struct recorder *r, const char *what, const char *pa
 }
 
 /* Flush, finalize and close one thread's files; its counts stay for the manifest. */
+void rec_thread_name_late(struct recorder *r, struct rec_thread *t, const char *comm, size_t len)
+{
+	struct atf_manifest *m = t->proc->man;
+	struct atf_thread_info *ti = t->dir_id < m->nthreads ? &m->threads[t->dir_id] : NULL;
+	char name[17];
+
+	/* a thread gone before the recorder could read /proc has no name yet: take the kernel's */
+	if (!ti || ti->name || !len || !comm[0])
+		return;
+	snprintf(name, sizeof(name), "%.*s", (int)(len < 16 ? len : 16), comm);
+	ti->name = strdup(name);
+	t->proc->manifest_dirty = true;
+}
+
 void rec_thread_end(struct recorder *r, struct rec_thread *t)
 {
 	int err;

@@ -81,6 +81,8 @@ struct rec_process *rec_proc_find(struct recorder *r, pid_t pid);
 struct rec_thread *rec_thread_new(struct recorder *r, struct rec_process *p, uint32_t tid);
 /** rec_thread_end - finalize and close one thread's files; its counts stay for the manifest. */
 void rec_thread_end(struct recorder *r, struct rec_thread *t);
+/** rec_thread_name_late - name @t from the kernel's comm when /proc could not (it exited first). */
+void rec_thread_name_late(struct recorder *r, struct rec_thread *t, const char *comm, size_t len);
 /** rec_process_end - finalize every thread of @p and write its manifest with @reason (static). */
 void rec_process_end(struct recorder *r, struct rec_process *p, const char *reason);
 void rec_mark_dirty(struct recorder *r, struct rec_thread *t);

@@ -121,8 +121,10 @@ static void on_task(struct recorder *r, const void *data, size_t size)
 	switch (tk.type) {
 	case REC_TASK_EXIT:
 		t = rec_tid_lookup(r, tk.tid);
-		if (t && t->proc->pid == (pid_t)tk.pid)
+		if (t && t->proc->pid == (pid_t)tk.pid) {
+			rec_thread_name_late(r, t, tk.comm, sizeof(tk.comm));
 			rec_thread_end(r, t);
+		}
 		break;
 	case REC_TASK_FORK:
 		p = rec_proc_find(r, (pid_t)tk.pid);

@@ -25,4 +25,6 @@ assert_eq $NT "$(awk -v e=$(((NC + 1) * 2)) '$1 == "thread" && $5 == e' "$T/stat
 assert_eq "$(seq 0 99 | tr '\n' ' ')" "$(awk '$1 == "thread" { printf "%s ", $3 }' "$T/stats")" "100 thread ids"
 assert_eq 5000 "$(awk '$1 == "call" && $3 == "thread_work" { print $4 }' "$T/stats")" "calls of 100 threads"
 assert_eq 100 "$(awk '$1 == "thread" && $5 == 100' "$T/stats" | wc -l)" "threads with all their events"
+# threads that exit before the recorder reads /proc are still named (the kernel's comm at exit)
+assert_eq 100 "$(jq '[.threads[] | select(.name == "threads")] | length' "$T"/many/pid_*/manifest.json)" "named threads"
 echo "ok"
