@@ -79,9 +79,19 @@ static __always_inline void count_lost(__u64 *counters)
 	__sync_fetch_and_add(&counters[cpu], 1);
 }
 
-/* Wake the reader only when enough has piled up; otherwise it drains on its own timer. */
+/*
+ * Wake the reader only when enough has piled up; otherwise it drains on its own timer. The fill
+ * level is looked at on every 16th record of a CPU: that bounds the overshoot to 16 records
+ * (far below the ring's spare room) and takes the query off most events' path.
+ */
+__u32 submits[MAX_CPUS];
+
 static __always_inline __u64 wakeup_flag(void)
 {
+	__u32 cpu = bpf_get_smp_processor_id() & (MAX_CPUS - 1);
+
+	if (submits[cpu]++ & 15)
+		return BPF_RB_NO_WAKEUP;
 	return bpf_ringbuf_query(&rb, BPF_RB_AVAIL_DATA) > wakeup_bytes ? BPF_RB_FORCE_WAKEUP
 									: BPF_RB_NO_WAKEUP;
 }
@@ -179,17 +189,27 @@ static __always_inline struct task_state *current_state(bool create)
 static __always_inline int on_entry(struct pt_regs *ctx)
 {
 	__u64 pid_tgid = bpf_get_current_pid_tgid();
+	struct task_state *st = NULL;
 
-	if (!tgid_traced(pid_tgid >> 32))
-		return 1;
-
-	struct task_state *st = current_state(true);
+	/*
+	 * A thread whose process passed the tgid filter once keeps passing (its tgid leaves the
+	 * filter only when the whole process is gone), so the hash lookup is done once per thread;
+	 * the per-task filters (cgroup, comm, self) are still checked on every call.
+	 */
+	if (!system_wide && task_filters_pass())
+		st = current_state(false);
+	if (!st || !st->traced) {
+		if (!tgid_traced(pid_tgid >> 32))
+			return 1;
+		st = current_state(true);
+		if (!st) {      /* no memory for this thread's state: the event is lost, and counted */
+			count_lost(lost_events);
+			return 1;
+		}
+		st->traced = 1;
+	}
 	__u64 ts = bpf_ktime_get_boot_ns();
 
-	if (!st) {      /* no memory for this thread's state: the event is lost, and counted */
-		count_lost(lost_events);
-		return 1;
-	}
 	announce_task(pid_tgid);        /* record -a: the process's identity, once per thread */
 	__u64 sp = PT_REGS_SP(ctx);
 	__u64 function_id = bpf_get_attach_cookie(ctx);

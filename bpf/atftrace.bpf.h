@@ -27,7 +27,7 @@ struct shadow_frame {
 /* Per-thread state in BPF_MAP_TYPE_TASK_STORAGE; freed by the kernel when the thread dies. */
 struct task_state {
 	__u32 depth;    /* traced frames open on this thread (may exceed SHADOW_MAX) */
-	__u32 _pad;
+	__u32 traced;   /* 1: this thread's process passed the tgid filter (cached, see on_entry) */
 	__u64 trampoline;   /* the uretprobe trampoline address, seen while an exception unwinds */
 	struct shadow_frame frames[SHADOW_MAX];  /* frames[i] was called at depth i */
 };
