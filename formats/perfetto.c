@@ -27,6 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "format.h"
+#include "leb128.h"
 #include "func_index.h"
 #include "utf8.h"
 
@@ -82,25 +83,10 @@ struct perfetto_state {
 
 /* ---- protobuf encoding --------------------------------------------------------------------- */
 
+/* Protobuf varints are unsigned LEB128. */
 static inline uint8_t *pb_varint(uint8_t *p, uint64_t v)
 {
-	while (v >= 0x80) {
-		*p++ = (uint8_t)(v | 0x80);
-		v >>= 7;
-	}
-	*p++ = (uint8_t)v;
-	return p;
-}
-
-static inline unsigned varint_len(uint64_t v)
-{
-	unsigned n = 1;
-
-	while (v >= 0x80) {
-		v >>= 7;
-		n++;
-	}
-	return n;
+	return p + uleb128_put(p, v);
 }
 
 static inline uint8_t *pb_uint(uint8_t *p, unsigned field, uint64_t v)
@@ -120,7 +106,7 @@ static inline uint8_t *pb_open(uint8_t *p, unsigned field)
 static inline uint8_t *pb_close(uint8_t *body, uint8_t *end)
 {
 	size_t len = (size_t)(end - body);
-	unsigned n = varint_len(len);
+	unsigned n = (unsigned)uleb128_size(len);
 
 	if (n > 1)
 		memmove(body + n - 1, body, len);
