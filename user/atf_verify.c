@@ -249,6 +249,14 @@ static int check_index_events(struct thread_check *c)
 				     "event %llu: function id 0x%016llx not in the manifest symbols", (ull)seq,
 				     (ull)ev.function_id);
 		err = check_nesting(c, seq, &ev);
+		if (err == -ATF_E_NESTING && c->m->lost_events && c->diag) {
+			/* a lost CALL or RETURN breaks nesting by itself: say so next to the place */
+			size_t n = strlen(c->diag->msg);
+
+			snprintf(c->diag->msg + n, sizeof(c->diag->msg) - n,
+				 " (the recording lost %llu events when its ring buffer was full)",
+				 (ull)c->m->lost_events);
+		}
 		if (!err && ev.detail_seq != ATF_NO_DETAIL)
 			err = check_forward_link(c, seq, &ev);
 		if (err)
