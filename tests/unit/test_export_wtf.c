@@ -1,13 +1,17 @@
 // SPDX-License-Identifier: MIT
 /*
  * wtf-trace exporters (-F wtf, -F wtf-json) checked by an independent decoder: sessions are
- * written with libatf's writer, exported through export_session(), and read back here. The
- * binary parser and the JSON parser (jansson) both produce the file's chunks; the two forms must
- * carry identical chunks, and the interpreted event stream (zones, scope types, instance events,
- * arguments) is compared event by event with the session.
+ * written with libatf's writer, exported through export_session(), and read back with
+ * wtf_reader.h. The binary parser and the JSON parser (jansson) both produce the file's chunks;
+ * the two forms must carry identical chunks, and the interpreted event stream (zones, scope
+ * types, instance events, arguments) is compared event by event with the session.
+ *
+ * The session generator is this test's own, not export_gen.h's: the cases need shapes those
+ * generators cannot make (a straight dive past the 1023-scope cap, 65600 distinct functions
+ * called in turn, one 72-minute gap, a chosen exception rate, the process title "wtf-demo").
+ * Only the temporary-directory setup comes from export_gen.h.
  */
 #include <errno.h>
-#include <ftw.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -21,34 +25,17 @@
 #include <jansson.h>
 
 #include "atf.h"
-#include "byteorder.h"
 #include "format.h"
+#include "export_gen.h"
+#include "wtf_reader.h"
 
 extern const struct export_ops wtf_ops, wtf_json_ops;
 
 #define MAX_SCOPES 1023u        /* the exporter's documented nesting cap */
 
-static char tmpdir[64];
-
-static int rm_entry(const char *p, const struct stat *st, int flag, struct FTW *ftw)
-{
-	return remove(p);
-}
-
-static int setup(void **state)
-{
-	snprintf(tmpdir, sizeof(tmpdir), "/tmp/atf_wtf_XXXXXX");
-	return mkdtemp(tmpdir) ? 0 : -1;
-}
-
-static int teardown(void **state)
-{
-	return nftw(tmpdir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
-}
-
 /* ---- session generation ----------------------------------------------------------------------- */
 
-struct gen {
+struct wtf_gen {
 	const char *dir;
 	uint32_t threads, steps, max_depth, nfuncs;
 	uint32_t detail_every;          /* 0: none */
@@ -79,7 +66,7 @@ static const char *func_name(uint32_t i, char *buf, size_t len)
 }
 
 /* Writes a process directory: random call/return walks per thread, details and exceptions. */
-static void gen_session(const struct gen *g)
+static void wtf_gen_session(const struct wtf_gen *g)
 {
 	struct atf_manifest *m = atf_manifest__new();
 	uint32_t seed = g->seed ? g->seed : 1;
@@ -149,429 +136,6 @@ static void gen_session(const struct gen *g)
 	snprintf(path, sizeof(path), "%s/manifest.json", g->dir);
 	assert_int_equal(atf_manifest__save(m, path), 0);
 	atf_manifest__free(m);
-}
-
-/* ---- decoding: both forms into one list of chunks --------------------------------------------- */
-
-struct chunk {
-	uint32_t id, type, start, end;
-	json_t *header;                 /* file-header part */
-	char **strings; uint32_t nstrings;
-	uint8_t *events; size_t events_len;
-};
-
-struct file {
-	struct chunk *c;
-	size_t n;
-};
-
-static struct chunk *new_chunk(struct file *f)
-{
-	f->c = realloc(f->c, (f->n + 1) * sizeof(*f->c));
-	assert_non_null(f->c);
-	memset(&f->c[f->n], 0, sizeof(*f->c));
-	return &f->c[f->n++];
-}
-
-static void free_file(struct file *f)
-{
-	for (size_t i = 0; i < f->n; i++) {
-		json_decref(f->c[i].header);
-		for (uint32_t k = 0; k < f->c[i].nstrings; k++)
-			free(f->c[i].strings[k]);
-		free(f->c[i].strings);
-		free(f->c[i].events);
-	}
-	free(f->c);
-	memset(f, 0, sizeof(*f));
-}
-
-static uint8_t *slurp(const char *path, size_t *len)
-{
-	FILE *fp = fopen(path, "rb");
-	uint8_t *buf;
-	long n;
-
-	assert_non_null(fp);
-	fseek(fp, 0, SEEK_END);
-	n = ftell(fp);
-	rewind(fp);
-	buf = malloc((size_t)n + 1);
-	assert_non_null(buf);
-	assert_int_equal(fread(buf, 1, (size_t)n, fp), (size_t)n);
-	buf[n] = 0;
-	fclose(fp);
-	*len = (size_t)n;
-	return buf;
-}
-
-/* Binary CFF (NOTES.md §3): every bound checked; part offsets count from the end of the table. */
-static void parse_binary(const char *path, struct file *f)
-{
-	size_t len, off = 12;
-	uint8_t *b = slurp(path, &len);
-
-	assert_true(len >= 12 && len % 4 == 0);
-	assert_int_equal(get_le32(b), 0xDEADBEEFu);
-	assert_int_equal(get_le32(b + 8), 10);
-	while (off < len) {
-		struct chunk *c = new_chunk(f);
-		uint32_t clen, nparts, table;
-
-		assert_true(len - off >= 24);
-		c->id = get_le32(b + off);
-		c->type = get_le32(b + off + 4);
-		clen = get_le32(b + off + 8);
-		c->start = get_le32(b + off + 12);
-		c->end = get_le32(b + off + 16);
-		nparts = get_le32(b + off + 20);
-		table = 24 + 12 * nparts;
-		assert_true(clen >= table && clen <= len - off && clen % 4 == 0);
-		for (uint32_t p = 0; p < nparts; p++) {
-			const uint8_t *e = b + off + 24 + 12 * p;
-			uint32_t type = get_le32(e), poff = get_le32(e + 4), plen = get_le32(e + 8);
-			const uint8_t *data = b + off + table + poff;
-
-			assert_true(poff % 4 == 0 && (uint64_t)table + poff + plen <= clen);
-			if (type == 0x10000) {
-				assert_int_equal(c->type, 1);
-				c->header = json_loadb((const char *)data, plen, 0, NULL);
-				assert_non_null(c->header);
-			} else if (type == 0x30000) {
-				assert_true(plen > 0 && data[plen - 1] == 0);   /* trailing NUL */
-				for (const uint8_t *s = data; s < data + plen; s += strlen((const char *)s) + 1) {
-					c->strings = realloc(c->strings, (c->nstrings + 1) * sizeof(char *));
-					c->strings[c->nstrings++] = strdup((const char *)s);
-				}
-			} else if (type == 0x20002) {
-				assert_int_equal(plen % 4, 0);
-				c->events = malloc(plen + 1);
-				memcpy(c->events, data, plen);
-				c->events_len = plen;
-			} else {
-				fail_msg("unexpected part type 0x%x", type);
-			}
-		}
-		off += clen;
-	}
-	assert_int_equal(off, len);
-	free(b);
-}
-
-static int b64val(int ch)
-{
-	const char *tbl = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-	const char *p = ch ? strchr(tbl, ch) : NULL;
-
-	return p ? (int)(p - tbl) : -1;
-}
-
-static void parse_json_chunk(json_t *jc, struct file *f)
-{
-	struct chunk *c = new_chunk(f);
-	const char *type = json_string_value(json_object_get(jc, "type"));
-	json_t *parts = json_object_get(jc, "parts"), *part;
-	size_t i;
-
-	assert_non_null(type);
-	c->type = strcmp(type, "file_header") == 0 ? 1 : strcmp(type, "event_data") == 0 ? 2 : 0;
-	assert_true(c->type != 0);
-	c->id = (uint32_t)json_integer_value(json_object_get(jc, "id"));
-	c->start = (uint32_t)json_integer_value(json_object_get(jc, "startTime"));
-	c->end = (uint32_t)json_integer_value(json_object_get(jc, "endTime"));
-	assert_true(json_is_array(parts));
-	json_array_foreach(parts, i, part) {
-		const char *pt = json_string_value(json_object_get(part, "type"));
-
-		assert_non_null(pt);
-		if (strcmp(pt, "file_header") == 0) {
-			c->header = json_deep_copy(part);
-			json_object_del(c->header, "type");
-		} else if (strcmp(pt, "string_table") == 0) {
-			json_t *v = json_object_get(part, "value"), *s;
-			size_t k;
-
-			c->nstrings = (uint32_t)json_array_size(v);
-			c->strings = calloc(c->nstrings, sizeof(char *));
-			json_array_foreach(v, k, s)
-				c->strings[k] = strdup(json_string_value(s));
-		} else if (strcmp(pt, "binary_event_buffer") == 0) {
-			const char *v = json_string_value(json_object_get(part, "value"));
-			size_t n = (size_t)json_integer_value(json_object_get(part, "byteLength")), w = 0, sl;
-
-			assert_string_equal(json_string_value(json_object_get(part, "mode")), "base64");
-			assert_non_null(v);
-			sl = strlen(v);
-			assert_int_equal(sl % 4, 0);
-			c->events = malloc(sl / 4 * 3 + 1);
-			for (size_t q = 0; q < sl; q += 4) {
-				int a = b64val(v[q]), b = b64val(v[q + 1]), cc = b64val(v[q + 2]), d = b64val(v[q + 3]);
-
-				assert_true(a >= 0 && b >= 0);
-				c->events[w++] = (uint8_t)(a << 2 | b >> 4);
-				if (cc >= 0)
-					c->events[w++] = (uint8_t)(b << 4 | cc >> 2);
-				if (d >= 0)
-					c->events[w++] = (uint8_t)(cc << 6 | d);
-			}
-			assert_int_equal(w, n);
-			c->events_len = n;
-		} else {
-			fail_msg("unexpected part %s", pt);
-		}
-	}
-}
-
-/* COMPLETE: one document. PARTIAL: a header line, then one standalone {"chunks":[c]} per line. */
-static void parse_json(const char *path, bool partial, struct file *f)
-{
-	json_error_t jerr;
-	json_t *root, *chunks, *jc;
-	size_t i;
-
-	if (!partial) {
-		root = json_load_file(path, 0, &jerr);
-		if (!root)
-			fail_msg("%s: %s (line %d)", path, jerr.text, jerr.line);
-		assert_int_equal(json_integer_value(json_object_get(root, "formatVersion")), 10);
-		assert_true(json_integer_value(json_object_get(root, "wtfVersion")) > 0);
-		chunks = json_object_get(root, "chunks");
-		json_array_foreach(chunks, i, jc)
-			parse_json_chunk(jc, f);
-		json_decref(root);
-		return;
-	}
-	size_t len, line = 0;
-	char *text = (char *)slurp(path, &len), *save = NULL;
-
-	for (char *l = strtok_r(text, "\n", &save); l; l = strtok_r(NULL, "\n", &save), line++) {
-		root = json_loads(l, 0, &jerr);
-		if (!root)
-			fail_msg("line %zu: %s", line, jerr.text);
-		if (line == 0) {
-			assert_int_equal(json_integer_value(json_object_get(root, "formatVersion")), 10);
-			assert_null(json_object_get(root, "chunks"));
-		} else {
-			chunks = json_object_get(root, "chunks");
-			assert_int_equal(json_array_size(chunks), 1);
-			parse_json_chunk(json_array_get(chunks, 0), f);
-		}
-		json_decref(root);
-	}
-	free(text);
-}
-
-static void assert_same_chunks(const struct file *a, const struct file *b)
-{
-	assert_int_equal(a->n, b->n);
-	for (size_t i = 0; i < a->n; i++) {
-		const struct chunk *x = &a->c[i], *y = &b->c[i];
-
-		assert_int_equal(x->id, y->id);
-		assert_int_equal(x->type, y->type);
-		assert_int_equal(x->start, y->start);
-		assert_int_equal(x->end, y->end);
-		assert_true(json_equal(x->header, y->header) || (!x->header && !y->header));
-		assert_int_equal(x->nstrings, y->nstrings);
-		for (uint32_t k = 0; k < x->nstrings; k++)
-			assert_string_equal(x->strings[k], y->strings[k]);
-		assert_int_equal(x->events_len, y->events_len);
-		assert_memory_equal(x->events, y->events, x->events_len);
-	}
-}
-
-/* ---- interpreting the event buffers ------------------------------------------------------------ */
-
-#define MAX_ARGS 32
-
-struct dtype {
-	char *name;
-	uint32_t cls, flags, nargs;
-	char arg_type[MAX_ARGS][12], arg_name[MAX_ARGS][24];
-};
-
-struct dev {                    /* one application event as the loader would insert it */
-	uint32_t t;
-	const struct dtype *type;
-	uint32_t w[MAX_ARGS];       /* numeric arguments in order (strings and arrays excluded) */
-	uint32_t nw;
-	char *s[4];                 /* ascii arguments in order */
-	uint32_t ns;
-	uint8_t arr[256];
-	uint32_t arr_len;
-};
-
-struct zone {
-	uint32_t thread_dir_id;
-	char *name;
-	struct dev *ev;
-	size_t n, cap;
-	uint32_t depth, max_depth;
-};
-
-struct trace {
-	struct dtype *types[65536];
-	struct zone zones[64];
-	uint32_t nzones;
-	json_t *header;
-	uint64_t records;
-};
-
-static void free_trace(struct trace *tr)
-{
-	for (size_t i = 0; i < 65536; i++)
-		if (tr->types[i]) {
-			free(tr->types[i]->name);
-			free(tr->types[i]);
-		}
-	for (uint32_t z = 0; z < tr->nzones; z++) {
-		for (size_t i = 0; i < tr->zones[z].n; i++)
-			free(tr->zones[z].ev[i].s[0]);
-		free(tr->zones[z].ev);
-		free(tr->zones[z].name);
-	}
-	json_decref(tr->header);
-	free(tr);
-}
-
-static const char *chunk_string(const struct chunk *c, uint32_t ord)
-{
-	if (ord == 0xFFFFFFFFu)
-		return NULL;
-	if (ord == 0xFFFFFFFEu)
-		return "";
-	assert_true(ord < c->nstrings);     /* strings never leave their chunk */
-	return c->strings[ord];
-}
-
-static struct dtype *parse_define(const uint32_t *a, const struct chunk *c)
-{
-	struct dtype *d = calloc(1, sizeof(*d));
-	const char *args = chunk_string(c, a[4]);
-
-	d->cls = a[1];
-	d->flags = a[2];
-	d->name = strdup(chunk_string(c, a[3]));
-	for (const char *p = args; p && *p;) {
-		int used = 0;
-
-		assert_true(d->nargs < MAX_ARGS);
-		assert_int_equal(sscanf(p, "%11s %23[A-Za-z0-9_]%n", d->arg_type[d->nargs], d->arg_name[d->nargs],
-					&used), 2);
-		d->nargs++;
-		p += used;
-		if (*p == ',')
-			p++;
-		while (*p == ' ')
-			p++;
-	}
-	return d;
-}
-
-/* Walks every event-data chunk as the loader does, checking the framing rules on the way. */
-static struct trace *interpret(const struct file *f)
-{
-	struct trace *tr = calloc(1, sizeof(*tr));
-	int32_t current = -1;
-	uint32_t last_t = 0;
-
-	assert_true(f->n >= 1);
-	assert_int_equal(f->c[0].type, 1);
-	assert_int_equal(f->c[0].id, 0);
-	tr->header = json_incref(f->c[0].header);
-	for (size_t ci = 1; ci < f->n; ci++) {
-		const struct chunk *c = &f->c[ci];
-		const uint8_t *b = c->events;
-		size_t off = 0;
-
-		assert_int_equal(c->type, 2);
-		assert_int_equal(c->id, ci);
-		assert_true(c->events_len > 0);
-		if (ci > 1)     /* self-contained: a later chunk restates the current zone first */
-			assert_int_equal(get_le32(b), 3);
-		while (off < c->events_len) {
-			uint32_t wire = get_le32(b + off), t = get_le32(b + off + 4), a[MAX_ARGS + 8];
-			struct dev d = { .t = t };
-			const struct dtype *ty;
-
-			assert_true(off + 8 <= c->events_len);
-			off += 8;
-			assert_true(t >= last_t);       /* merged stream: time never goes back */
-			last_t = t;
-			tr->records++;
-			if (wire == 1) {
-				assert_true(off + 20 <= c->events_len);
-				for (int k = 0; k < 5; k++)
-					a[k] = get_le32(b + off + 4 * k);
-				off += 20;
-				assert_true(a[0] >= 2 && a[0] <= 65535);
-				assert_null(tr->types[a[0]]);
-				tr->types[a[0]] = parse_define(a, c);
-				if (strncmp(tr->types[a[0]]->name, "wtf.", 4) == 0)
-					assert_int_equal(tr->types[a[0]]->flags, 0x28);
-				continue;
-			}
-			ty = tr->types[wire];
-			assert_non_null(ty);    /* defined before use */
-			d.type = ty;
-			for (uint32_t k = 0; k < ty->nargs; k++) {
-				const char *at = ty->arg_type[k];
-
-				assert_true(off + 4 <= c->events_len);
-				if (!strcmp(at, "uint32") || !strcmp(at, "uint16")) {
-					d.w[d.nw++] = get_le32(b + off);
-					off += 4;
-				} else if (!strcmp(at, "ascii")) {
-					const char *str = chunk_string(c, get_le32(b + off));
-
-					assert_true(d.ns < 4);
-					d.s[d.ns++] = str ? strdup(str) : NULL;
-					off += 4;
-				} else if (!strcmp(at, "uint8[]")) {
-					d.arr_len = get_le32(b + off);
-					off += 4;
-					assert_true(d.arr_len <= sizeof(d.arr) && off + ((d.arr_len + 3) & ~3u) <= c->events_len);
-					memcpy(d.arr, b + off, d.arr_len);
-					off += (d.arr_len + 3) & ~3u;
-				} else {
-					fail_msg("argument type %s is not one the exporter should use", at);
-				}
-			}
-			if (!strcmp(ty->name, "wtf.zone#create")) {
-				struct zone *z = &tr->zones[tr->nzones];
-
-				assert_true(tr->nzones < 64 && d.w[0] == tr->nzones + 1 && d.ns == 3);
-				z->name = strdup(d.s[0]);
-				assert_string_equal(d.s[1], "native_script");
-				assert_int_equal(sscanf(d.s[2], "thread_%u", &z->thread_dir_id), 1);
-				tr->nzones++;
-			} else if (!strcmp(ty->name, "wtf.zone#set")) {
-				assert_true(d.w[0] >= 1 && d.w[0] <= tr->nzones);
-				current = (int32_t)d.w[0] - 1;
-			} else {
-				struct zone *z;
-
-				assert_true(current >= 0);
-				assert_true(d.ns <= 1);
-				z = &tr->zones[current];
-				if (z->n == z->cap) {
-					z->cap = z->cap ? 2 * z->cap : 1024;
-					z->ev = realloc(z->ev, z->cap * sizeof(*z->ev));
-					assert_non_null(z->ev);
-				}
-				if (ty->cls == 1 && ++z->depth > z->max_depth)
-					z->max_depth = z->depth;
-				else if (!strcmp(ty->name, "wtf.scope#leave") && z->depth)
-					z->depth--;
-				z->ev[z->n++] = d;
-				continue;
-			}
-			for (uint32_t k = 0; k < d.ns; k++)
-				free(d.s[k]);
-		}
-		assert_int_equal(off, c->events_len);
-	}
-	return tr;
 }
 
 /* ---- comparison with the session ------------------------------------------------------------- */
@@ -764,7 +328,7 @@ static int run_export(const char *sdir, const struct export_ops *ops, const char
 
 static void path_in(char *buf, size_t len, const char *name)
 {
-	snprintf(buf, len, "%s/%s", tmpdir, name);
+	snprintf(buf, len, "%s/%s", gen_tmpdir, name);
 }
 
 /* All three forms of one export: binary, JSON COMPLETE, JSON PARTIAL; identical chunks. */
@@ -797,7 +361,7 @@ static struct trace *export_all_forms(const char *sdir, uint32_t chunk_size, uin
 static void test_three_threads_match_session(void **state)
 {
 	char sdir[600];
-	struct gen g = { .threads = 3, .steps = 4000, .max_depth = 12, .nfuncs = 50, .detail_every = 4,
+	struct wtf_gen g = { .threads = 3, .steps = 4000, .max_depth = 12, .nfuncs = 50, .detail_every = 4,
 			 .exception_every = 15, .start_ns = 5000000000ull, .step_ns = 3000, .seed = 7 };
 	struct verify_stats vs;
 	size_t nchunks;
@@ -805,7 +369,7 @@ static void test_three_threads_match_session(void **state)
 
 	path_in(sdir, sizeof(sdir), "s1");
 	g.dir = sdir;
-	gen_session(&g);
+	wtf_gen_session(&g);
 	tr = export_all_forms(sdir, 4096, 0, UINT64_MAX, &nchunks);
 	verify(sdir, tr, 0, UINT64_MAX, &vs);
 	assert_true(nchunks > 20);              /* a long trace becomes many chunks */
@@ -820,7 +384,7 @@ static void test_three_threads_match_session(void **state)
 static void test_range_starts_inside_frames(void **state)
 {
 	char sdir[600];
-	struct gen g = { .threads = 2, .steps = 3000, .max_depth = 8, .nfuncs = 20, .detail_every = 3,
+	struct wtf_gen g = { .threads = 2, .steps = 3000, .max_depth = 8, .nfuncs = 20, .detail_every = 3,
 			 .exception_every = 10, .start_ns = 1000000000ull, .step_ns = 2000, .seed = 99 };
 	uint64_t from = g.start_ns + 1000000, to = g.start_ns + 2500000;
 	struct verify_stats vs;
@@ -829,7 +393,7 @@ static void test_range_starts_inside_frames(void **state)
 
 	path_in(sdir, sizeof(sdir), "s2");
 	g.dir = sdir;
-	gen_session(&g);
+	wtf_gen_session(&g);
 	tr = export_all_forms(sdir, 0, from, to, &nchunks);
 	verify(sdir, tr, from, to, &vs);
 	assert_int_equal(nchunks, 2);           /* default 1 MiB chunk: header + one event chunk */
@@ -840,7 +404,7 @@ static void test_range_starts_inside_frames(void **state)
 static void test_frames_past_loader_depth_become_instances(void **state)
 {
 	char sdir[600];
-	struct gen g = { .threads = 1, .steps = 1100, .max_depth = 1100, .nfuncs = 5, .detail_every = 50,
+	struct wtf_gen g = { .threads = 1, .steps = 1100, .max_depth = 1100, .nfuncs = 5, .detail_every = 50,
 			 .start_ns = 1000, .step_ns = 1500, .dive = true };
 	struct verify_stats vs;
 	size_t nchunks;
@@ -848,7 +412,7 @@ static void test_frames_past_loader_depth_become_instances(void **state)
 
 	path_in(sdir, sizeof(sdir), "s3");
 	g.dir = sdir;
-	gen_session(&g);
+	wtf_gen_session(&g);
 	tr = export_all_forms(sdir, 8192, 0, UINT64_MAX, &nchunks);
 	verify(sdir, tr, 0, UINT64_MAX, &vs);
 	assert_int_equal(vs.index_events, 2200);
@@ -861,7 +425,7 @@ static void test_frames_past_loader_depth_become_instances(void **state)
 static void test_more_functions_than_wire_ids(void **state)
 {
 	char sdir[600];
-	struct gen g = { .threads = 1, .steps = 2 * 65600, .max_depth = 1, .nfuncs = 65600, .start_ns = 1000,
+	struct wtf_gen g = { .threads = 1, .steps = 2 * 65600, .max_depth = 1, .nfuncs = 65600, .start_ns = 1000,
 			 .step_ns = 200, .dive = true, .sequential_funcs = true };
 	struct verify_stats vs;
 	size_t nchunks;
@@ -870,7 +434,7 @@ static void test_more_functions_than_wire_ids(void **state)
 
 	path_in(sdir, sizeof(sdir), "s4");
 	g.dir = sdir;
-	gen_session(&g);
+	wtf_gen_session(&g);
 	tr = export_all_forms(sdir, 0, 0, UINT64_MAX, &nchunks);
 	verify(sdir, tr, 0, UINT64_MAX, &vs);
 	for (size_t w = 0; w < 65536; w++)
@@ -884,14 +448,15 @@ static void test_more_functions_than_wire_ids(void **state)
 static void test_empty_range_is_a_valid_file(void **state)
 {
 	char sdir[600];
-	struct gen g = { .threads = 1, .steps = 10, .max_depth = 3, .nfuncs = 3, .start_ns = 1000000, .step_ns = 10 };
+	struct wtf_gen g = { .threads = 1, .steps = 10, .max_depth = 3, .nfuncs = 3, .start_ns = 1000000,
+			     .step_ns = 10 };
 	struct verify_stats vs;
 	size_t nchunks;
 	struct trace *tr;
 
 	path_in(sdir, sizeof(sdir), "s5");
 	g.dir = sdir;
-	gen_session(&g);
+	wtf_gen_session(&g);
 	tr = export_all_forms(sdir, 0, 1, 2, &nchunks);
 	assert_int_equal(nchunks, 1);           /* the file-header chunk only */
 	verify(sdir, tr, 1, 2, &vs);
@@ -903,12 +468,12 @@ static void test_range_over_71_minutes_is_refused(void **state)
 {
 	char sdir[600], out[600];
 	/* one call and its return 72 minutes later */
-	struct gen g = { .threads = 1, .steps = 1, .max_depth = 1, .nfuncs = 2, .start_ns = 1000,
+	struct wtf_gen g = { .threads = 1, .steps = 1, .max_depth = 1, .nfuncs = 2, .start_ns = 1000,
 			 .fixed_gap_ns = 72ull * 60 * 1000000000ull, .dive = true };
 
 	path_in(sdir, sizeof(sdir), "s6");
 	g.dir = sdir;
-	gen_session(&g);
+	wtf_gen_session(&g);
 	path_in(out, sizeof(out), "long.wtf-trace");
 	assert_int_equal(run_export(sdir, &wtf_ops, out, 0, false, 0, UINT64_MAX), -ERANGE);
 	assert_int_equal(access(out, F_OK), -1);        /* no partial output left behind */
@@ -916,15 +481,18 @@ static void test_range_over_71_minutes_is_refused(void **state)
 	assert_int_equal(run_export(sdir, &wtf_ops, out, 0, false, 0, 1000 + 71ull * 60 * 1000000000ull), 0);
 }
 
+/* each case gets a fresh temporary directory: the sessions and exports are large */
+#define WTF_TEST(fn) cmocka_unit_test_setup_teardown(fn, gen_tmp_setup, gen_tmp_teardown)
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(test_three_threads_match_session, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_range_starts_inside_frames, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_frames_past_loader_depth_become_instances, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_more_functions_than_wire_ids, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_empty_range_is_a_valid_file, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_range_over_71_minutes_is_refused, setup, teardown),
+		WTF_TEST(test_three_threads_match_session),
+		WTF_TEST(test_range_starts_inside_frames),
+		WTF_TEST(test_frames_past_loader_depth_become_instances),
+		WTF_TEST(test_more_functions_than_wire_ids),
+		WTF_TEST(test_empty_range_is_a_valid_file),
+		WTF_TEST(test_range_over_71_minutes_is_refused),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
