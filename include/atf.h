@@ -98,6 +98,15 @@ int atf_thread_writer__new(struct atf_thread_writer **out, const char *session_d
 int64_t atf_thread_writer__append(struct atf_thread_writer *w, struct atf_index_event *ev,
 				  const struct atf_detail_in *detail);
 
+/**
+ * atf_thread_writer__set_durable - whether finalize fsyncs the files (the default: true)
+ * The recorder turns it off, so that a thread's exit never stalls the ring drain on the disk,
+ * and syncs the whole session once at its end. Without fsync the files are still complete and
+ * ordered for every reader after the process dies; only a power loss can tear them, which
+ * recovery handles.
+ */
+void atf_thread_writer__set_durable(struct atf_thread_writer *w, bool durable);
+
 /** atf_thread_writer__flush - write buffered records to the files (the recorder calls it every drain). */
 int atf_thread_writer__flush(struct atf_thread_writer *w);
 

@@ -44,6 +44,7 @@ struct atf_thread_writer {
 	uint64_t detail_time_start, detail_time_end;
 	uint64_t detail_seq_start, detail_seq_end;      /* index_seq of first/last detail record */
 	bool finalized;
+	bool nosync;                    /* atf_thread_writer__set_durable(w, false) */
 	int final_err;
 };
 
@@ -376,9 +377,14 @@ int atf_thread_writer__flush(struct atf_thread_writer *w)
 	return out_flush(&w->index);
 }
 
-static int sync_fd(int fd)
+static int sync_fd(int fd, bool nosync)
 {
-	return fsync(fd) < 0 ? -errno : 0;
+	return !nosync && fsync(fd) < 0 ? -errno : 0;
+}
+
+void atf_thread_writer__set_durable(struct atf_thread_writer *w, bool durable)
+{
+	w->nosync = !durable;
 }
 
 /*
@@ -393,17 +399,17 @@ static int sync_fd(int fd)
  * a crash there makes readers count the footer as two bogus events, hence the different order.
  */
 static int finalize_file(int fd, const uint8_t hdr[ATF_HEADER_SIZE], const uint8_t ftr[ATF_FOOTER_SIZE],
-			 uint64_t footer_offset)
+			 uint64_t footer_offset, bool nosync)
 {
 	int err;
 
 	err = pwrite_all(fd, hdr, ATF_HEADER_SIZE, 0);
 	if (!err)
-		err = sync_fd(fd);
+		err = sync_fd(fd, nosync);
 	if (!err)
 		err = pwrite_all(fd, ftr, ATF_FOOTER_SIZE, footer_offset);
 	if (!err)
-		err = sync_fd(fd);
+		err = sync_fd(fd, nosync);
 	return err;
 }
 
@@ -423,7 +429,7 @@ static int finalize_detail(struct atf_thread_writer *w)
 	f.time_start_ns = w->detail_time_start;
 	f.time_end_ns = w->detail_time_end;
 	atf_detail_footer_encode(ftr, &f);
-	return finalize_file(w->detail.fd, hdr, ftr, ATF_HEADER_SIZE + w->detail.written);
+	return finalize_file(w->detail.fd, hdr, ftr, ATF_HEADER_SIZE + w->detail.written, w->nosync);
 }
 
 static int finalize_index(struct atf_thread_writer *w)
@@ -442,7 +448,7 @@ static int finalize_index(struct atf_thread_writer *w)
 	f.time_end_ns = w->time_end;
 	f.bytes_written = w->index.written;
 	atf_index_footer_encode(ftr, &f);
-	return finalize_file(w->index.fd, hdr, ftr, h.footer_offset);
+	return finalize_file(w->index.fd, hdr, ftr, h.footer_offset, w->nosync);
 }
 
 static int close_fd(int *fd)

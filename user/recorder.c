@@ -16,6 +16,7 @@
  * already in the ring), or at its exec (REC_TASK_EXEC).
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -289,6 +290,8 @@ struct rec_thread *rec_thread_new(struct recorder *r, struct rec_process *p, uin
 	r->st.threads++;
 	p->manifest_dirty = true;
 	err = atf_thread_writer__new(&t->w, p->dir, t->dir_id, tid);
+	if (!err)   /* no fsync per thread exit: the drain must not wait on the disk (synced in finish) */
+		atf_thread_writer__set_durable(t->w, false);
 	if (err < 0) {
 		t->w = NULL;
 		rec_report_write_error(r, "cannot create thread files in", p->dir, err);
@@ -457,6 +460,17 @@ uint32_t recorder__live_processes(const struct recorder *r)
 	return r->st.live_processes;
 }
 
+/* One syncfs for the whole session at its end, instead of two fsyncs per file at each thread exit. */
+static void session_sync(struct recorder *r)
+{
+	int fd = open(r->session_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+
+	if (fd < 0 || syncfs(fd) < 0)
+		rec_report_write_error(r, "cannot sync", r->session_dir, -errno);
+	if (fd >= 0)
+		close(fd);
+}
+
 int recorder__finish(struct recorder *r, const char *end_reason)
 {
 	int err;
@@ -478,6 +492,7 @@ int recorder__finish(struct recorder *r, const char *end_reason)
 		if (ierr < 0)
 			rec_report_write_error(r, "cannot write session.json in", r->session_dir, ierr);
 	}
+	session_sync(r);
 	r->finished = true;
 	return err;
 }
