@@ -2,7 +2,7 @@
 /*
  * Test helper for the exporter tests: writes synthetic sessions with libatf's writer.
  *
- * gen_session (test_export_dial9/perfetto/chrome/wtf.c) keeps every event it wrote, so a test can
+ * gen_session (test_export_dial9/perfetto/chrome.c) keeps every event it wrote, so a test can
  * compare an exporter's output with what was recorded without going through the readers.
  * gen_params_session (test_export_rtc/zts.c) is shaped by struct gen_params (size, depth, detail
  * rate, function count, deep nesting, a very long name) and is compared through the readers.
