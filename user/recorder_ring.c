@@ -44,7 +44,14 @@ static void on_event(struct recorder *r, const void *data, size_t size, bool wit
 				r->st.ignored_events++;
 				return;
 			}
-			p->expect_exec = false;
+			if (p->expect_exec) {
+				/*
+				 * The gated child before its exec is still atftrace's launcher (its libc
+				 * read/close of the gate): not the target, whose events start at the exec.
+				 * They are ours, not the user's: dropped on purpose, not counted.
+				 */
+				return;
+			}
 			t = rec_thread_new(r, p, re.tid);
 			if (!t) {
 				r->st.write_errors++;

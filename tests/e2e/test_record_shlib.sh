@@ -25,4 +25,12 @@ check "$T/byname"
 # a library that does not exist is one clear error, and nothing is launched
 if "$ATF" record -o "$T/none" -f 'libnosuch.so.9:x*' -- "$TARGETS/shlib_user" 1 2>"$T/err"; then fail "record with a missing library succeeded"; fi
 assert_contains "$T/err" "^atftrace record: libnosuch.so.9: not found" "error line"
+# libc traced in a launched command: the launcher's own libc calls before the exec are not the
+# target's; the target's one write is recorded, and nothing is reported as lost or ignored
+"$ATF" record -o "$T/libc" -f 'libc.so.6:write' -f 'libc.so.6:close' -- /bin/echo hi >"$T/out" 2>"$T/err" \
+	|| { cat "$T/err" >&2; fail "record of libc write failed"; }
+assert_eq hi "$(cat "$T/out")" "echo's output"
+"$TOOLS/record_stats" "$T/libc" >"$T/stats"
+assert_eq 1 "$(awk '$1 == "call" && $3 == "__write" { print $4 }' "$T/stats")" "echo's writes"
+grep -q "not recorded\|could not" "$T/err" && fail "events reported as dropped: $(cat "$T/err")"
 echo "ok"
