@@ -2,18 +2,24 @@
 /*
  * Buffered output for exporters: one write() per buffer-full, patching of bytes already
  * written (chunk lengths, headers), sticky errors so a full disk is reported once at close.
+ * A regular file is written as a temporary beside it and renamed over the path only when the
+ * export succeeded, so a failed export never truncates, leaves half of, or deletes a file the
+ * user already had. Anything else (a pipe, /dev/stdout) is written directly and never removed.
  */
 #include <errno.h>
+#include <stdio.h>
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include "obuf.h"
 
 struct obuf {
 	int fd;
 	int err;                /* first error, sticky */
-	char *path;
+	char *path;             /* the destination */
+	char *tmp;              /* the temporary written instead, or NULL when writing directly */
 	uint8_t *buf;
 	size_t cap, len;
 	uint64_t flushed;       /* bytes already in the file */
@@ -59,6 +65,8 @@ int obuf__open(struct obuf **out, const char *path, size_t bufsize)
 
 	if (!o)
 		return -ENOMEM;
+	struct stat st;
+
 	o->cap = bufsize ? bufsize : 1u << 20;
 	o->buf = malloc(o->cap);
 	o->path = strdup(path);
@@ -66,7 +74,21 @@ int obuf__open(struct obuf **out, const char *path, size_t bufsize)
 		err = -ENOMEM;
 		goto cleanup;
 	}
-	o->fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (stat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
+		o->fd = open(path, O_WRONLY | O_CLOEXEC);
+	} else {
+		mode_t mask = umask(0);
+
+		umask(mask);
+		if (asprintf(&o->tmp, "%s.tmp.XXXXXX", path) < 0) {
+			o->tmp = NULL;
+			err = -ENOMEM;
+			goto cleanup;
+		}
+		o->fd = mkostemp(o->tmp, O_CLOEXEC);
+		if (o->fd >= 0)
+			fchmod(o->fd, 0666 & ~mask);
+	}
 	if (o->fd < 0) {
 		err = -errno;
 		goto cleanup;
@@ -76,6 +98,7 @@ int obuf__open(struct obuf **out, const char *path, size_t bufsize)
 cleanup:
 	free(o->buf);
 	free(o->path);
+	free(o->tmp);
 	free(o);
 	return err;
 }
@@ -143,6 +166,7 @@ static void obuf_free(struct obuf *o)
 {
 	free(o->buf);
 	free(o->path);
+	free(o->tmp);
 	free(o);
 }
 
@@ -157,6 +181,10 @@ int obuf__close(struct obuf *o)
 		o->err = -errno;
 	if (close(o->fd) && !o->err)
 		o->err = -errno;
+	if (o->tmp && !o->err && rename(o->tmp, o->path))
+		o->err = -errno;
+	if (o->tmp && o->err)
+		unlink(o->tmp);
 	err = o->err;
 	obuf_free(o);
 	return err;
@@ -167,6 +195,7 @@ void obuf__abort(struct obuf *o)
 	if (!o)
 		return;
 	close(o->fd);
-	unlink(o->path);
+	if (o->tmp)
+		unlink(o->tmp);
 	obuf_free(o);
 }

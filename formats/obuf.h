@@ -8,7 +8,11 @@
 
 struct obuf;
 
-/** obuf__open - create/truncate @path for writing through a @bufsize-byte buffer (0 = 1 MiB). */
+/**
+ * obuf__open - write @path through a @bufsize-byte buffer (0 = 1 MiB). A regular file is written
+ * as a temporary beside it and renamed into place by a successful obuf__close(); anything else
+ * (pipe, device) is written directly.
+ */
 int obuf__open(struct obuf **out, const char *path, size_t bufsize);
 /** obuf__write - append @len bytes. Returns 0 or -errno (sticky: later calls fail too). */
 int obuf__write(struct obuf *o, const void *data, size_t len);
@@ -18,7 +22,7 @@ int obuf__pwrite(struct obuf *o, uint64_t offset, const void *data, size_t len);
 uint64_t obuf__offset(const struct obuf *o);
 /** obuf__close - flush, fsync, close; returns the first error seen. NULL is ignored. */
 int obuf__close(struct obuf *o);
-/** obuf__abort - close and unlink the partial file. */
+/** obuf__abort - close and drop the partial output (the temporary; a direct target is left alone). */
 void obuf__abort(struct obuf *o);
 
 #endif

@@ -102,4 +102,16 @@ cmp -s "$T/r2.json" "$T/r3.json" || fail "--from in us with decimals differs fro
 assert_eq "$(awk -v m="$mid" '$1 >= m' "$T/ts" | wc -l)" "$(events "$T/r3.json")" "events from the middle on"
 "$ATF" export "$S" -F chrome -o "$T/r4.json" --to 0s
 assert_eq 0 "$(events "$T/r4.json")" "events up to the session start"
+
+# a failed export leaves an existing output file as it was, and no temporary beside it;
+# a successful one replaces it; a non-regular output (a pipe) is written directly
+echo precious >"$T/keep.rtc"
+if "$ATF" export "$T/one" -F rtc --unit-size 4096 --minor-unit-size 2048 -o "$T/keep.rtc" 2>/dev/null; then
+	fail "an RTC geometry too small for the session was accepted"
+fi
+assert_eq precious "$(cat "$T/keep.rtc")" "the existing file after a failed export"
+assert_eq 1 "$(ls "$T" | grep -c '^keep\.rtc')" "files named keep.rtc* after a failed export"
+"$ATF" export "$T/one" -F chrome -o "$T/keep.rtc"
+jq -e '.traceEvents | length > 0' "$T/keep.rtc" >/dev/null || fail "a successful export did not replace the file"
+assert_eq "$(cat "$T/keep.rtc")" "$("$ATF" export "$T/one" -F chrome -o /dev/stdout)" "chrome to a pipe"
 echo "ok"
