@@ -182,6 +182,31 @@ static __always_inline struct task_state *current_state(bool create)
 }
 
 /*
+ * tail_call - is this entry a tail call from the innermost open frame?
+ * `jmp g` at the end of f enters g with f's own entry sp, which otherwise means f is dead (it
+ * was unwound and its caller made a new call at the same place). The difference: f's return
+ * address slot, at that sp, still holds the uretprobe trampoline the kernel put there at f's
+ * entry, while a new call has just pushed a real return address. The kernel chains g's return
+ * instance to f's, so both return probes fire at g's `ret`, innermost first. Only read when the
+ * sps are equal, which is rare: no cost on ordinary calls. (arm64 keeps the return address in a
+ * register at entry; there a tail call is still closed as unwound.)
+ */
+static __always_inline bool tail_call(struct task_state *st, __u64 sp)
+{
+#if defined(__TARGET_ARCH_x86)
+	__u32 d = st->depth;
+	__u64 slot = 0, tramp;
+
+	if (d == 0 || d > SHADOW_MAX || frame_at(st, d - 1)->entry_sp != sp)
+		return false;
+	tramp = BPF_CORE_READ((struct task_struct *)bpf_get_current_task_btf(), mm, uprobes_state.xol_area, vaddr);
+	return tramp && !bpf_probe_read_user(&slot, sizeof(slot), (void *)sp) && slot == tramp;
+#else
+	return false;
+#endif
+}
+
+/*
  * on_entry - a traced function was called
  * Returns 0 when a CALL was recorded (its return must be seen), 1 otherwise (a session
  * program returns this to skip the return run).
@@ -214,7 +239,7 @@ static __always_inline int on_entry(struct pt_regs *ctx)
 	__u64 sp = PT_REGS_SP(ctx);
 	__u64 function_id = bpf_get_attach_cookie(ctx);
 
-	close_dead_frames(st, sp, true, pid_tgid, ts);
+	close_dead_frames(st, sp, !tail_call(st, sp), pid_tgid, ts);
 
 	__u32 depth = st->depth;
 

@@ -32,3 +32,4 @@ $(OUTPUT)/targets/probe_sites_cet: tests/targets/probe_sites.c
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(TARGET_CFLAGS) -fcf-protection=full $< -o $@
 EXTRA_TARGETS += $(OUTPUT)/targets/probe_sites_cet
+TARGET_CFLAGS_tail_call := -O2 -fomit-frame-pointer -foptimize-sibling-calls
