@@ -304,6 +304,15 @@ int rm_modules_open(struct rm_modules *mods, const struct rm_spec *spec, pid_t p
 		}
 	if (!system_wide)
 		mods->exe_path = cmd ? proc_find_in_path(cmd) : proc_exe_path(pid);
+	if (mods->exe_path && mods->exe_path[0] != '/') {
+		/* ./prog as typed would name nothing once read from another directory */
+		char *abs = realpath(mods->exe_path, NULL);
+
+		if (abs) {
+			free(mods->exe_path);
+			mods->exe_path = abs;
+		}
+	}
 	if (!system_wide && !mods->exe_path) {
 		err = -ENOENT;
 		if (cmd)
