@@ -120,6 +120,8 @@ int atf_thread_writer__finalize(struct atf_thread_writer *w);
 void atf_thread_writer__free(struct atf_thread_writer *w);
 
 uint64_t atf_thread_writer__index_count(const struct atf_thread_writer *w);
+/** atf_thread_writer__index_written - index events that reached the file (the rest are buffered). */
+uint64_t atf_thread_writer__index_written(const struct atf_thread_writer *w);
 uint64_t atf_thread_writer__detail_count(const struct atf_thread_writer *w);
 uint64_t atf_thread_writer__time_start(const struct atf_thread_writer *w);
 uint64_t atf_thread_writer__time_end(const struct atf_thread_writer *w);

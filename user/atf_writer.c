@@ -518,6 +518,10 @@ void atf_thread_writer__free(struct atf_thread_writer *w)
 }
 
 uint64_t atf_thread_writer__index_count(const struct atf_thread_writer *w) { return w->index_count; }
+uint64_t atf_thread_writer__index_written(const struct atf_thread_writer *w)
+{
+	return w->index.written / ATF_INDEX_EVENT_SIZE;
+}
 uint64_t atf_thread_writer__detail_count(const struct atf_thread_writer *w) { return w->detail_count; }
 uint64_t atf_thread_writer__time_start(const struct atf_thread_writer *w) { return w->time_start; }
 uint64_t atf_thread_writer__time_end(const struct atf_thread_writer *w) { return w->time_end; }

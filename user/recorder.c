@@ -146,8 +146,15 @@ void rec_thread_end(struct recorder *r, struct rec_thread *t)
 	if (!t->w)
 		return;
 	err = atf_thread_writer__finalize(t->w);
-	if (err < 0)
+	if (err < 0) {
+		/* events appended but never written (disk full): not recorded after all, and said so */
+		uint64_t unwritten = atf_thread_writer__index_count(t->w) - atf_thread_writer__index_written(t->w);
+
 		rec_report_write_error(r, "cannot finalize thread files in", t->proc->dir, err);
+		r->st.write_errors += unwritten;
+		t->events -= unwritten < t->events ? unwritten : t->events;
+		r->st.events -= unwritten < r->st.events ? unwritten : r->st.events;
+	}
 	atf_thread_writer__free(t->w);
 	t->w = NULL;
 	t->dirty = false;           /* it may still sit in r->dirty: flushing skips w == NULL */
