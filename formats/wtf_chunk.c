@@ -11,7 +11,7 @@
 #include <string.h>
 #include <jansson.h>
 #include "byteorder.h"
-#include "wtf.h"
+#include "wtf_chunk.h"
 
 #ifndef ATFTRACE_VERSION
 #define ATFTRACE_VERSION "unknown"
