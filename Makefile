@@ -43,7 +43,9 @@ BPFTOOL  ?= bpftool
 LLVM_STRIP ?= llvm-strip
 VERSION  := $(shell git describe --always --dirty 2>/dev/null || echo 0.1)
 
-INCLUDES := -Iinclude -Iformats -Ibpf -I$(OUTPUT)
+# include/ holds the headers shared across layers; a layer's private headers sit beside its
+# files and are found relative to them. bpf/ holds each BPF unit's record header (X.h).
+INCLUDES := -Iinclude -Ibpf -I$(OUTPUT)
 CFLAGS   ?= -O2 -g
 CFLAGS   += -std=gnu11 -Wall -Wextra -Wno-unused-parameter -Wno-missing-field-initializers \
 	    -D_GNU_SOURCE -DATFTRACE_VERSION='"$(VERSION)"' $(INCLUDES) -MMD -MP
@@ -57,7 +59,10 @@ BPF_CFLAGS := -g -O2 -target bpf -Wall -Wno-unused-function \
 	      -D__TARGET_ARCH_$(ARCH) -Ivmlinux/$(ARCH) -Ibpf -Iinclude
 
 # ---- sources --------------------------------------------------------------------------------
-LIB_SRCS  := $(filter-out user/main.c,$(wildcard user/*.c)) $(wildcard formats/*.c)
+# user/ is one folder per layer: cmd/ (subcommands) over record/ (the recorder) over probe/
+# (attach, symbols, /proc, containers) and atf/ (libatf); formats/ (exporters) sits on atf/.
+LAYERS    := user/cmd user/record user/probe user/atf formats
+LIB_SRCS  := $(filter-out user/cmd/main.c,$(foreach d,$(LAYERS),$(wildcard $(d)/*.c)))
 BPF_SRCS  := $(wildcard bpf/*.bpf.c)
 SKELS     := $(patsubst bpf/%.bpf.c,$(OUTPUT)/%.skel.h,$(BPF_SRCS))
 UNIT_SRCS := $(wildcard tests/unit/test_*.c)
@@ -125,35 +130,38 @@ $(LIB_ASAN): $(LIB_OBJS_ASAN)
 	$(Q)rm -f $@ && ar rcs $@ $^
 
 # main.c refers to the subcommands weakly, and a weak reference does not pull a member out of
-# an archive: -u makes the linker take each user/cmd_<name>.o that exists.
+# an archive: -u makes the linker take each user/cmd/cmd_<name>.o that exists.
 comma := ,
-CMD_UNDEFS := $(patsubst user/%.c,-Wl$(comma)-u$(comma)%,$(wildcard user/cmd_*.c))
+CMD_UNDEFS := $(patsubst user/cmd/%.c,-Wl$(comma)-u$(comma)%,$(wildcard user/cmd/cmd_*.c))
 # formats/registry.c refers to the exporters weakly too: -u takes each formats/<name>.c's
 # <name>_ops (a -u naming no symbol, e.g. obuf_ops, is ignored by the linker).
 CMD_UNDEFS += $(patsubst formats/%.c,-Wl$(comma)-u$(comma)%_ops,$(wildcard formats/*.c))
 
-$(BIN): $(OUTPUT)/obj/user/main.o $(LIB)
+$(BIN): $(OUTPUT)/obj/user/cmd/main.o $(LIB)
 	$(call msg,LINK,$@)
 	$(Q)$(CC) $(CFLAGS) $^ $(CMD_UNDEFS) $(LIBS) -o $@
 
-$(BIN_ASAN): $(OUTPUT)/asan/user/main.o $(LIB_ASAN)
+$(BIN_ASAN): $(OUTPUT)/asan/user/cmd/main.o $(LIB_ASAN)
 	$(call msg,LINK,$@)
 	$(Q)$(CC) $(CFLAGS) $(SAN) $^ $(CMD_UNDEFS) $(LIBS) -o $@
+
+# Unit tests and test tools are white-box: they may include any layer's private headers.
+TEST_INCLUDES := -Itests $(addprefix -I,$(LAYERS))
 
 $(OUTPUT)/asan/tests/%: tests/unit/%.c $(LIB_ASAN)
 	$(call msg,TEST,$@)
 	$(Q)mkdir -p $(@D)
-	$(Q)$(CC) $(CFLAGS) -O1 $(SAN) -Itests $< $(LIB_ASAN) $(LIBS) $(TEST_LIBS) -o $@
+	$(Q)$(CC) $(CFLAGS) -O1 $(SAN) $(TEST_INCLUDES) $< $(LIB_ASAN) $(LIBS) $(TEST_LIBS) -o $@
 
 $(OUTPUT)/tools/%: tests/tools/%.c $(LIB)
 	$(call msg,TOOL,$@)
 	$(Q)mkdir -p $(@D)
-	$(Q)$(CC) $(CFLAGS) -Itests $< $(LIB) $(LIBS) $(TEST_LIBS) -o $@
+	$(Q)$(CC) $(CFLAGS) $(TEST_INCLUDES) $< $(LIB) $(LIBS) $(TEST_LIBS) -o $@
 
 $(OUTPUT)/bench/%: bench/%.c $(LIB)
 	$(call msg,BENCH,$@)
 	$(Q)mkdir -p $(@D)
-	$(Q)$(CC) $(CFLAGS) $< $(LIB) $(LIBS) -o $@
+	$(Q)$(CC) $(CFLAGS) $(TEST_INCLUDES) $< $(LIB) $(LIBS) -o $@
 
 $(OUTPUT)/targets/%: tests/targets/%.c
 	$(call msg,TARGET,$@)

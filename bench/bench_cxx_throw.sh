@@ -4,7 +4,7 @@
 #   untraced                   no probes
 #   only main traced           no traced frame is crossed, but main's pending uretprobe makes the
 #                              raise and the catch each hold the thread once (SIGSTOP, the recorder
-#                              writes the stack, SIGCONT: user/recorder_unwind.c)
+#                              writes the stack, SIGCONT: user/record/recorder_unwind.c)
 #   thrower_c traced           one hold at the raise; nothing traced outlives the catch
 #   main + 3 frames traced     a hold at the raise and one at the catch (re-arming main)
 #   untraced, another records  the hooks see every process but filter by tgid: no hold

@@ -3,7 +3,7 @@
  * atftrace probes: function entry/return events into one BPF ring buffer.
  *
  * The same event logic (on_entry / on_return) runs behind three attach styles, chosen by
- * user/probes.c before load:
+ * user/probe/probes.c before load:
  *   atf_session                   one uprobe-session link (entry and return in one program)
  *   atf_multi_entry/_return       two uprobe_multi links (the return one with the RETURN flag)
  *   atf_uprobe / atf_uretprobe    per-function perf-event uprobes (old kernels)
@@ -36,12 +36,12 @@
 
 char LICENSE[] SEC("license") = "Dual MIT/GPL";
 
-/* ---- configuration: set by user/probes.c between open and load ------------------------ */
+/* ---- configuration: set by user/probe/probes.c between open and load ------------------------ */
 const volatile bool system_wide = false;      /* no tgid filter */
 const volatile bool follow_fork = false;      /* children of traced processes become traced */
 const volatile __u64 cgroup_id = 0;           /* 0: any cgroup */
 const volatile __u32 wakeup_bytes = 0;        /* force a wakeup above this much unread data */
-/* Detail lane (issue 4): see detail.bpf.h. --detail=always starts detail_switch (.bss) on. */
+/* Detail lane: see detail.bpf.h. --detail=always starts detail_switch (.bss) on. */
 const volatile bool detail_always = false;
 const volatile __u32 stack_bytes = 0;
 
@@ -130,7 +130,7 @@ static __always_inline bool emit_event(__u32 kind, __u64 function_id, __u32 dept
 	return true;
 }
 
-/* Detail lane (issue 4): emit_traced() = emit_event() plus registers and stack when wanted. */
+/* Detail lane: emit_traced() = emit_event() plus registers and stack when wanted. */
 #include "detail.bpf.h"
 
 /*
@@ -342,7 +342,7 @@ int atf_uretprobe(struct pt_regs *ctx)
  * BPF may not write user memory on a locked-down kernel (bpf_probe_write_user), so the writes
  * are done by the recorder while the thread is held still: the hook lists (slot, value it holds
  * now, value to write) in a REC_UNWIND_FIXUP record, sends the thread SIGSTOP (it stops before
- * it runs the unwinder) and forces a ring wakeup; user/recorder_unwind.c waits until the thread
+ * it runs the unwinder) and forces a ring wakeup; user/record/recorder_unwind.c waits until the thread
  * is stopped, writes the slots and sends SIGCONT. Only throws pay: a thread without a pending
  * uretprobe returns at once, and a catch with nothing to re-arm does not stop.
  *

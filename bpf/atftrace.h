@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Records shared by bpf/atftrace.bpf.c and the recorder (user/recorder.c). Plain __u32/__u64
+ * Records shared by bpf/atftrace.bpf.c and the recorder (user/record/recorder.c). Plain __u32/__u64
  * only. Every ring record starts with a __u32 type tag; the recorder dispatches on it with one
  * switch.
  */
@@ -70,7 +70,7 @@ struct rec_task {
 
 /*
  * C++ exceptions through uretprobed frames (bpf/atftrace.bpf.c "C++ exceptions and uretprobes",
- * user/recorder_unwind.c). The thread that raised or caught an exception has been sent SIGSTOP;
+ * user/record/recorder_unwind.c). The thread that raised or caught an exception has been sent SIGSTOP;
  * the recorder waits until it is stopped, writes value to each stack slot that still holds
  * expect, and resumes it with SIGCONT.
  */

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: (MIT OR GPL-2.0) */
 /*
- * The detail lane (issue 4): registers and a stack snapshot next to an index event.
+ * The detail lane: registers and a stack snapshot next to an index event.
  * Included by bpf/atftrace.bpf.c after emit_event(), which it builds on; nothing else includes it.
  *
  * When is an event recorded with detail?
@@ -25,7 +25,7 @@
 #define ATFTRACE_DETAIL_BPF_H
 
 /* ---- configuration ----------------------------------------------------------------------- */
-/* --detail-on: trigger windows exist (rodata, set by user/probes.c before load). */
+/* --detail-on: trigger windows exist (rodata, set by user/probe/probes.c before load). */
 const volatile bool detail_on = false;
 const volatile __u64 detail_on_count = 0;     /* window = this many detail events (0: no limit) */
 const volatile __u64 detail_on_ns = 0;        /* window = this long after the trigger (0: no limit) */

@@ -52,7 +52,7 @@ struct atf_diag {
 /** atf_crc32 - CRC-32/ISO-HDLC (zlib crc32), chainable: start with crc = 0. */
 uint32_t atf_crc32(uint32_t crc, const void *buf, size_t len);
 
-/* ---- codec (user/atf_codec.c): host-order structs <-> little-endian bytes ---------------- */
+/* ---- codec (user/atf/atf_codec.c): host-order structs <-> little-endian bytes ---------------- */
 
 void atf_index_header_encode(uint8_t out[ATF_HEADER_SIZE], const struct atf_index_header *h);
 void atf_index_header_decode(struct atf_index_header *h, const uint8_t in[ATF_HEADER_SIZE]);
@@ -69,7 +69,7 @@ void atf_detail_payload_decode(struct atf_detail_payload *p, const uint8_t in[AT
 void atf_detail_footer_encode(uint8_t out[ATF_FOOTER_SIZE], const struct atf_detail_footer *f);
 void atf_detail_footer_decode(struct atf_detail_footer *f, const uint8_t in[ATF_FOOTER_SIZE]);
 
-/* ---- writer (user/atf_writer.c) ------------------------------------------------------------ */
+/* ---- writer (user/atf/atf_writer.c) ------------------------------------------------------------ */
 
 struct atf_thread_writer;
 
@@ -126,7 +126,7 @@ uint64_t atf_thread_writer__detail_count(const struct atf_thread_writer *w);
 uint64_t atf_thread_writer__time_start(const struct atf_thread_writer *w);
 uint64_t atf_thread_writer__time_end(const struct atf_thread_writer *w);
 
-/* ---- readers (user/atf_reader.c) ----------------------------------------------------------- */
+/* ---- readers (user/atf/atf_reader.c) ----------------------------------------------------------- */
 
 #define ATF_OPEN_CHECK_CRC   0x1u   /* verify the footer CRC (reads the whole events section) */
 #define ATF_OPEN_STRICT      0x2u   /* fail when the footer is missing or the tail is torn */
@@ -198,7 +198,7 @@ void atf_detail_close(struct atf_detail_file *f);
 /** atf_detail_get - decode detail event @seq in O(1); -ATF_E_RANGE when out of range. */
 int atf_detail_get(const struct atf_detail_file *f, uint64_t seq, struct atf_detail_event *out);
 
-/* ---- manifest (user/manifest.c) ------------------------------------------------------------ */
+/* ---- manifest (user/atf/manifest.c) ------------------------------------------------------------ */
 
 struct atf_module {
 	uint32_t module_id;         /* FNV-1a-32 of the lower-cased path (0 -> 0x9E3779B9) */
@@ -271,7 +271,7 @@ int atf_manifest__save(const struct atf_manifest *m, const char *path);
 /** atf_manifest__symbol - symbol for @function_id, or NULL; O(log n). */
 const struct atf_symbol *atf_manifest__symbol(struct atf_manifest *m, uint64_t function_id);
 
-/* ---- session (user/atf_session.c) ---------------------------------------------------------- */
+/* ---- session (user/atf/atf_session.c) ---------------------------------------------------------- */
 
 struct atf_thread {
 	uint32_t id;                /* thread_<id> */
@@ -307,7 +307,7 @@ void atf_session_resolve_free(char **dirs, int n);
 /** atf_session__name - display name for @function_id: symbol (demangled when known) or "0x%llx". */
 const char *atf_session__name(struct atf_session *s, uint64_t function_id, char *buf, size_t buflen);
 
-/* ---- k-way merge by timestamp (user/atf_merge.c) ------------------------------------------- */
+/* ---- k-way merge by timestamp (user/atf/atf_merge.c) ------------------------------------------- */
 
 struct atf_merge_event {
 	uint32_t thread;            /* index into session->threads */
@@ -329,7 +329,7 @@ int atf_merge__new(struct atf_merge **out, const struct atf_session *s, uint64_t
 int atf_merge__next(struct atf_merge *m, struct atf_merge_event *out);
 void atf_merge__free(struct atf_merge *m);
 
-/* ---- verify and recover (user/atf_verify.c, user/atf_recover.c) ---------------------------- */
+/* ---- verify and recover (user/atf/atf_verify.c, user/atf/atf_recover.c) ---------------------------- */
 
 /**
  * atf_session_verify - check one process directory completely: headers, footers, counts,

@@ -4,7 +4,7 @@
  * (index footer reserved[24]; detail header _reserved2[4] at offset 60).
  *
  * These packed structs document the byte layout and pin it with static asserts. Code never
- * reads or writes them by casting a buffer: atf_*_encode()/atf_*_decode() (user/atf_codec.c)
+ * reads or writes them by casting a buffer: atf_*_encode()/atf_*_decode() (user/atf/atf_codec.c)
  * go through the little-endian helpers in byteorder.h, so files are identical on any host.
  * Values held in these structs by the library are always in host order.
  */

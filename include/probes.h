@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The BPF side as the recorder sees it (user/probes.c). Follows libbpf-bootstrap order:
+ * The BPF side as the recorder sees it (user/probe/probes.c). Follows libbpf-bootstrap order:
  * probes__open() opens the skeleton, sets rodata and map sizes, loads; probes__attach_module()
  * attaches; the recorder polls probes__ring_fd() / consumes with its own ring_buffer.
  */
@@ -19,17 +19,17 @@ struct probe_opts {
 	bool system_wide;           /* no tgid filter (record -a) */
 	bool follow_fork;           /* add children of traced processes to the filter */
 	uint64_t cgroup_id;         /* 0: no cgroup filter */
-	/* detail lane (issue 4) */
+	/* detail lane: registers and stack snapshots */
 	bool detail_always;
 	uint32_t stack_bytes;       /* 0..256 */
 	bool verbose;               /* libbpf messages to stderr */
-	/* system-wide filters (record -a; issue 8), see bpf/filter.bpf.h */
+	/* system-wide filters (record -a), see bpf/filter.bpf.h */
 	uint32_t cgroup_level;      /* v2: level of the cgroup_id directory (root = 0) */
 	uint32_t cgroup_v1_ssid;    /* v1: controller's subsystem id + 1; 0 = cgroup_id is v2 */
 	char comm[16];              /* "" or a process name (comm of the thread group leader) */
 	bool announce_tasks;        /* send REC_PROC_INFO once per thread (record -a) */
 	bool exclude_self;          /* never trace the recorder's own process (record -a) */
-	/* detail triggers (issue 4; bpf/detail.bpf.h): --detail-on functions and window limits */
+	/* detail triggers (bpf/detail.bpf.h): --detail-on functions and window limits */
 	const uint64_t *detail_trigger_ids; /* function ids that open a window at their CALL */
 	size_t ndetail_triggers;
 	uint64_t detail_on_count;   /* window = this many detail events; 0: until the trigger returns */
@@ -62,7 +62,7 @@ int probes__attach_module(struct probes *p, const struct sym_module *m, pid_t pi
  * next traced call or return. Also hooks the unwinder's entry points in libgcc_s: a thread
  * that raises or catches an exception with uretprobes pending is stopped (SIGSTOP) and a
  * REC_UNWIND_FIXUP record asks the ring's reader to rewrite its return-address slots and send
- * SIGCONT (user/recorder_unwind.c): only a reader that does so may attach these hooks.
+ * SIGCONT (user/record/recorder_unwind.c): only a reader that does so may attach these hooks.
  * @pid as for probes__attach_module. 0, or a negative errno (-ENOENT: no __cxa_begin_catch in
  * that file).
  */

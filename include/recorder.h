@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The recorder (user/recorder.c, user/recorder_manifest.c): drains the BPF ring into per-thread
+ * The recorder (user/record/recorder.c, user/record/recorder_manifest.c): drains the BPF ring into per-thread
  * ATF writers, one process directory <session>/pid_<PID>/ per traced process with its own
  * manifest.json and thread table.
  *
@@ -25,9 +25,9 @@ struct recorder_opts {
 	int wake_fd;                /* extra fd that ends a tick early when readable (signalfd), or -1 */
 	bool verbose;
 	/*
-	 * record -a (issue 8): processes are discovered by their first event; each manifest's
+	 * record -a: processes are discovered by their first event; each manifest's
 	 * start_time is the process's own start; <session>/session.json indexes the processes
-	 * (user/record_session.c); an exec does not end a process's recording.
+	 * (user/record/recorder_session.c); an exec does not end a process's recording.
 	 */
 	bool system_wide;
 };

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * ELF symbol resolution for probing (user/symbols.c, elfutils libelf/libdw).
+ * ELF symbol resolution for probing (user/probe/symbols.c, elfutils libelf/libdw).
  * A module is one ELF file (executable or shared library); its functions come from .symtab
  * and .dynsym, aliases at one address are probed once, and each gets the probe's file offset.
  */

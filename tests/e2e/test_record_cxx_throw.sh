@@ -2,7 +2,7 @@
 # C++ exceptions thrown through traced frames. A uretprobe puts the kernel's trampoline in each
 # traced frame's return-address slot, and the unwinder cannot pass it; the recorder restores the
 # slots while the thread is stopped at the raise and re-arms the surviving frames at the catch
-# (bpf/atftrace.bpf.c, user/recorder_unwind.c). Every case checks the target's own output (the
+# (bpf/atftrace.bpf.c, user/record/recorder_unwind.c). Every case checks the target's own output (the
 # catch ran), its exit status 0, exact event counts, a balanced tree and `atftrace verify`.
 source "$(dirname "$0")/lib.sh"
 need_bpf

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * manifest.json (user/manifest.c): round trip of every field, escaping of quotes, backslashes,
+ * manifest.json (user/atf/manifest.c): round trip of every field, escaping of quotes, backslashes,
  * control characters and non-UTF-8 bytes, the accepted function_id forms, module ids, symbol
  * lookup, and malformed manifests rejected with -ATF_E_MANIFEST and a message naming the key.
  */

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * k-way merge (user/atf_merge.c): order across threads by (timestamp, thread order, seq),
+ * k-way merge (user/atf/atf_merge.c): order across threads by (timestamp, thread order, seq),
  * from/to ranges, thread selection, single and empty threads. Sessions are built in memory:
  * each thread's index is a buffer of encoded events, as a mapped file would be.
  */

@@ -7,7 +7,7 @@
 #include <string.h>
 #include <cmocka.h>
 #include "proc.h"
-#include "../user/record_modules.h"
+#include "record_modules.h"
 
 static void test_maps_line_file(void **state)
 {

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * Detail options of `atftrace record` (user/recorder_detail.c): every option's values and
+ * Detail options of `atftrace record` (user/record/recorder_detail.c): every option's values and
  * cross-option rules through argp, and --detail-on globs resolved against synthetic modules.
  */
 #include <errno.h>
@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <cmocka.h>
-#include "../user/recorder_detail.h"
+#include "recorder_detail.h"
 
 /* Parse @args (NULL-terminated) with detail_argp alone; errors return instead of exiting. */
 static int parse(struct detail_args *d, ...)

@@ -108,7 +108,7 @@ static void backoff(uint64_t started_ns, long *pause_ns)
 {
 	struct timespec ts = { 0, *pause_ns };
 
-	if (rec_now_ns() - started_ns < UNWIND_SPIN_NS) {
+	if (clock_mono_ns() - started_ns < UNWIND_SPIN_NS) {
 		sched_yield();
 		return;
 	}
@@ -123,7 +123,7 @@ static void backoff(uint64_t started_ns, long *pause_ns)
  */
 static int wait_thread_stopped(pid_t pid, pid_t tid, long *nthreads)
 {
-	uint64_t started = rec_now_ns(), deadline = started + UNWIND_STOP_WAIT_NS;
+	uint64_t started = clock_mono_ns(), deadline = started + UNWIND_STOP_WAIT_NS;
 	long pause_ns = 10 * 1000;
 
 	for (;;) {
@@ -133,7 +133,7 @@ static int wait_thread_stopped(pid_t pid, pid_t tid, long *nthreads)
 			return 0;
 		if (state_gone(s))
 			return -ESRCH;
-		if (rec_now_ns() > deadline)
+		if (clock_mono_ns() > deadline)
 			return -ETIMEDOUT;
 		backoff(started, &pause_ns);
 	}
@@ -167,10 +167,10 @@ static bool none_running(pid_t pid)
 /* Wait (bounded) until every thread of @pid has joined the group stop or sleeps in the kernel. */
 static void wait_group_quiet(pid_t pid)
 {
-	uint64_t started = rec_now_ns(), deadline = started + UNWIND_STOP_WAIT_NS;
+	uint64_t started = clock_mono_ns(), deadline = started + UNWIND_STOP_WAIT_NS;
 	long pause_ns = 10 * 1000;
 
-	while (!none_running(pid) && rec_now_ns() <= deadline)
+	while (!none_running(pid) && clock_mono_ns() <= deadline)
 		backoff(started, &pause_ns);
 }
 

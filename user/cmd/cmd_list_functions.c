@@ -17,7 +17,7 @@
 #include <string.h>
 #include <unistd.h>
 #include "commands.h"
-#include "record_system.h"
+#include "container.h"
 #include "symbols.h"
 
 #define NSKIP (SYM_SKIP_IFUNC + 1)
@@ -157,7 +157,7 @@ static void print_module(const struct sym_module *m, bool selected_only, size_t 
 
 /*
  * Open one module and select @globs in it. @fd: the file already open safely (a container's,
- * from rs_open_in_process(), closed here), -1 to open @path, or a negative errno already reported.
+ * from container_open_file(), closed here), -1 to open @path, or a negative errno already reported.
  */
 static int list_module(const char *path, int fd, const char **globs, size_t nglobs,
 		       const struct lf_args *a, size_t *counts, size_t *nsel, size_t *nunm)
@@ -215,9 +215,9 @@ int cmd_list_functions(int argc, char **argv)
 			done[i] = true;
 		}
 	/* a container's files are read inside its root, never by a host path (record_system.c) */
-	contained = a.pid > 0 && rs_other_root(a.pid);
+	contained = a.pid > 0 && container_other_root(a.pid);
 	if (nglobs || !a.nfuncs) {
-		int fd = contained ? rs_open_in_process(a.pid, NULL, NULL, WHO) : -1;
+		int fd = contained ? container_open_file(a.pid, NULL, NULL, WHO) : -1;
 
 		err = list_module(exe, fd, globs, nglobs, &a, counts, &nsel, &nunm);
 		if (err)
@@ -246,7 +246,7 @@ int cmd_list_functions(int argc, char **argv)
 			err = -ENOENT;
 			goto cleanup;
 		}
-		err = list_module(path, contained ? rs_open_in_process(a.pid, name, NULL, WHO) : -1,
+		err = list_module(path, contained ? container_open_file(a.pid, name, NULL, WHO) : -1,
 				  globs, nglobs, &a, counts, &nsel, &nunm);
 		free(name);
 		free(path);

@@ -22,7 +22,7 @@
 #include <bpf/libbpf.h>
 #include "atftrace.skel.h"
 #include "probes.h"
-#include "record_system.h"
+#include "container.h"
 #include "uprobe_multi.h"
 
 #define DEFAULT_RING_SIZE (4u << 20)
@@ -371,7 +371,7 @@ static int attach_entry_hooks(struct probes *p, struct bpf_program *prog, const 
 
 /*
  * libgcc_s, which holds the unwinder: next to libstdc++, in the process, or on the host.
- * A libstdc++ given as "/proc/self/fd/N" belongs to a container (user/record_system.c): its
+ * A libstdc++ given as "/proc/self/fd/N" belongs to a container (user/probe/container.c): its
  * libgcc_s is then opened the same way, from the process's own mappings, never by a host path;
  * the caller closes that fd once the hooks are attached.
  */
@@ -381,7 +381,7 @@ static char *find_libgcc_s(const char *libstdcxx_path, pid_t pid)
 	char *path = NULL;
 
 	if (pid > 0 && !strncmp(libstdcxx_path, "/proc/self/fd/", 14)) {
-		int fd = rs_open_in_process(pid, "libgcc_s.so.1", NULL, "atftrace");
+		int fd = container_open_file(pid, "libgcc_s.so.1", NULL, "atftrace");
 
 		if (fd >= 0 && asprintf(&path, "/proc/self/fd/%d", fd) < 0) {
 			close(fd);

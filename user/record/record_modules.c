@@ -18,7 +18,7 @@
 #include <unistd.h>
 #include "proc.h"
 #include "record_modules.h"
-#include "record_system.h"
+#include "container.h"
 
 static int push_str(char ***arr, size_t *n, const char *s)
 {
@@ -288,7 +288,7 @@ int rm_modules_open(struct rm_modules *mods, const struct rm_spec *spec, pid_t p
 {
 	const char **globs = calloc(spec->nfuncs + 1, sizeof(*globs));
 	bool *done = calloc(spec->nfuncs + 1, sizeof(*done));
-	bool system_wide = !cmd && pid <= 0, contained = pid > 0 && rs_other_root(pid);
+	bool system_wide = !cmd && pid <= 0, contained = pid > 0 && container_other_root(pid);
 	size_t nglobs = 0;
 	int err = -ENOMEM, fd = -1;
 
@@ -330,7 +330,7 @@ int rm_modules_open(struct rm_modules *mods, const struct rm_spec *spec, pid_t p
 		}
 	if (!system_wide && (nglobs || !spec->nfuncs)) {
 		/* a container's executable: the inode it runs, through /proc/PID/exe */
-		if (contained && (fd = rs_open_in_process(pid, NULL, NULL, "atftrace record")) < 0) {
+		if (contained && (fd = container_open_file(pid, NULL, NULL, "atftrace record")) < 0) {
 			err = fd;
 			goto cleanup;
 		}
@@ -357,10 +357,10 @@ int rm_modules_open(struct rm_modules *mods, const struct rm_spec *spec, pid_t p
 		}
 		fd = -1;
 		if (contained) {
-			/* inside the container's root, never by a host path (user/record_system.c) */
+			/* inside the container's root, never by a host path (user/record/record_system.c) */
 			char *shown = NULL;
 
-			fd = rs_open_in_process(pid, name, &shown, "atftrace record");
+			fd = container_open_file(pid, name, &shown, "atftrace record");
 			path = fd < 0 ? NULL : shown ? shown : strdup(name);
 			if (fd >= 0 && !path)
 				close(fd);
@@ -383,7 +383,7 @@ int rm_modules_open(struct rm_modules *mods, const struct rm_spec *spec, pid_t p
 	if (contained) {
 		char *mapped = sym_resolve_library(pid, "libstdc++.so.6");  /* reads maps only */
 
-		fd = mapped ? rs_open_in_process(pid, "libstdc++.so.6", NULL, "atftrace record") : -1;
+		fd = mapped ? container_open_file(pid, "libstdc++.so.6", NULL, "atftrace record") : -1;
 		free(mapped);
 		if (fd >= 0 && (keep_fd(mods, fd) < 0 ||
 				asprintf(&mods->cxx_path, "/proc/self/fd/%d", fd) < 0)) {

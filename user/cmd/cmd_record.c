@@ -22,6 +22,7 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
+#include "clock.h"
 #include "commands.h"
 #include "probes.h"
 #include "proc.h"
@@ -44,7 +45,7 @@ struct record_args {
 	const char *ready_file;
 	char **cmd;
 	int ncmd;
-	struct detail_args detail;  /* --detail* and --stack-bytes (user/recorder_detail.c) */
+	struct detail_args detail;  /* --detail* and --stack-bytes (user/record/recorder_detail.c) */
 	struct rs_target sys;       /* -a, --comm, --pid-filter, --cgroup, --container (record_system.c) */
 };
 
@@ -245,10 +246,7 @@ static char *make_session_dir(const char *outdir)
 
 static double mono_s(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+	return (double)clock_mono_ns() / 1e9;
 }
 
 static void status_line(const struct recorder *r, double now, double *last_t, uint64_t *last_ev)

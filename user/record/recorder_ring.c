@@ -10,7 +10,6 @@
 #include "atftrace.h"
 #include "proc.h"
 #include "recorder_int.h"
-#include "record_system.h"
 
 static void on_event(struct recorder *r, const void *data, size_t size, bool with_detail)
 {

@@ -1,11 +1,12 @@
 /* SPDX-License-Identifier: MIT */
-/* Internals shared by user/recorder.c and user/recorder_manifest.c; nothing else includes it. */
+/* Internals shared by the recorder's files (user/record/recorder*.c); nothing else includes it. */
 #ifndef ATFTRACE_RECORDER_INT_H
 #define ATFTRACE_RECORDER_INT_H
 
 #include <stdbool.h>
 #include <stdint.h>
 #include "atf.h"
+#include "clock.h"
 #include "recorder.h"
 
 struct rec_process;
@@ -64,17 +65,15 @@ struct recorder {
 	struct recorder_stats st;
 	bool write_error_reported;
 	bool finished;
-	/* system-wide session index, session.json (user/record_session.c) */
+	/* system-wide session index, session.json (user/record/recorder_session.c) */
 	bool index_dirty;
 	uint64_t index_saved_ns;
 	char index_start_time[32];
 	const char *end_reason;     /* the session's, once finished (static) */
-	struct rec_unwind *unwind;  /* C++ unwind fix-ups (user/recorder_unwind.c), lazily made */
+	struct rec_unwind *unwind;  /* C++ unwind fix-ups (user/record/recorder_unwind.c), lazily made */
 };
 
-uint64_t rec_now_ns(void);
-
-/* user/recorder.c: tables and lifecycle */
+/* user/record/recorder.c: tables and lifecycle */
 struct rec_thread *rec_tid_lookup(const struct recorder *r, uint32_t tid);
 struct rec_process *rec_proc_find(struct recorder *r, pid_t pid);
 /** rec_thread_new - first event of @tid in @p: thread_<n>/ files, manifest entry, tid table. */
@@ -89,11 +88,11 @@ void rec_mark_dirty(struct recorder *r, struct rec_thread *t);
 /** rec_report_write_error - count a lost write; the first one is printed. */
 void rec_report_write_error(struct recorder *r, const char *what, const char *path, int err);
 
-/* user/recorder_ring.c */
+/* user/record/recorder_ring.c */
 /** rec_on_record - ring_buffer sample callback: dispatch one ring record. */
 int rec_on_record(void *ctx, void *data, size_t size);
 
-/* user/recorder_unwind.c: C++ exceptions through uretprobed frames */
+/* user/record/recorder_unwind.c: C++ exceptions through uretprobed frames */
 struct rec_unwind;
 /** rec_unwind_on_fixup - REC_UNWIND_FIXUP: wait for the stop, write the slots; stays held. */
 void rec_unwind_on_fixup(struct recorder *r, const void *data, size_t size);
@@ -109,5 +108,31 @@ int rec_manifest_build(struct recorder *r, struct rec_process *p, char *const *a
 
 /** rec_manifest_save - refresh counts, times and lost events, then write manifest.json. */
 int rec_manifest_save(struct recorder *r, struct rec_process *p);
+
+/* user/record/recorder_session.c: the processes of a system-wide session, and session.json */
+
+/** rec_session_index_save - write <session>/session.json atomically from the recorder's state. */
+int rec_session_index_save(struct recorder *r);
+
+/**
+ * rec_session_process_added - a process directory was created in a system-wide session: its
+ * manifest's start_time becomes the process's own start (from /proc/PID/stat), and the
+ * session index is marked for rewriting.
+ */
+void rec_session_process_added(struct recorder *r, struct rec_process *p);
+
+/**
+ * rec_session_on_info - a REC_PROC_INFO ring record: start recording its process (system-wide
+ * sessions discover processes by their first event) and fill in what /proc could not tell
+ * because the process was already gone: name, command line, start time.
+ */
+void rec_session_on_info(struct recorder *r, const void *data, size_t size);
+
+/**
+ * rec_session_process_exec - process @p of a system-wide session called exec: the threads of
+ * its old image end there, and its recording goes on in the same pid_<PID>/ with the new
+ * image's name and command line (later events start new thread_<N>/ directories).
+ */
+void rec_session_process_exec(struct recorder *r, struct rec_process *p);
 
 #endif

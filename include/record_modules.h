@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* Which modules and functions `atftrace record` probes (user/record_modules.c); private to record. */
+/* Which modules and functions `atftrace record` probes (user/record/record_modules.c); private to record. */
 #ifndef ATFTRACE_RECORD_MODULES_H
 #define ATFTRACE_RECORD_MODULES_H
 
@@ -34,7 +34,7 @@ struct rm_modules {
 	size_t selected;            /* functions selected over all modules */
 	size_t attached;            /* functions attached over all modules */
 	bool verbose;
-	/* issue 8: files of a containerised process, open while probes attach (open_path) */
+	/* files of a containerised process, open while probes attach (open_path) */
 	int *fds;
 	size_t nfds;
 };
@@ -45,7 +45,7 @@ struct rm_modules {
  * error line and returns a negative error when nothing can be traced.
  * With neither @cmd nor @pid (record -a) there is no main executable: every -f must name its
  * MODULE, resolved on the host. A @pid in another root (a container) has its files opened
- * through rs_open_in_process() (user/record_system.c), never by a host path.
+ * through container_open_file() (user/probe/container.c), never by a host path.
  */
 int rm_modules_open(struct rm_modules *mods, const struct rm_spec *spec, pid_t pid,
 		    const char *cmd, bool verbose);

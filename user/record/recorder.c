@@ -30,21 +30,12 @@
 #include "atftrace.h"
 #include "container.h"
 #include "proc.h"
-#include "record_system.h"
 #include "recorder_int.h"
 
 #define MANIFEST_SAVE_INTERVAL_NS (100ull * 1000 * 1000)
 
 /* epoll tags for the ring and the wake fd; processes are tagged with their own pointer */
 static char tag_ring, tag_wake;
-
-uint64_t rec_now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 /* ---- tid table ------------------------------------------------------------------------------ */
 
@@ -423,7 +414,7 @@ static int drain(struct recorder *r)
 			rec_report_write_error(r, "cannot write events in", t->proc->dir, err);
 	}
 	r->ndirty = 0;
-	now = rec_now_ns();
+	now = clock_mono_ns();
 	for (size_t i = 0; i < r->nprocs; i++) {
 		struct rec_process *p = r->procs[i];
 		if (p->state != REC_PROC_LIVE || !p->manifest_dirty ||

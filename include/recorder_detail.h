@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Detail options of `atftrace record` (user/recorder_detail.c): --detail, --detail-on,
+ * Detail options of `atftrace record` (user/record/recorder_detail.c): --detail, --detail-on,
  * --detail-for, --detail-count, --detail-after, --stack-bytes, and SIGUSR1. Private to record.
  *
  * Use: add detail_argp as an argp child whose input is a struct detail_args; after the modules

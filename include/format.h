@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Export pipeline contract. user/cmd_export.c runs one reader loop over a session (threads
+ * Export pipeline contract. user/cmd/cmd_export.c runs one reader loop over a session (threads
  * merged by timestamp, or thread by thread when ops->per_thread) and drives one ops table.
  * Every callback is optional. Exporters stream: they keep O(threads + functions) state,
  * never O(events), and write through struct obuf in large blocks.

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* One entry point per subcommand, one file per subcommand (user/cmd_<name>.c). */
+/* One entry point per subcommand, one file per subcommand (user/cmd/cmd_<name>.c). */
 #ifndef ATFTRACE_COMMANDS_H
 #define ATFTRACE_COMMANDS_H
 

@@ -156,6 +156,6 @@ int rec_manifest_save(struct recorder *r, struct rec_process *p)
 	if (err < 0)
 		return err;
 	p->manifest_dirty = false;
-	p->last_save_ns = rec_now_ns();
+	p->last_save_ns = clock_mono_ns();
 	return 0;
 }

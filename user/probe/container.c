@@ -16,6 +16,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 #include "container.h"
+#include "proc.h"
 
 int cgroup_id_of_path(const char *path, uint64_t *id)
 {
@@ -229,5 +230,107 @@ int open_in_root(pid_t pid, const char *path, int flags)
 		return -errno;
 	fd = openat_in_root(root, path, flags);
 	close(root);
+	return fd;
+}
+
+/*
+ * A container's files are untrusted. Its paths mean something only inside its root, and a
+ * symlink in it may point anywhere on the host: "/proc/PID/root/usr/lib/libfoo.so" walked by
+ * the host follows an absolute symlink inside the container back to the HOST's root. So
+ * nothing of a container is ever opened by a host path walk: the executable through the
+ * /proc/PID/exe magic link, mapped libraries through /proc/PID/map_files, and paths the user
+ * names with openat2(RESOLVE_IN_ROOT) inside /proc/PID/root. The symbols are then read from that
+ * fd, and the uprobe links get "/proc/self/fd/<fd>": the kernel resolves that magic link to the
+ * very inode we opened (uprobes are placed on inodes), while any other path given to the link
+ * would be walked again by the kernel, on the host, symlinks and all.
+  */
+bool container_other_root(pid_t pid)
+{
+	char path[64];
+	struct stat ours, theirs;
+
+	snprintf(path, sizeof(path), "/proc/%d/root", (int)pid);
+	if (stat("/proc/self/root", &ours) || stat(path, &theirs))
+		return false;
+	return ours.st_dev != theirs.st_dev || ours.st_ino != theirs.st_ino;
+}
+
+/* "libc.so.6" names libc.so.6; "libc" and "libc.so" name it too (as sym_resolve_library). */
+static bool lib_name_matches(const char *file, const char *name)
+{
+	const char *base = strrchr(file, '/');
+	size_t len = strlen(name);
+
+	base = base ? base + 1 : file;
+	return !strcmp(base, name) || (!strncmp(base, name, len) && (base[len] == '.' || base[len] == '-'));
+}
+
+/* The first mapping of library @name in @pid, opened through /proc/PID/map_files. */
+static int open_mapped(pid_t pid, const char *name, char **shown)
+{
+	char maps[64], line[4096];
+	FILE *f;
+	int fd = -ENOENT;
+
+	snprintf(maps, sizeof(maps), "/proc/%d/maps", (int)pid);
+	f = fopen(maps, "re");
+	if (!f)
+		return -errno;
+	while (fd == -ENOENT && fgets(line, sizeof(line), f)) {
+		uint64_t start, end, off;
+		char *path, range[128];
+		bool exec;
+
+		if (proc_maps_parse_line(line, &start, &end, &exec, &off, &path) != 1 || !path ||
+		    path[0] != '/' || strstr(path, " (deleted)") || !lib_name_matches(path, name))
+			continue;
+		snprintf(range, sizeof(range), "/proc/%d/map_files/%llx-%llx", (int)pid,
+			 (unsigned long long)start, (unsigned long long)end);
+		fd = open(range, O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
+			fd = -errno;
+		else if (shown && !(*shown = strdup(path))) {
+			close(fd);
+			fd = -ENOMEM;
+		}
+	}
+	fclose(f);
+	return fd;
+}
+
+int container_open_file(pid_t pid, const char *name, char **shown, const char *who)
+{
+	char link[64];
+	int fd;
+
+	if (shown)
+		*shown = NULL;
+	if (!name) {
+		snprintf(link, sizeof(link), "/proc/%d/exe", (int)pid);
+		fd = open(link, O_RDONLY | O_CLOEXEC);
+		if (fd < 0) {
+			fd = -errno;
+			fprintf(stderr, "%s: -p %d: cannot open its executable (%s): %s\n", who,
+				(int)pid, link, strerror(errno));
+			return fd;
+		}
+		if (shown && !(*shown = proc_exe_path(pid)) && !(*shown = strdup(link))) {
+			close(fd);
+			return -ENOMEM;
+		}
+		return fd;
+	}
+	if (strchr(name, '/')) {
+		fd = open_in_root(pid, name, O_RDONLY);
+		if (fd < 0)
+			fprintf(stderr, "%s: %s: cannot open it inside the root of process %d: %s%s\n",
+				who, name, (int)pid, strerror(-fd),
+				fd == -EXDEV || fd == -ELOOP ? " (it leads outside the container)" : "");
+		return fd;
+	}
+	fd = open_mapped(pid, name, shown);
+	if (fd < 0)
+		fprintf(stderr, "%s: %s: %s in the mappings of process %d\n", who, name,
+			fd == -ENOENT ? "not found" : strerror(-fd), (int)pid);
 	return fd;
 }

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * uprobe_multi and uprobe-session links without a libbpf API (Debian's libbpf 1.1 has none):
- * a raw BPF_LINK_CREATE with the kernel's link_create.uprobe_multi layout (user/uprobe_multi.c).
+ * a raw BPF_LINK_CREATE with the kernel's link_create.uprobe_multi layout (user/probe/uprobe_multi.c).
  */
 #ifndef ATFTRACE_UPROBE_MULTI_H
 #define ATFTRACE_UPROBE_MULTI_H
