@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# The layers of docs/architecture.md, checked on the built objects: every symbol an object of one
+# layer takes from another layer must come from a layer below it (cmd > record > probe, formats >
+# atf), so no layer calls up and no two layers call each other. Reads the objects with nm; needs
+# no root.
+set -euo pipefail
+cd "${ATFTRACE_ROOT:-$(dirname "$0")/../..}"
+obj=${OUTPUT:-.output}/obj
+rank() {   # layer folder -> rank; layers of equal rank must not call each other either
+	case $1 in
+	user/atf) echo 0 ;; user/probe|formats) echo 1 ;; user/record) echo 2 ;; user/cmd) echo 3 ;;
+	*) echo "unknown layer $1" >&2; exit 1 ;;
+	esac
+}
+defs=$(mktemp) uses=$(mktemp)
+trap 'rm -f "$defs" "$uses"' EXIT
+objs=$(cd "$obj" && find user formats -name '*.o' | sort)
+[ -n "$objs" ] || { echo "no objects under $obj: build first"; exit 1; }
+for o in $objs; do
+	layer=$(dirname "$o")
+	nm --defined-only -g "$obj/$o" | awk -v l="$layer" -v f="$o" 'NF == 3 { print $3, l, f }' >>"$defs"
+	nm --undefined-only -g "$obj/$o" | awk -v l="$layer" -v f="$o" '{ print $NF, l, f }' >>"$uses"
+done
+bad=0
+while read -r sym ulayer ufile; do
+	d=$(awk -v s="$sym" '$1 == s { print $2, $3; exit }' "$defs")
+	[ -n "$d" ] || continue                 # a library's symbol (libc, libbpf, ...)
+	read -r dlayer dfile <<<"$d"
+	[ "$dlayer" = "$ulayer" ] && continue
+	if [ "$(rank "$dlayer")" -ge "$(rank "$ulayer")" ]; then
+		echo "layering: $ufile ($ulayer) calls $sym from $dfile ($dlayer), which is not below it"
+		bad=1
+	fi
+done <"$uses"
+[ $bad -eq 0 ] && echo "layers: $(echo "$objs" | wc -l) objects, every cross-layer call goes down"
+exit $bad
