@@ -78,5 +78,8 @@ expected=$((2 * (M + 2000)))
 [ "$lost" -gt 0 ] || fail "stopped: nothing was lost while the recorder was stopped"
 assert_eq "$lost" "$per_thread" "stopped: lost_events = the thread's counts"
 assert_eq $expected $((recorded + lost)) "stopped: recorded $recorded + lost $lost"
+# the recorded count again, from the raw bytes (tests/tools/atf_raw shares no code with libatf)
+raw=$("$TOOLS/atf_raw" "$(echo "$T"/stopped/pid_*)/thread_0" | awk '$1 == "ev"' | wc -l)
+assert_eq "$recorded" "$raw" "stopped: events in the raw file"
 echo "figures: stopped recorder: recorded $recorded, lost $lost, expected $expected"
 echo "ok: small ring and stopped recorder: every event recorded or counted, per thread"
