@@ -9,24 +9,10 @@
 # events' own timestamps, so a slow machine changes the pattern, never the verdict.
 source "$(dirname "$0")/lib.sh"
 need_bpf
-mkfifo "$T/cmd" "$T/ack"
 
-# start NAME OPTIONS...: record detail_args script with work and trigger traced
-start() {
-	NAME=$1; shift
-	"$ATF" record -o "$T/$NAME" -f work -f trigger "$@" -- \
-		"$TARGETS/detail_args" script "$T/cmd" "$T/ack" 2>"$T/$NAME.err" &
-	REC=$!
-	# read-write opens never block, so a recorder that fails to start cannot hang the test
-	exec 3<>"$T/cmd" 4<>"$T/ack"
-}
-# run COMMAND: one phase of the target, finished when it acknowledges
-run() {
-	local reply
-	echo "$*" >&3
-	read -t 60 -r reply <&4 || { cat "$T/$NAME.err" >&2; fail "$NAME: no acknowledgement for '$*'"; }
-	assert_eq ok "$reply" "$NAME: reply to '$*'"
-}
+# start NAME OPTIONS...: record detail_args script with work and trigger traced (lib.sh)
+start() { script_start "$1" -f work -f trigger "${@:2}"; }
+run() { script_run "$@"; }
 # wait_line N TEXT: until the recorder has said TEXT N times (it says so after flipping the switch)
 wait_line() {
 	local i

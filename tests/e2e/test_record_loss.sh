@@ -8,21 +8,10 @@
 # The detail_args script target runs one command per line from a fifo and acknowledges each.
 source "$(dirname "$0")/lib.sh"
 need_bpf
-mkfifo "$T/cmd" "$T/ack"
 
-start() {   # NAME OPTIONS...
-	NAME=$1; shift
-	"$ATF" record -o "$T/$NAME" -f work "$@" -- "$TARGETS/detail_args" script "$T/cmd" "$T/ack" \
-		2>"$T/$NAME.err" &
-	REC=$!
-	exec 3<>"$T/cmd" 4<>"$T/ack"
-}
-run() {
-	local reply
-	echo "$*" >&3
-	read -t 120 -r reply <&4 || { cat "$T/$NAME.err" >&2; fail "$NAME: no acknowledgement for '$*'"; }
-	assert_eq ok "$reply" "$NAME: reply to '$*'"
-}
+# start NAME OPTIONS...: record detail_args script with work traced (lib.sh)
+start() { script_start "$1" -f work "${@:2}"; }
+run() { script_run "$@"; }
 # finish: end the target, verify, and leave record_stats' output in $T/$NAME.s
 finish() {
 	echo quit >&3
