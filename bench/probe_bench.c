@@ -169,11 +169,11 @@ static int cost(const char *mode, const char *kind, char **target, const char *f
 	fflush(stdout);
 	rc = release_and_wait(pid, release, rb) ? 1 : 0;
 	if (p) {
-		uint64_t lost;
+		struct probe_losses lost;
 
-		probes__lost(p, &lost, NULL);
+		probes__lost(p, &lost);
 		fprintf(stderr, "events=%llu lost=%llu\n", (unsigned long long)events,
-			(unsigned long long)lost);
+			(unsigned long long)lost.events);
 	}
 cleanup:
 	ring_buffer__free(rb);

@@ -16,7 +16,7 @@
  * instances). Such frames are closed with EXCEPTION events, innermost first, with their own
  * function_id and depth. CALL depth = traced frames open before the call; RETURN repeats the
  * depth and function_id of its CALL. When a CALL could not be recorded (ring full, counted in
- * lost_events), its frame is not pushed and its RETURN is not emitted either.
+ * lost_events), its frame is not pushed and its RETURN is not emitted either; both are counted.
  *
  * Limits (for the verifier): at most MAX_POPS frames are closed per probe hit (the rest on
  * the next hit); frames deeper than SHADOW_MAX are counted in depth but not remembered, so
@@ -45,9 +45,19 @@ const volatile __u32 wakeup_bytes = 0;        /* force a wakeup above this much 
 const volatile bool detail_always = false;
 const volatile __u32 stack_bytes = 0;
 
-/* ---- drop counters, read by the recorder at exit (probes__lost) ------------------------ */
+/*
+ * ---- drop counters, read by the recorder (probes__lost) --------------------------------------
+ * Nothing is dropped without a count. lost_events: index events not written; a lost CALL counts
+ * twice, itself and the RETURN or EXCEPTION that then is not written either (see on_entry).
+ * lost_detail: detail records not written (their event was recorded plain, or counted above).
+ * lost_records: the other ring records (thread exit/fork/exec, process identity, unwind fix-ups),
+ * which are not events. lost_unattributed: the part of lost_events that thread_losses had no room
+ * for, so it is in no thread's count.
+ */
 __u64 lost_events[MAX_CPUS];
 __u64 lost_detail[MAX_CPUS];
+__u64 lost_records[MAX_CPUS];
+__u64 lost_unattributed[MAX_CPUS];
 
 /* ---- maps --------------------------------------------------------------------------------- */
 struct {
@@ -69,14 +79,54 @@ struct {
 	__type(value, struct task_state);
 } task_states SEC(".maps");
 
+/* Per-thread loss counts (struct thread_loss in atftrace.h), by tid; touched only when a loss happens. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, MAX_LOSS_THREADS);
+	__type(key, __u32);
+	__type(value, struct thread_loss);
+} thread_losses SEC(".maps");
+
 /* ---- helpers -------------------------------------------------------------------------------- */
 
-static __always_inline void count_lost(__u64 *counters)
+static __always_inline void count_lost_n(__u64 *counters, __u64 n)
 {
 	__u32 cpu = bpf_get_smp_processor_id() & (MAX_CPUS - 1);
 
 	/* Atomic: two CPUs may share a slot when there are more than MAX_CPUS. */
-	__sync_fetch_and_add(&counters[cpu], 1);
+	__sync_fetch_and_add(&counters[cpu], n);
+}
+
+static __always_inline void count_lost(__u64 *counters)
+{
+	count_lost_n(counters, 1);
+}
+
+/*
+ * count_event_lost - an index event of kind @kind of the current thread was not written
+ * Per CPU (lost_events) and per thread (thread_losses). A lost CALL counts its RETURN too: the
+ * frame is not pushed, so on_return never emits it (a session link does not even run it).
+ */
+static __noinline void count_event_lost(__u32 kind, __u64 pid_tgid)
+{
+	struct thread_loss zero = { .pid = pid_tgid >> 32 }, *tl;
+	__u32 tid = (__u32)pid_tgid;
+	bool call = kind == KIND_CALL;
+
+	count_lost_n(lost_events, call ? 2 : 1);
+	tl = bpf_map_lookup_elem(&thread_losses, &tid);
+	if (!tl) {
+		bpf_map_update_elem(&thread_losses, &tid, &zero, BPF_NOEXIST);
+		tl = bpf_map_lookup_elem(&thread_losses, &tid);
+	}
+	if (!tl) {      /* the map is full: still counted, in no thread */
+		count_lost_n(lost_unattributed, call ? 2 : 1);
+		return;
+	}
+	if (call)
+		__sync_fetch_and_add(&tl->calls, 1);
+	else
+		__sync_fetch_and_add(&tl->returns, 1);
 }
 
 /*
@@ -115,7 +165,7 @@ static __always_inline bool emit_event(__u32 kind, __u64 function_id, __u32 dept
 	struct rec_event *e = bpf_ringbuf_reserve(&rb, sizeof(*e), 0);
 
 	if (!e) {
-		count_lost(lost_events);
+		count_event_lost(kind, pid_tgid);
 		return false;
 	}
 	e->type = REC_EVENT;
@@ -227,8 +277,8 @@ static __always_inline int on_entry(struct pt_regs *ctx)
 		if (!tgid_traced(pid_tgid >> 32))
 			return 1;
 		st = current_state(true);
-		if (!st) {      /* no memory for this thread's state: the event is lost, and counted */
-			count_lost(lost_events);
+		if (!st) {      /* no memory for this thread's state: the call is lost, and counted */
+			count_event_lost(KIND_CALL, pid_tgid);
 			return 1;
 		}
 		st->traced = 1;
@@ -431,7 +481,7 @@ static __always_inline void hold_for_unwind(__u64 pid_tgid, bool rearm, __u64 li
 		goto out;
 	rec = bpf_ringbuf_reserve(&rb, sizeof(*rec), 0);
 	if (!rec) {
-		count_lost(lost_events);
+		count_lost(lost_records);
 		goto out;
 	}
 	rec->type = REC_UNWIND_FIXUP;
@@ -448,7 +498,7 @@ static __always_inline void hold_for_unwind(__u64 pid_tgid, bool rearm, __u64 li
 	/* Nobody would resume a thread whose record is not in the ring: signal, then submit. */
 	if (bpf_send_signal_thread(ATF_SIGSTOP)) {
 		bpf_ringbuf_discard(rec, BPF_RB_NO_WAKEUP);
-		count_lost(lost_events);
+		count_lost(lost_records);
 		goto out;
 	}
 	bpf_ringbuf_submit(rec, BPF_RB_FORCE_WAKEUP);
@@ -501,7 +551,7 @@ static __always_inline void emit_task(__u32 type, __u32 tgid, __u32 tid, __u32 c
 	struct rec_task *r = bpf_ringbuf_reserve(&rb, sizeof(*r), 0);
 
 	if (!r) {
-		count_lost(lost_events);
+		count_lost(lost_records);
 		return;
 	}
 	r->type = type;

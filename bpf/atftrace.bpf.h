@@ -15,6 +15,8 @@
 #define MAX_POPS        32
 /* Pending kernel return instances walked per unwind hook (the kernel keeps at most 64). */
 #define MAX_RETURN_INSTANCES 64
+/* Threads with losses remembered at once (thread_losses); more are counted as unattributed. */
+#define MAX_LOSS_THREADS 16384
 /* Processes in the tgid filter. */
 #define MAX_TGIDS       65536
 

@@ -59,6 +59,19 @@ struct rec_detail {
 	__u32 _pad;
 };
 
+/*
+ * Events of one thread that could not be written (ring full, no memory for the thread's state),
+ * in the thread_losses map under the thread's id: made at its first loss, read and deleted by the
+ * recorder when it ends the thread. A CALL that is not written takes its RETURN (or EXCEPTION)
+ * with it, so the thread's events = written + 2 * calls + returns.
+ */
+struct thread_loss {
+	__u32 pid;              /* tgid */
+	__u32 _pad;
+	__u64 calls;            /* CALLs not written (their RETURN is not written either) */
+	__u64 returns;          /* RETURN/EXCEPTION events not written although their CALL was */
+};
+
 struct rec_task {
 	__u32 type;
 	__u32 pid;              /* tgid */

@@ -111,7 +111,7 @@ static __always_inline void send_proc_info(__u64 pid_tgid, __u8 *seen)
 
 	info = bpf_ringbuf_reserve(&rb, sizeof(*info), 0);
 	if (!info) {
-		count_lost(lost_events);
+		count_lost(lost_records);
 		return;
 	}
 	*seen = 1;

@@ -226,6 +226,13 @@ struct atf_thread_info {
 	bool has_detail;
 	uint64_t index_events;
 	uint64_t detail_events;
+	/*
+	 * Events of this thread that were not written. A lost CALL takes its RETURN with it, so
+	 * the thread's events = index_events + 2 * lost_calls + lost_returns; each lost RETURN (or
+	 * EXCEPTION) leaves its recorded CALL without an end, which verify accepts exactly that often.
+	 */
+	uint64_t lost_calls;
+	uint64_t lost_returns;
 };
 
 struct atf_manifest {
@@ -236,8 +243,9 @@ struct atf_manifest {
 	uint32_t pid, ns_pid;
 	char *process_name;
 	char **argv; size_t argc;
-	uint64_t lost_events;       /* failed ring reserves, index records */
-	uint64_t lost_detail;       /* failed ring reserves, detail records */
+	uint64_t lost_events;       /* index events not written (a lost CALL counts with its RETURN) */
+	uint64_t lost_detail;       /* detail records not written */
+	uint64_t lost_records;      /* other ring records not written (thread exit/fork/exec, ...) */
 	char *kernel, *host, *atftrace_version;
 	char *start_time;           /* ISO-8601 UTC wall clock */
 	char *end_reason;           /* "target exited", "signal", "duration", ... */

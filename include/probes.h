@@ -78,8 +78,28 @@ int probes__stop_unwind_holds(struct probes *p);
 /** probes__ring_fd - the ring buffer map fd for ring_buffer__new(). */
 int probes__ring_fd(const struct probes *p);
 
-/** probes__lost - sum of failed ring reserves over all CPUs so far. */
-void probes__lost(const struct probes *p, uint64_t *lost_events, uint64_t *lost_detail);
+/* What the probes could not write so far, summed over all CPUs (bpf/atftrace.bpf.c). */
+struct probe_losses {
+	uint64_t events;            /* index events; a lost CALL counts with its RETURN */
+	uint64_t detail;            /* detail records (their event was recorded plain, or lost) */
+	uint64_t records;           /* other ring records: thread exit/fork/exec, identity, unwind */
+	uint64_t unattributed;      /* the part of events that is in no thread's count */
+};
+
+/** probes__lost - the loss counters as they are now. */
+void probes__lost(const struct probes *p, struct probe_losses *out);
+
+struct thread_loss;
+
+/**
+ * probes__thread_lost - the loss counts of thread @tid into @out (bpf/atftrace.h); with @take
+ * they are removed (the thread has ended, and its tid may be reused). 1 if it lost events,
+ * 0 if not, or a negative errno.
+ */
+int probes__thread_lost(struct probes *p, uint32_t tid, bool take, struct thread_loss *out);
+
+/** probes__lost_thread_next - the tid after @prev (NULL: the first) with loss counts; -ENOENT at the end. */
+int probes__lost_thread_next(struct probes *p, const uint32_t *prev, uint32_t *tid);
 
 /** probes__link_kind - what probes__attach_module used. */
 enum probe_link_kind probes__link_kind(const struct probes *p);

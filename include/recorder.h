@@ -35,8 +35,10 @@ struct recorder_opts {
 struct recorder_stats {
 	uint64_t events;            /* index events written */
 	uint64_t detail_events;
-	uint64_t lost_events;       /* failed ring reserves (probes__lost) */
+	uint64_t lost_events;       /* index events not written (probes__lost) */
 	uint64_t lost_detail;
+	uint64_t lost_records;      /* other ring records not written (thread exit/fork/exec, ...) */
+	uint64_t lost_unattributed; /* lost events in no thread's count */
 	uint64_t bad_records;       /* malformed ring records, skipped and counted */
 	uint64_t ignored_events;    /* events of a process whose recording had ended (after exec) */
 	uint64_t write_errors;      /* events that could not be written (reported as errors) */

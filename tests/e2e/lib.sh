@@ -49,3 +49,24 @@ normalise_dump() {
 		print line
 	}'
 }
+
+# The detail_args target in script mode: it runs one command per line from a fifo and
+# acknowledges each with "ok" on another, so a test decides when each phase runs.
+# script_start NAME RECORD_OPTIONS...: record it into $T/NAME (the recorder's stderr in
+# $T/NAME.err); sets NAME and REC, and opens fds 3 (commands) and 4 (acknowledgements).
+script_start() {
+	NAME=$1; shift
+	[ -p "$T/cmd" ] || mkfifo "$T/cmd" "$T/ack"
+	"$ATF" record -o "$T/$NAME" "$@" -- "$TARGETS/detail_args" script "$T/cmd" "$T/ack" \
+		2>"$T/$NAME.err" &
+	REC=$!
+	# read-write opens never block, so a recorder that fails to start cannot hang the test
+	exec 3<>"$T/cmd" 4<>"$T/ack"
+}
+# script_run COMMAND: one phase of the target, finished when it acknowledges
+script_run() {
+	local reply
+	echo "$*" >&3
+	read -t 120 -r reply <&4 || { cat "$T/$NAME.err" >&2; fail "$NAME: no acknowledgement for '$*'"; }
+	assert_eq ok "$reply" "$NAME: reply to '$*'"
+}

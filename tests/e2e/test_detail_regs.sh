@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # record --detail=always -- detail_args regs: the six argument registers, arguments 7 and 8 from
-# the stack, the return value, lr/sp at entry and return, and a canary the caller keeps in its
+# the stack, the return value, lr/fp/sp at entry and return, and a canary the caller keeps in its
 # frame (found in the callee's stack snapshot) are captured exactly; every link resolves both
 # ways (verify, and detail_check reading the files with libatf); --stack-bytes sizes the snapshot.
+# fp is checked against the caller's rbp as the target prints it, lr against the caller's code
+# range (list-functions, moved to where the target says main runs).
 source "$(dirname "$0")/lib.sh"
 need_bpf
 [ "$(uname -m)" = x86_64 ] || skip "the register names checked here are x86_64's"
@@ -11,14 +13,36 @@ CANARY=c0ffee1234567890
 record() {   # name, record options...
 	local name=$1; shift
 	"$ATF" record -o "$T/$name" -f f6 -f f8 -f g -f canary_leaf "$@" -- "$TARGETS/detail_args" regs \
-		2>"$T/$name.err" || { cat "$T/$name.err" >&2; fail "record $name failed"; }
+		>"$T/$name.out" 2>"$T/$name.err" || { cat "$T/$name.err" >&2; fail "record $name failed"; }
 	"$ATF" verify "$T/$name" >"$T/$name.verify" || { cat "$T/$name.verify" >&2; fail "verify $name"; }
 	"$TOOLS/detail_check" "$T/$name" $CANARY >"$T/$name.c" || { grep '^links' "$T/$name.c" >&2; fail "links of $name"; }
+	check_frames "$name"
 }
 # field NAME KIND FUNC FIELD: a field of the "reg" line of FUNC's CALL (C) or RETURN (R)
 field() {
 	awk -v k="$2" -v f="$3" -v want="$4" '$1 == "reg" && $4 == k && $5 == f {
 		for (i = 6; i < NF; i += 2) if ($i == want) print $(i + 1) }' "$T/$1.c"
+}
+# check_frames NAME: at each CALL, fp is the caller's rbp (printed by the target: its callees'
+# entry still sees it) and lr lies inside the caller's code; the RETURN's fp is the CALL's.
+"$ATF" list-functions "$TARGETS/detail_args" -s -f main -f canary_caller >"$T/funcs"
+check_frames() {
+	local f caller want_fp va size lo lr main_rt
+	main_rt=$(awk '$1 == "main" { print $2 }' "$T/$1.out")
+	[ -n "$main_rt" ] || fail "$1: the target did not print where main runs"
+	for f in f6 f8 g canary_leaf; do
+		caller=main
+		[ $f = canary_leaf ] && caller=canary_caller
+		want_fp=$(awk -v c=$caller '{ for (i = 1; i < NF; i++) if ($i == "frame" && $(i + 1) == c) print $(i + 2) }' "$T/$1.out")
+		assert_eq "$(printf %x $((want_fp)))" "$(field "$1" C $f fp)" "$1: $f's fp at CALL = $caller's rbp"
+		assert_eq "$(field "$1" C $f fp)" "$(field "$1" R $f fp)" "$1: $f's fp at RETURN = at CALL"
+		read -r va size <<<"$(awk -v c=$caller '$NF == c { print $1, $3 }' "$T/funcs")"
+		[ -n "$size" ] || fail "list-functions did not list $caller"
+		lo=$((main_rt - $(awk '$NF == "main" { print $1 }' "$T/funcs") + va))
+		lr=$((0x$(field "$1" C $f lr)))
+		[ $lr -gt $lo ] && [ $lr -lt $((lo + size)) ] \
+			|| fail "$1: $f's lr $(printf %x $lr) is outside $caller ($(printf %x $lo) + $size)"
+	done
 }
 
 record all --detail=always

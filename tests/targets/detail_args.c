@@ -4,7 +4,9 @@
  *
  *   detail_args regs
  *       f6(1, 2, 3, 4, 5, 6); f8(0x11, ..., 0x18); g() returns G_VALUE; canary_caller() keeps
- *       CANARY in a volatile local of its frame while it calls canary_leaf().
+ *       CANARY in a volatile local of its frame while it calls canary_leaf(). Prints
+ *       "main ADDR frame main RBP" and "frame canary_caller RBP": main's run-time address and
+ *       the frame pointers the callees' entries see (the targets keep frame pointers).
  *   detail_args script CMD_FIFO ACK_FIFO
  *       reads one command per line from CMD_FIFO, runs it, then writes "ok\n" to ACK_FIFO, so the
  *       test decides when each phase runs:
@@ -57,6 +59,9 @@ __attribute__((noinline)) void canary_caller(void)
 {
 	volatile uint64_t canary = CANARY;     /* in this frame, just above canary_leaf's return address */
 
+	/* built with frame pointers: rbp in this frame, which canary_leaf's entry still sees */
+	printf("frame canary_caller %p\n", __builtin_frame_address(0));
+	fflush(stdout);
 	canary_leaf();
 	detail_sink += canary;
 }
@@ -176,6 +181,9 @@ static int script(const char *cmd_path, const char *ack_path)
 int main(int argc, char **argv)
 {
 	if (argc == 2 && !strcmp(argv[1], "regs")) {
+		/* where main runs (the load address, for lr) and its rbp (the callees' fp at entry) */
+		printf("main %p frame main %p\n", (void *)main, __builtin_frame_address(0));
+		fflush(stdout);
 		f6(1, 2, 3, 4, 5, 6);
 		f8(0x11, 0x12, 0x13, 0x14, 0x15, 0x16, 0x17, 0x18);
 		if (g() != G_VALUE)

@@ -5,7 +5,7 @@
  *
  *   process PID lost_events L lost_detail D
  *   thread PID ID TID index N detail M file yes|no flag F has_detail yes|no
- *   ev ID SEQ C|R|X NAME DEPTH D|-                  every index event; D: it has detail
+ *   ev ID SEQ C|R|X NAME DEPTH D|- TS               every index event; D: it has detail
  *   reg ID SEQ C|R NAME flags F gp G0,...,G7 lr LR fp FP sp SP stack S      (hex, per detail record)
  *   canary ID SEQ C|R NAME OFFSET                   CANARY_HEX found in the stack snapshot (LE)
  *   links ID ok N                                   every link checked both ways (N records)
@@ -91,8 +91,8 @@ static void print_events(struct atf_session *s, const struct atf_thread *t, uint
 
 		atf_index_get(&t->index, i, &ev);
 		name = atf_session__name(s, ev.function_id, buf, sizeof(buf));
-		printf("ev %u %llu %c %s %u %c\n", t->id, (ull)i, kind_char(ev.event_kind), name,
-		       ev.call_depth, ev.detail_seq == ATF_NO_DETAIL ? '-' : 'D');
+		printf("ev %u %llu %c %s %u %c %llu\n", t->id, (ull)i, kind_char(ev.event_kind), name,
+		       ev.call_depth, ev.detail_seq == ATF_NO_DETAIL ? '-' : 'D', (ull)ev.timestamp_ns);
 		if (ev.detail_seq == ATF_NO_DETAIL || !t->has_detail ||
 		    atf_detail_get(&t->detail, ev.detail_seq, &d) || !d.has_payload)
 			continue;

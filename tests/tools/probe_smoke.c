@@ -111,7 +111,7 @@ int main(int argc, char **argv)
 	struct probes *p = NULL;
 	struct ring_buffer *rb = NULL;
 	int gate[2], opt, status = 0, attached, rc = 1;
-	uint64_t lost = 0;
+	struct probe_losses lost = { 0 };
 	char go = 1;
 
 	while ((opt = getopt(argc, argv, "+sf:v")) != -1) {
@@ -174,10 +174,10 @@ int main(int argc, char **argv)
 			printf("%s %s %u %llu\n", kind_str(keys[i].kind), fn_name(keys[i].function_id),
 			       keys[i].depth, (unsigned long long)keys[i].count);
 	}
-	probes__lost(p, &lost, NULL);
+	probes__lost(p, &lost);
 	printf("total calls=%llu returns=%llu exceptions=%llu lost=%llu exits=%llu bad=%llu\n",
 	       (unsigned long long)totals[1], (unsigned long long)totals[2],
-	       (unsigned long long)totals[3], (unsigned long long)lost,
+	       (unsigned long long)totals[3], (unsigned long long)lost.events,
 	       (unsigned long long)exits, (unsigned long long)bad);
 	rc = WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : 1;
 cleanup:

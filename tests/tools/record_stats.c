@@ -4,7 +4,9 @@
  * For every process directory (in atf_session_resolve order) it prints
  *
  *   process PID threads T events E calls C returns R exceptions X maxdepth D lost L end REASON
- *   thread PID ID TID EVENTS
+ *   losses PID events L records R                 (the manifest's lost_events and lost_records)
+ *   thread PID ID TID EVENTS calls C returns R lost_calls LC lost_returns LR
+ *                                (RETURN and EXCEPTION events both count as returns here)
  *   call PID NAME COUNT          (CALL events per function)
  *   exception PID NAME COUNT     (EXCEPTION events per function)
  *   unbalanced PID N             (frames still open at the end of a thread, summed)
@@ -49,10 +51,26 @@ static int one_process(const char *dir)
 	}
 	for (size_t t = 0; t < s->nthreads; t++) {
 		const struct atf_index_file *f = &s->threads[t].index;
+		const struct atf_thread_info *ti = NULL;
+		uint64_t tcalls = 0, tends = 0;
 		int64_t open = 0;
 
-		printf("thread %u %u %u %llu\n", s->manifest->pid, s->threads[t].id, s->threads[t].tid,
-		       (unsigned long long)f->count);
+		for (size_t k = 0; k < s->manifest->nthreads; k++)
+			if (s->manifest->threads[k].id == s->threads[t].id)
+				ti = &s->manifest->threads[k];
+		for (uint64_t i = 0; i < f->count; i++) {
+			struct atf_index_event ev;
+
+			atf_index_get(f, i, &ev);
+			if (ev.event_kind == ATF_KIND_CALL)
+				tcalls++;
+			else
+				tends++;
+		}
+		printf("thread %u %u %u %llu calls %llu returns %llu lost_calls %llu lost_returns %llu\n",
+		       s->manifest->pid, s->threads[t].id, s->threads[t].tid, (unsigned long long)f->count,
+		       (unsigned long long)tcalls, (unsigned long long)tends,
+		       (unsigned long long)(ti ? ti->lost_calls : 0), (unsigned long long)(ti ? ti->lost_returns : 0));
 		for (uint64_t i = 0; i < f->count; i++) {
 			struct atf_index_event ev;
 
@@ -84,6 +102,8 @@ static int one_process(const char *dir)
 	       (unsigned long long)calls, (unsigned long long)rets, (unsigned long long)excs,
 	       (unsigned long long)maxdepth, (unsigned long long)s->manifest->lost_events,
 	       s->manifest->end_reason ? s->manifest->end_reason : "-");
+	printf("losses %u events %llu records %llu\n", s->manifest->pid,
+	       (unsigned long long)s->manifest->lost_events, (unsigned long long)s->manifest->lost_records);
 	for (size_t i = 0; i < nfc; i++) {
 		char buf[64];
 		const char *name = atf_session__name(s, fc[i].function_id, buf, sizeof(buf));

@@ -378,11 +378,36 @@ static void check_name(const struct d9_decoder *d, uint64_t pool_id, const char 
 	assert_memory_equal(s, want, len);
 }
 
+/*
+ * The schemas name every field as compare() reads it by position: a value under the wrong name
+ * (say lr and fp swapped in the schema) would mislead every reader that goes by names.
+ */
+static void check_schemas(const struct d9_decoder *d)
+{
+	static const char *const type_names[4] = { "call", "return", "exception", "detail" };
+	static const char *const field_names[17] = {
+		"thread", "function", "depth", "kind", "flags", "gp0", "gp1", "gp2", "gp3",
+		"gp4", "gp5", "gp6", "gp7", "lr", "fp", "sp", "stack",
+	};
+
+	for (int t = 0; t < 4; t++) {
+		const struct d9_schema *s = &d->schema[t];
+
+		assert_true(s->defined);
+		assert_string_equal(s->name, type_names[t]);
+		assert_int_equal(s->nfields, t < 3 ? 3 : 17);
+		for (uint16_t i = 0; i < s->nfields; i++)
+			assert_string_equal(s->fname[i], field_names[i]);
+	}
+}
+
 /* Decoded events == the expected events (with a detail event after each detailed one). */
 static void compare(const struct d9_decoder *d, const struct gen *g, const struct gen_event *const *want, size_t n)
 {
 	size_t k = 0;
 	char buf[32];
+
+	check_schemas(d);
 
 	for (size_t i = 0; i < n; i++) {
 		const struct gen_event *w = want[i];

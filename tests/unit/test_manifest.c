@@ -103,13 +103,13 @@ static void test_round_trip_every_field(void **state)
 	m->argv = calloc(3, sizeof(char *));
 	m->argv[0] = strdup("prog"), m->argv[1] = strdup("-x"), m->argv[2] = strdup("");
 	m->argc = 3;
-	m->lost_events = 11, m->lost_detail = 12;
+	m->lost_events = 11, m->lost_detail = 12, m->lost_records = 13;
 	m->kernel = strdup("6.18.0"), m->host = strdup("box"), m->atftrace_version = strdup("v1");
 	m->start_time = strdup("2024-05-06T07:08:09Z"), m->end_reason = strdup("signal");
 	t = atf_manifest__add_thread(m, 0, 4242, "main");
 	t->ns_tid = 7, t->has_detail = true, t->index_events = 1000, t->detail_events = 10;
 	t = atf_manifest__add_thread(m, 1, 4243, NULL);
-	t->index_events = 5;
+	t->index_events = 5, t->lost_calls = 3, t->lost_returns = 5;
 	mod = atf_manifest__add_module(m, "/usr/bin/prog");
 	mod->base_address = 0x55550000a000ull, mod->size = 0x3000, mod->build_id = strdup("abcdef");
 	atf_manifest__add_module(m, "/lib/x.so");   /* moves the array: mod is stale from here */
@@ -130,6 +130,7 @@ static void test_round_trip_every_field(void **state)
 		assert_string_equal(b->argv[i], m->argv[i]);
 	assert_int_equal(b->lost_events, 11);
 	assert_int_equal(b->lost_detail, 12);
+	assert_int_equal(b->lost_records, 13);
 	assert_string_equal(b->kernel, "6.18.0");
 	assert_string_equal(b->host, "box");
 	assert_string_equal(b->atftrace_version, "v1");
@@ -144,6 +145,8 @@ static void test_round_trip_every_field(void **state)
 		assert_int_equal(b->threads[i].has_detail, m->threads[i].has_detail);
 		assert_int_equal(b->threads[i].index_events, m->threads[i].index_events);
 		assert_int_equal(b->threads[i].detail_events, m->threads[i].detail_events);
+		assert_int_equal(b->threads[i].lost_calls, m->threads[i].lost_calls);
+		assert_int_equal(b->threads[i].lost_returns, m->threads[i].lost_returns);
 	}
 	assert_int_equal(b->nmodules, 2);
 	for (size_t i = 0; i < 2; i++) {

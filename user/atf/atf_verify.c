@@ -9,6 +9,12 @@
  * it; its RETURN has the same depth and function id; an EXCEPTION closes the innermost open
  * frame the same way (left by unwinding). A thread's first event must be a CALL (attach starts
  * at depth 0 on the first call seen); frames still open when the thread ends are allowed.
+ *
+ * Losses. A lost CALL takes its RETURN with it, which leaves the nesting whole; a lost RETURN (or
+ * EXCEPTION) leaves its CALL open, and the next event of the thread is shallower than the open
+ * frames say. Such frames are closed as "ended by a lost return", exactly as many as the
+ * manifest's lost_returns of the thread: fewer than that only if the rest are still open at the
+ * thread's end, more never. Anything else is a nesting error, losses or not.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -61,6 +67,7 @@ struct thread_check {
 	bool has_det;
 	uint64_t *stack;            /* function ids of the open frames */
 	size_t depth, cap;
+	uint64_t lost_closed;       /* frames closed because their RETURN was lost (ti->lost_returns) */
 };
 
 static uint64_t ev_off(const struct thread_check *c, uint64_t seq)
@@ -159,11 +166,24 @@ static int push_frame(struct thread_check *c, uint64_t fid)
 	return 0;
 }
 
+/*
+ * close_lost - an event at @depth (a CALL's, or the depth its end's CALL had + 1) with more
+ * frames open: close the frames above it as ended by lost RETURNs, if the thread lost that many.
+ */
+static void close_lost(struct thread_check *c, size_t depth)
+{
+	if (depth < c->depth && c->depth - depth <= c->ti->lost_returns - c->lost_closed) {
+		c->lost_closed += c->depth - depth;
+		c->depth = depth;
+	}
+}
+
 static int check_nesting(struct thread_check *c, uint64_t seq, const struct atf_index_event *ev)
 {
 	uint64_t off = ev_off(c, seq);
 	const char *what = ev->event_kind == ATF_KIND_RETURN ? "return" : "exception";
 
+	close_lost(c, ev->event_kind == ATF_KIND_CALL ? ev->call_depth : (size_t)ev->call_depth + 1);
 	if (ev->event_kind == ATF_KIND_CALL) {
 		if (ev->call_depth != c->depth)
 			return vfail(c->diag, -ATF_E_NESTING, c->ipath, off,
@@ -249,19 +269,30 @@ static int check_index_events(struct thread_check *c)
 				     "event %llu: function id 0x%016llx not in the manifest symbols", (ull)seq,
 				     (ull)ev.function_id);
 		err = check_nesting(c, seq, &ev);
-		if (err == -ATF_E_NESTING && c->m->lost_events && c->diag) {
-			/* a lost CALL or RETURN breaks nesting by itself: say so next to the place */
+		if (err == -ATF_E_NESTING && c->diag && (c->ti->lost_returns || c->m->lost_events)) {
+			/* say how far the losses go, next to the place they do not explain */
 			size_t n = strlen(c->diag->msg);
 
-			snprintf(c->diag->msg + n, sizeof(c->diag->msg) - n,
-				 " (the recording lost %llu events when its ring buffer was full)",
-				 (ull)c->m->lost_events);
+			if (c->ti->lost_returns)
+				snprintf(c->diag->msg + n, sizeof(c->diag->msg) - n,
+					 " (this thread lost %llu returns, which do not explain it)",
+					 (ull)c->ti->lost_returns);
+			else
+				snprintf(c->diag->msg + n, sizeof(c->diag->msg) - n,
+					 " (the recording lost %llu events, none of them a return of this thread)",
+					 (ull)c->m->lost_events);
 		}
 		if (!err && ev.detail_seq != ATF_NO_DETAIL)
 			err = check_forward_link(c, seq, &ev);
 		if (err)
 			return err == -ENOMEM ? vfail(c->diag, err, c->ipath, off, "out of memory") : err;
 	}
+	/* every lost RETURN left a frame open: closed on the way, or still open at the end */
+	if (c->ti->lost_returns > c->lost_closed + c->depth)
+		return vfail(c->diag, -ATF_E_NESTING, c->ipath, ev_off(c, c->idx.count),
+			     "thread %u lost %llu returns, but only %llu frames were left open by them and %zu "
+			     "are open at its end", c->ti->id, (ull)c->ti->lost_returns, (ull)c->lost_closed,
+			     c->depth);
 	return 0;
 }
 

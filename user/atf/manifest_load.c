@@ -161,6 +161,8 @@ static void load_threads(struct loader *L, json_t *root, struct atf_manifest *m)
 		get_str(L, t, where, "name", &ti->name);
 		get_uint(L, t, where, "index_events", UINT64_MAX, &ti->index_events);
 		get_uint(L, t, where, "detail_events", UINT64_MAX, &ti->detail_events);
+		get_uint(L, t, where, "lost_calls", UINT64_MAX, &ti->lost_calls);
+		get_uint(L, t, where, "lost_returns", UINT64_MAX, &ti->lost_returns);
 		if (L->err)
 			return;
 	}
@@ -324,6 +326,7 @@ int atf_manifest__load(struct atf_manifest **out, const char *path, struct atf_d
 	get_str(&L, root, "", "process_name", &m->process_name);
 	get_uint(&L, root, "", "lost_events", UINT64_MAX, &m->lost_events);
 	get_uint(&L, root, "", "lost_detail", UINT64_MAX, &m->lost_detail);
+	get_uint(&L, root, "", "lost_records", UINT64_MAX, &m->lost_records);
 	get_str(&L, root, "", "kernel", &m->kernel);
 	get_str(&L, root, "", "host", &m->host);
 	get_str(&L, root, "", "atftrace_version", &m->atftrace_version);

@@ -72,6 +72,8 @@ static json_t *build_thread(const struct atf_thread_info *t)
 	err = err ?: set_str(o, "name", t->name);
 	err = err ?: set_u64(o, "index_events", t->index_events);
 	err = err ?: set_u64(o, "detail_events", t->detail_events);
+	err = err ?: set_u64(o, "lost_calls", t->lost_calls);
+	err = err ?: set_u64(o, "lost_returns", t->lost_returns);
 	if (err) {
 		json_decref(o);
 		return NULL;
@@ -192,6 +194,7 @@ static json_t *build_root(const struct atf_manifest *m)
 	err = err ?: set_argv(root, m);
 	err = err ?: set_u64(root, "lost_events", m->lost_events);
 	err = err ?: set_u64(root, "lost_detail", m->lost_detail);
+	err = err ?: set_u64(root, "lost_records", m->lost_records);
 	err = err ?: set_str(root, "kernel", m->kernel);
 	err = err ?: set_str(root, "host", m->host);
 	err = err ?: set_str(root, "atftrace_version", m->atftrace_version);

@@ -322,6 +322,12 @@ static void print_summary(const struct recorder *r, const char *session_dir, con
 	if (st.lost_events)
 		fprintf(stderr, "atftrace record: %llu events could not enter the ring buffer; "
 			"a larger --ring-size may help\n", (unsigned long long)st.lost_events);
+	if (st.lost_unattributed)
+		fprintf(stderr, "atftrace record: %llu of them are in no thread's count (too many threads "
+			"lost events)\n", (unsigned long long)st.lost_unattributed);
+	if (st.lost_records)
+		fprintf(stderr, "atftrace record: %llu thread exit, fork, exec or identity records could "
+			"not enter the ring buffer\n", (unsigned long long)st.lost_records);
 	/* a detail record that did not fit left its event in the index without detail */
 	if (st.lost_detail)
 		fprintf(stderr, "atftrace record: %llu detail records could not enter the ring buffer "

@@ -20,6 +20,7 @@
 #include <sys/stat.h>
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
+#include "atftrace.h"
 #include "atftrace.skel.h"
 #include "probes.h"
 #include "container.h"
@@ -444,19 +445,33 @@ int probes__ring_fd(const struct probes *p)
 	return bpf_map__fd(p->skel->maps.rb);
 }
 
-void probes__lost(const struct probes *p, uint64_t *lost_events, uint64_t *lost_detail)
+void probes__lost(const struct probes *p, struct probe_losses *out)
 {
-	uint64_t ev = 0, det = 0;
+	const struct atftrace_bpf__bss *b = p->skel->bss;
 
+	memset(out, 0, sizeof(*out));
 	/* .bss is mmap'ed: these are the live per-CPU counters. */
-	for (size_t i = 0; i < sizeof(p->skel->bss->lost_events) / sizeof(uint64_t); i++) {
-		ev += __atomic_load_n(&p->skel->bss->lost_events[i], __ATOMIC_RELAXED);
-		det += __atomic_load_n(&p->skel->bss->lost_detail[i], __ATOMIC_RELAXED);
+	for (size_t i = 0; i < sizeof(b->lost_events) / sizeof(b->lost_events[0]); i++) {
+		out->events += __atomic_load_n(&b->lost_events[i], __ATOMIC_RELAXED);
+		out->detail += __atomic_load_n(&b->lost_detail[i], __ATOMIC_RELAXED);
+		out->records += __atomic_load_n(&b->lost_records[i], __ATOMIC_RELAXED);
+		out->unattributed += __atomic_load_n(&b->lost_unattributed[i], __ATOMIC_RELAXED);
 	}
-	if (lost_events)
-		*lost_events = ev;
-	if (lost_detail)
-		*lost_detail = det;
+}
+
+int probes__thread_lost(struct probes *p, uint32_t tid, bool take, struct thread_loss *out)
+{
+	int fd = bpf_map__fd(p->skel->maps.thread_losses);
+	int err = take ? bpf_map_lookup_and_delete_elem(fd, &tid, out) : bpf_map_lookup_elem(fd, &tid, out);
+
+	if (err)
+		return errno == ENOENT ? 0 : -errno;
+	return 1;
+}
+
+int probes__lost_thread_next(struct probes *p, const uint32_t *prev, uint32_t *tid)
+{
+	return bpf_map_get_next_key(bpf_map__fd(p->skel->maps.thread_losses), prev, tid) ? -errno : 0;
 }
 
 void probes__detail_set(struct probes *p, bool on)

@@ -134,6 +134,8 @@ void rec_thread_end(struct recorder *r, struct rec_thread *t)
 	t->ended = true;
 	if (r->last_thread == t)
 		r->last_thread = NULL;
+	rec_thread_losses(r, t, true, &t->lost_calls, &t->lost_returns);
+	t->proc->manifest_dirty = true;
 	if (!t->w)
 		return;
 	err = atf_thread_writer__finalize(t->w);
@@ -158,6 +160,7 @@ void rec_process_end(struct recorder *r, struct rec_process *p, const char *reas
 
 	if (p->state == REC_PROC_ENDED)
 		return;
+	rec_process_claim_losses(r, p);
 	for (size_t i = 0; i < p->nthreads; i++)
 		rec_thread_end(r, p->threads[i]);
 	if (p->pidfd >= 0) {
@@ -477,6 +480,9 @@ int recorder__finish(struct recorder *r, const char *end_reason)
 		return 0;
 	rec_unwind_stop_holds(r);   /* so this last drain resumes every held target */
 	err = drain(r);
+	/* the counts every manifest and the summary give from here on, taken after the last drain */
+	probes__lost(r->opts.probes, &r->lost);
+	r->lost_final = true;
 	for (size_t i = 0; i < r->nprocs; i++) {
 		struct rec_process *p = r->procs[i];
 		if (p->state == REC_PROC_LIVE && !proc_alive(p->pid))
@@ -497,8 +503,14 @@ int recorder__finish(struct recorder *r, const char *end_reason)
 
 void recorder__stats(const struct recorder *r, struct recorder_stats *s)
 {
+	struct probe_losses l;
+
 	*s = r->st;
-	probes__lost(r->opts.probes, &s->lost_events, &s->lost_detail);
+	rec_losses(r, &l);
+	s->lost_events = l.events;
+	s->lost_detail = l.detail;
+	s->lost_records = l.records;
+	s->lost_unattributed = l.unattributed;
 }
 
 int recorder__exit_status(const struct recorder *r, pid_t pid)

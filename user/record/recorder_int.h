@@ -21,6 +21,7 @@ struct rec_thread {
 	bool ended;                 /* finalized: a later event with this tid is a new thread */
 	uint64_t events, detail_events;
 	uint64_t first_ts, last_ts;
+	uint64_t lost_calls, lost_returns;  /* taken from the probes' per-thread counts at its end */
 };
 
 enum rec_proc_state {
@@ -71,6 +72,8 @@ struct recorder {
 	char index_start_time[32];
 	const char *end_reason;     /* the session's, once finished (static) */
 	struct rec_unwind *unwind;  /* C++ unwind fix-ups (user/record/recorder_unwind.c), lazily made */
+	bool lost_final;            /* finished: lost holds the counts the manifests were written with */
+	struct probe_losses lost;
 };
 
 /* user/record/recorder.c: tables and lifecycle */
@@ -91,6 +94,12 @@ void rec_report_write_error(struct recorder *r, const char *what, const char *pa
 /* user/record/recorder_ring.c */
 /** rec_on_record - ring_buffer sample callback: dispatch one ring record. */
 int rec_on_record(void *ctx, void *data, size_t size);
+/** rec_losses - the probes' loss counters: live, or as the session's manifests give them once finished. */
+void rec_losses(const struct recorder *r, struct probe_losses *out);
+/** rec_thread_losses - @t's lost CALLs and RETURNs so far; @take at its end (they leave the probes' map). */
+void rec_thread_losses(struct recorder *r, struct rec_thread *t, bool take, uint64_t *calls, uint64_t *returns);
+/** rec_process_claim_losses - a thread of @p that lost events but recorded none gets its thread_<n>/. */
+void rec_process_claim_losses(struct recorder *r, struct rec_process *p);
 
 /* user/record/recorder_unwind.c: C++ exceptions through uretprobed frames */
 struct rec_unwind;

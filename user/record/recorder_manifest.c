@@ -128,17 +128,19 @@ cleanup:
 int rec_manifest_save(struct recorder *r, struct rec_process *p)
 {
 	struct atf_manifest *man = p->man;
+	struct probe_losses lost;
 	uint64_t t0 = 0, t1 = 0;
 	char path[4096];
 	int err;
 
 	for (size_t i = 0; i < p->nthreads && i < man->nthreads; i++) {
-		const struct rec_thread *t = p->threads[i];
+		struct rec_thread *t = p->threads[i];
 		struct atf_thread_info *ti = &man->threads[i];
 
 		ti->index_events = t->events;
 		ti->detail_events = t->detail_events;
 		ti->has_detail = t->detail_events > 0;
+		rec_thread_losses(r, t, false, &ti->lost_calls, &ti->lost_returns);
 		if (!t->events)
 			continue;
 		if (!t0 || t->first_ts < t0)
@@ -148,7 +150,10 @@ int rec_manifest_save(struct recorder *r, struct rec_process *p)
 	}
 	man->time_start_ns = t0;
 	man->time_end_ns = t1;
-	probes__lost(r->opts.probes, &man->lost_events, &man->lost_detail);
+	rec_losses(r, &lost);
+	man->lost_events = lost.events;
+	man->lost_detail = lost.detail;
+	man->lost_records = lost.records;
 	if (p->end_reason && set_str(&man->end_reason, p->end_reason))
 		return -ENOMEM;
 	snprintf(path, sizeof(path), "%s/manifest.json", p->dir);

@@ -204,3 +204,54 @@ int rec_on_record(void *ctx, void *data, size_t size)
 	return 0;
 }
 
+
+/* ---- losses ---------------------------------------------------------------------------------- */
+
+void rec_losses(const struct recorder *r, struct probe_losses *out)
+{
+	if (r->lost_final)
+		*out = r->lost;
+	else
+		probes__lost(r->opts.probes, out);
+}
+
+void rec_thread_losses(struct recorder *r, struct rec_thread *t, bool take, uint64_t *calls, uint64_t *returns)
+{
+	struct thread_loss tl;
+	int n;
+
+	*calls = t->lost_calls;
+	*returns = t->lost_returns;
+	if (t->ended && !take)
+		return;         /* already taken at its end */
+	/* a tid reused by another process since is not this thread's: leave its counts alone */
+	n = probes__thread_lost(r->opts.probes, t->tid, false, &tl);
+	if (n > 0 && tl.pid == (uint32_t)t->proc->pid && take)
+		n = probes__thread_lost(r->opts.probes, t->tid, true, &tl);
+	if (n <= 0 || tl.pid != (uint32_t)t->proc->pid)
+		return;
+	*calls += tl.calls;
+	*returns += tl.returns;
+}
+
+void rec_process_claim_losses(struct recorder *r, struct rec_process *p)
+{
+	uint32_t tid, prev = 0;
+	bool first = true;
+
+	while (!probes__lost_thread_next(r->opts.probes, first ? NULL : &prev, &tid)) {
+		struct thread_loss tl;
+		struct rec_thread *t;
+
+		first = false;
+		prev = tid;
+		if (probes__thread_lost(r->opts.probes, tid, false, &tl) <= 0 || tl.pid != (uint32_t)p->pid)
+			continue;
+		t = rec_tid_lookup(r, tid);
+		if (t && t->proc == p && !t->ended)
+			continue;       /* it has its files: rec_thread_end takes its counts */
+		/* every event of this thread was lost: it still gets a directory, listing its losses */
+		if (!rec_thread_new(r, p, tid))
+			r->st.write_errors++;
+	}
+}
