@@ -335,6 +335,11 @@ const char *calltree__name(const struct calltree *ct, uint32_t name)
 	return name < ct->nnames ? ct->names[name] : "";
 }
 
+size_t calltree__nnames(const struct calltree *ct)
+{
+	return ct->nnames;
+}
+
 uint64_t calltree__traced_ns(const struct calltree *ct)
 {
 	return ct->traced_ns;

@@ -52,6 +52,8 @@ int calltree__event(struct calltree *ct, const struct export_event *e);
 size_t calltree__nnodes(const struct calltree *ct);
 const struct calltree_node *calltree__node(const struct calltree *ct, uint32_t i);
 const char *calltree__name(const struct calltree *ct, uint32_t name);
+/** calltree__nnames - number of distinct names; name indexes are below it. */
+size_t calltree__nnames(const struct calltree *ct);
 /** calltree__traced_ns - summed duration of all root frames: the traced time of every thread. */
 uint64_t calltree__traced_ns(const struct calltree *ct);
 
