@@ -174,8 +174,10 @@ static int balance(struct reader *rd, uint32_t thread, uint64_t seq, const struc
 		r->stack[r->depth++].ev = *ev;
 		return deliver(rd, thread, seq, ev, false);
 	}
-	if (!r->depth || r->stack[r->depth - 1].ev.call_depth < ev->call_depth)
-		return 0;               /* its call lies before the range */
+	if (!r->depth || r->stack[r->depth - 1].ev.call_depth < ev->call_depth) {
+		rd->ctx->dropped_returns++;     /* its call lies before the range */
+		return 0;
+	}
 	if ((err = close_calls(rd, thread, ev->call_depth + 1, ev->timestamp_ns)))
 		return err;
 	if (!r->depth || r->stack[r->depth - 1].ev.call_depth != ev->call_depth)

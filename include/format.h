@@ -45,6 +45,7 @@ struct export_ctx {
 	uint64_t time_base_ns;          /* first event's timestamp in the exported range (all processes) */
 	uint64_t time_end_ns;           /* last event's timestamp in the exported range (all processes) */
 	uint64_t nevents;               /* recorded events in the exported range (known before begin) */
+	uint64_t dropped_returns;       /* returns and exceptions so far whose call lies before the range */
 	void *priv;                     /* exporter state */
 };
 
