@@ -48,7 +48,7 @@ npm_dir="$here/.output/npm"
 npm_pkg() {   # NAME VERSION FILE-IT-PROVIDES
   [ "${ATFTRACE_SKIP_NPM:-0}" != 1 ] && [ ! -f "$npm_dir/node_modules/$1/$3" ] || return 0
   mkdir -p "$npm_dir"
-  (cd "$npm_dir" && npm install --silent --no-audit --no-fund --ignore-scripts "$1@$2" >/dev/null 2>&1) \
+  (cd "$npm_dir" && npm install --silent --no-audit --no-fund --ignore-scripts --save-exact "$1@$2" >/dev/null 2>&1) \
     || { echo "deps.sh: npm install $1@$2 failed" >&2; exit 1; }
 }
 npm_pkg tracing-framework 2015.7.15-1 bin/dump.js
