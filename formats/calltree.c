@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "calltree.h"
+#include "func_index.h"
 
 #define ID_CACHE_SIZE 4096
 
@@ -53,15 +54,6 @@ static uint64_t hash64(uint64_t x)
 	return x;
 }
 
-static uint64_t hash_str(const char *s)
-{
-	uint64_t h = 1469598103934665603ull;
-
-	while (*s)
-		h = (h ^ (unsigned char)*s++) * 1099511628211ull;
-	return h;
-}
-
 /* Doubles an open-addressing table of @n slots holding indexes + @bias; @key of entry i. */
 static int rehash(uint32_t **slots, size_t *n, size_t used, uint32_t bias,
 		  uint64_t (*key)(const struct calltree *, uint32_t), const struct calltree *ct)
@@ -90,7 +82,7 @@ static int rehash(uint32_t **slots, size_t *n, size_t used, uint32_t bias,
 
 static uint64_t name_key(const struct calltree *ct, uint32_t i)
 {
-	return hash_str(ct->names[i]);
+	return func_name_hash(ct->names[i]);
 }
 
 static uint64_t node_key(const struct calltree *ct, uint32_t i)
@@ -106,7 +98,7 @@ static int64_t intern(struct calltree *ct, const char *name)
 
 	if (rehash(&ct->name_slots, &ct->nname_slots, ct->nnames, 1, name_key, ct))
 		return -ENOMEM;
-	for (j = hash_str(name) & (ct->nname_slots - 1); ct->name_slots[j]; j = (j + 1) & (ct->nname_slots - 1))
+	for (j = func_name_hash(name) & (ct->nname_slots - 1); ct->name_slots[j]; j = (j + 1) & (ct->nname_slots - 1))
 		if (!strcmp(ct->names[ct->name_slots[j] - 1], name))
 			return ct->name_slots[j] - 1;
 	if (ct->nnames == ct->names_cap) {

@@ -39,15 +39,6 @@ struct speedscope_state {
 	size_t json_cap;
 };
 
-static uint64_t name_hash(const char *s)
-{
-	uint64_t h = 1469598103934665603ull;
-
-	while (*s)
-		h = (h ^ (unsigned char)*s++) * 1099511628211ull;
-	return h;
-}
-
 /* @s as a quoted JSON string in st->json; NULL on ENOMEM. */
 static const char *quoted(struct speedscope_state *st, const char *s)
 {
@@ -134,7 +125,7 @@ static int64_t frame_of(struct speedscope_state *st, const struct export_event *
 
 	if (st->cache_frame[slot] && st->cache_id[slot] == e->ev.function_id)
 		return st->cache_frame[slot] - 1;
-	if ((f = func_index__get(&st->frames, name_hash(e->name), e->name)) < 0)
+	if ((f = func_index__get(&st->frames, func_name_hash(e->name), e->name)) < 0)
 		return f;
 	st->cache_id[slot] = e->ev.function_id;
 	st->cache_frame[slot] = (uint32_t)f + 1;

@@ -226,22 +226,17 @@ int cmd_graph(int argc, char **argv)
 	struct argp argp = { graph_options, graph_parse, "SESSION [FUNCTION]", doc, children, NULL, NULL };
 	struct graph_args a = { 0 };
 	struct cmd_selection sel = { 0 };
-	struct export_options o = { 0 };
-	struct calltree *ct = NULL, *view = NULL;
+	struct calltree *ct, *view = NULL;
 	const struct calltree *shown;
 	char *prefix = NULL;
 	int64_t found = 1;
-	int err, rc = 1;
+	int err = 0, rc = 1;
 
 	if (cmd_parse(&argp, "graph", argc, argv, &a))
 		return 2;
-	if (cmd_select("graph", a.session, &a.sel, false, NULL, &sel))
+	if (!(ct = cmd_select_calltree("graph", a.session, &a.sel, true, &sel)))
 		return 1;
-	o.thread_id = sel.thread_id;
-	o.from_ns = sel.from_ns;
-	o.to_ns = sel.to_ns;
-	err = (ct = calltree__new(sel.n > 1)) ? calltree__run(ct, sel.s, sel.n, &o) : -ENOMEM;
-	if (!err && a.function) {
+	if (a.function) {
 		found = (view = calltree__new(false)) ? build_view(view, ct, &a) : -ENOMEM;
 		err = found < 0 ? (int)found : 0;
 	}

@@ -261,21 +261,16 @@ int cmd_report(int argc, char **argv)
 	struct argp argp = { report_options, report_parse, "SESSION", doc, children, NULL, NULL };
 	struct report_args a = { 0 };
 	struct cmd_selection sel = { 0 };
-	struct export_options o = { 0 };
-	struct calltree *ct = NULL;
+	struct calltree *ct;
 	struct row *rows = NULL;
 	size_t n = 0;
-	int err, rc = 1;
+	int err = 0, rc = 1;
 
 	if (cmd_parse(&argp, "report", argc, argv, &a))
 		return 2;
-	if (cmd_select("report", a.session, &a.sel, false, NULL, &sel))
+	if (!(ct = cmd_select_calltree("report", a.session, &a.sel, false, &sel)))
 		return 1;
-	o.thread_id = sel.thread_id;
-	o.from_ns = sel.from_ns;
-	o.to_ns = sel.to_ns;
-	err = (ct = calltree__new(false)) ? calltree__run(ct, sel.s, sel.n, &o) : -ENOMEM;
-	if (!err && !(rows = calloc(calltree__nnames(ct) + 1, sizeof(*rows))))
+	if (!(rows = calloc(calltree__nnames(ct) + 1, sizeof(*rows))))
 		err = -ENOMEM;
 	if (!err)
 		err = fold_rows(ct, rows);

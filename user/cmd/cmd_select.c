@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "calltree.h"
 #include "cmd_common.h"
 #include "cmd_select.h"
 #include "timefmt.h"
@@ -199,4 +200,26 @@ void cmd_selection_free(struct cmd_selection *sel)
 		atf_session__close(sel->s[i]);
 	free(sel->s);
 	*sel = (struct cmd_selection){ 0 };
+}
+
+struct calltree *cmd_select_calltree(const char *cmd, const char *session, const struct cmd_select_args *a,
+				     bool process_nodes, struct cmd_selection *sel)
+{
+	struct export_options o = { 0 };
+	struct calltree *ct;
+	int err;
+
+	if (cmd_select(cmd, session, a, false, NULL, sel))
+		return NULL;
+	o.thread_id = sel->thread_id;
+	o.from_ns = sel->from_ns;
+	o.to_ns = sel->to_ns;
+	err = (ct = calltree__new(process_nodes && sel->n > 1)) ? calltree__run(ct, sel->s, sel->n, &o) : -ENOMEM;
+	if (err) {
+		fprintf(stderr, "atftrace %s: %s: %s\n", cmd, session, atf_strerror(err));
+		calltree__free(ct);
+		cmd_selection_free(sel);
+		return NULL;
+	}
+	return ct;
 }
