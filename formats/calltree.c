@@ -199,9 +199,12 @@ int calltree__process_begin(struct calltree *ct, struct export_ctx *ctx)
 	ct->nstacks = n;
 	ct->process_root = CALLTREE_ROOT;
 	if (ct->process_nodes) {
+		const char *comm = m->process_name ? m->process_name :
+				   n && ctx->session->threads[0].name ? ctx->session->threads[0].name :
+				   m->argc && m->argv[0] ? m->argv[0] : "?";
 		char label[300];
 
-		snprintf(label, sizeof(label), "%s [%u]", m->process_name ? m->process_name : "?", m->pid);
+		snprintf(label, sizeof(label), "%s [%u]", comm, m->pid);
 		if ((node = intern(ct, label)) < 0 || (node = child_of(ct, CALLTREE_ROOT, (uint32_t)node)) < 0)
 			return -ENOMEM;
 		ct->nodes[node].process = true;

@@ -165,4 +165,40 @@ if command -v protoc >/dev/null; then
 	assert_eq "$(grep -c 'TYPE_SLICE_BEGIN' "$T/r.txt")" "$(grep -c 'TYPE_SLICE_END' "$T/r.txt")" \
 		"perfetto begins and ends of 5ms..15ms"
 fi
+# ---- recursion and unwinding: 3 recursions 100 deep; the kernel reports the returns of the
+# outer 62 levels only, the inner 38 are closed as unwound (test_record_recursion.sh) -------------
+"$ATF" record -o "$T/rec" -f main -f recurse -- "$TARGETS/recursion" 100 3 >/dev/null 2>&1 || fail "record recursion"
+"$ATF" report "$T/rec" --csv >"$T/rec.csv"
+IFS=, read -r _ calls total self _ min max _ unw open <<<"$(grep '^"recurse"' "$T/rec.csv")"
+assert_eq "300 114 0" "$calls $unw $open" "recurse: calls, unwound, open"
+# total counts the outermost frames only: the three top-level recurse calls, from the dump
+outer3=$("$ATF" dump "$T/rec" | awk '/^ .*\|   \} \/\* recurse \*\/$/ { v = $3; u = $4
+	n += v * (u == "s" ? 1e9 : u == "ms" ? 1e6 : u == "us" ? 1e3 : 1) } END { printf "%.0f", n }')
+close "$total" "$outer3" 3000 "recurse total = its three outermost calls"
+[ "$self" -le "$total" ] || fail "recurse self $self above its total $total"
+"$ATF" graph "$T/rec" recurse --callers >"$T/rec.callers"
+assert_contains "$T/rec.callers" '^ +[0-9.]+ [mun]?s +3  recurse$' "callers of recurse: its 3 outermost calls"
+assert_contains "$T/rec.callers" '^ +[0-9.]+ [mun]?s +3  └─main$' "callers of recurse: main"
+"$ATF" graph "$T/rec" recurse >"$T/rec.graph"
+assert_eq 100 "$(grep -vc '^#\|Function' "$T/rec.graph")" "graph below recurse: one line per level"
+assert_eq 38 "$(grep -c 'recurse (unwound)$' "$T/rec.graph")" "graph: the 38 unwound levels marked"
+
+# ---- a session of several processes (--follow-fork): one report, one trace --------------------
+"$ATF" record --follow-fork -o "$T/ff" -f child_work -f parent_work -- "$TARGETS/fork_exec" 3 2 >/dev/null 2>&1 ||
+	fail "record --follow-fork"
+pids=$(cd "$T/ff" && ls -d pid_* | sed 's/pid_//' | sort -n | tr '\n' ' ' | sed 's/ $//')
+assert_eq 2 "$(echo "$pids" | wc -w)" "processes recorded"
+assert_eq "child_work,3 parent_work,2" "$("$ATF" report "$T/ff" --csv -s name | tail -n +2 | cut -d, -f1,2 | tr -d '"' | tr '\n' ' ' | sed 's/ $//')" \
+	"report over both processes"
+"$ATF" graph "$T/ff" >"$T/ff.graph"
+assert_eq 2 "$(grep -c '^ *[^ 0-9][^ ]* \[[0-9]*\]$' "$T/ff.graph")" "graph: a node per process"
+"$ATF" export "$T/ff" -F chrome -o "$T/ff.json"
+assert_eq "$pids" "$(jq -r '[.traceEvents[] | select(.ph == "B") | .pid] | unique | map(tostring) | join(" ")' "$T/ff.json")" \
+	"chrome: both pids in one trace"
+"$ATF" export "$T/ff" -F folded -o "$T/ff.folded"
+assert_eq 2 "$(cut -d';' -f1 "$T/ff.folded" | sort -u | wc -l)" "folded: a root per process"
+rc=0; "$ATF" export "$T/ff" -F rtc -o "$T/ff.rtc" 2>"$T/err" || rc=$?
+assert_eq 1 "$rc" "rtc of two processes refused"
+assert_eq "atftrace export: $T/ff: holds 2 processes, and -F rtc holds one process; choose one with --pid: $pids" \
+	"$(cat "$T/err")" "its one line"
 echo "ok: report, graph and dump's filters agree with the dump; ranges balanced"
