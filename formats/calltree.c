@@ -39,7 +39,7 @@ struct calltree {
 	uint64_t cache_id[ID_CACHE_SIZE];       /* function id -> name index, this process */
 	uint32_t cache_name[ID_CACHE_SIZE];     /* name index + 1, 0 = empty */
 
-	bool process_nodes;
+	bool process_nodes, flat;
 	uint32_t process_root;      /* current process node, or CALLTREE_ROOT */
 	struct thread_stack *stacks;            /* one per thread of the current process */
 	size_t nstacks;
@@ -147,7 +147,7 @@ static int64_t child_of(struct calltree *ct, uint32_t parent, uint32_t name)
 	return (int64_t)ct->nnodes++;
 }
 
-struct calltree *calltree__new(bool process_nodes)
+struct calltree *calltree__new(unsigned flags)
 {
 	struct calltree *ct = calloc(1, sizeof(*ct));
 
@@ -159,7 +159,8 @@ struct calltree *calltree__new(bool process_nodes)
 		return NULL;
 	}
 	ct->nnodes = 1;                 /* the root */
-	ct->process_nodes = process_nodes;
+	ct->process_nodes = flags & CALLTREE_PROCESS_NODES;
+	ct->flat = flags & CALLTREE_FLAT;
 	return ct;
 }
 
@@ -236,6 +237,7 @@ void calltree__add(struct calltree *ct, uint32_t node, const struct calltree_nod
 	n->self_ns += from->self_ns;
 	n->unwound += from->unwound;
 	n->unfinished += from->unfinished;
+	n->outer_ns += from->outer_ns;
 	if (from->min_ns < n->min_ns)
 		n->min_ns = from->min_ns;
 	if (from->max_ns > n->max_ns)
@@ -257,9 +259,11 @@ int calltree__event(struct calltree *ct, const struct export_event *e)
 
 		if (name < 0)
 			return (int)name;
-		node = child_of(ct, st->depth ? st->f[st->depth - 1].node : ct->process_root, (uint32_t)name);
+		node = child_of(ct, st->depth && !ct->flat ? st->f[st->depth - 1].node : ct->process_root,
+				(uint32_t)name);
 		if (node < 0)
 			return (int)node;
+		ct->nodes[node].active++;
 		if (st->depth == st->cap) {
 			size_t cap = st->cap ? st->cap * 2 : 64;
 
@@ -275,6 +279,8 @@ int calltree__event(struct calltree *ct, const struct export_event *e)
 		return 0;
 	f = &st->f[--st->depth];
 	dur = e->ev.timestamp_ns > f->start_ns ? e->ev.timestamp_ns - f->start_ns : 0;
+	if (!--ct->nodes[f->node].active)
+		ct->nodes[f->node].outer_ns += dur;
 	calltree__add(ct, f->node, &(struct calltree_node){
 		.calls = 1, .total_ns = dur, .self_ns = dur > f->child_ns ? dur - f->child_ns : 0,
 		.min_ns = dur, .max_ns = dur, .unwound = e->ev.event_kind == ATF_KIND_EXCEPTION,

@@ -40,7 +40,7 @@ static int folded_begin(struct export_ctx *ctx)
 		export_error(ctx, "--weight %s: expected self, total or calls", w);
 		return -EINVAL;
 	}
-	st->ct = calltree__new(ctx->nprocesses > 1);
+	st->ct = calltree__new(ctx->nprocesses > 1 ? CALLTREE_PROCESS_NODES : 0);
 	return st->ct ? 0 : -ENOMEM;
 }
 

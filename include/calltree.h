@@ -4,7 +4,8 @@
  * folded-stacks export. It consumes the balanced event stream of export_sessions() and adds
  * each closed frame to the node of its call path (root -> ... -> function): calls, total (the
  * frames' durations), self (total less the time in traced callees), min and max. Memory is
- * O(distinct call paths), at most O(functions x depth), whatever the number of events.
+ * O(distinct call paths) whatever the number of events; a flat tree (CALLTREE_FLAT, for
+ * report) keeps one node per function instead: O(functions), plus O(depth) per thread.
  *
  * A frame closed by unwinding counts up to its EXCEPTION (unwound); a frame still open at the
  * end counts up to the end of its thread or of the range (unfinished).
@@ -28,15 +29,21 @@ struct calltree_node {
 	uint64_t total_ns, self_ns, min_ns, max_ns;
 	uint64_t unwound;           /* calls left by unwinding (closed at their EXCEPTION) */
 	uint64_t unfinished;        /* calls still open at the end (closed at the range's end) */
+	uint64_t outer_ns;          /* total of the frames with no frame of the same node open below
+				       them: a recursive function's time, counted once (flat trees) */
+	uint32_t active;            /* frames of this node open now */
 };
 
 struct calltree;
 
+#define CALLTREE_PROCESS_NODES 0x1u  /* each process's paths below a "comm [pid]" node */
+#define CALLTREE_FLAT          0x2u  /* one node per function (below the root), not per path */
+
 /**
- * calltree__new - an empty tree. With @process_nodes, each process's call paths hang below a
- * node named "comm [pid]" (whole-system views); without, all processes share the roots.
+ * calltree__new - an empty tree, shaped by CALLTREE_* @flags. Without CALLTREE_PROCESS_NODES,
+ * all processes share the roots.
  */
-struct calltree *calltree__new(bool process_nodes);
+struct calltree *calltree__new(unsigned flags);
 void calltree__free(struct calltree *ct);
 
 /**

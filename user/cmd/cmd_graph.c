@@ -234,10 +234,10 @@ int cmd_graph(int argc, char **argv)
 
 	if (cmd_parse(&argp, "graph", argc, argv, &a))
 		return 2;
-	if (!(ct = cmd_select_calltree("graph", a.session, &a.sel, true, &sel)))
+	if (!(ct = cmd_select_calltree("graph", a.session, &a.sel, CALLTREE_PROCESS_NODES, &sel)))
 		return 1;
 	if (a.function) {
-		found = (view = calltree__new(false)) ? build_view(view, ct, &a) : -ENOMEM;
+		found = (view = calltree__new(0)) ? build_view(view, ct, &a) : -ENOMEM;
 		err = found < 0 ? (int)found : 0;
 	}
 	if (err) {

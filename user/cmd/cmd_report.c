@@ -5,7 +5,8 @@
  *
  * One row per function: calls, total time, self time, average, min and max per call, and the
  * share of the traced time (the summed time of every thread's outermost frames). Built by the
- * call tree walker (calltree.h) in one streaming pass: memory O(functions x depth).
+ * call tree walker (calltree.h), flat, in one streaming pass: memory O(functions) plus O(depth)
+ * per thread, whatever the number of events.
  *
  * Total counts a recursive function's outermost frames only, so it never exceeds the time
  * the function was on the stack; average, min and max are over every call. A call left by
@@ -81,57 +82,6 @@ static error_t report_parse(int key, char *arg, struct argp_state *state)
 	default:
 		return cmd_session_arg(key, arg, state, &a->session);
 	}
-}
-
-/*
- * Adds every node to its function's row, depth first, so that a node's time counts in its
- * function's total only when no ancestor is the same function (a recursive call's time is
- * already in its outer frame's).
- */
-static int fold_rows(const struct calltree *ct, struct row *rows)
-{
-	size_t n = calltree__nnodes(ct), sp = 0;
-	uint32_t *active = calloc(calltree__nnames(ct) + 1, sizeof(*active));
-	struct { uint32_t node; bool leaving; } *todo = calloc(2 * n, sizeof(*todo));
-
-	if (!active || !todo) {
-		free(active);
-		free(todo);
-		return -ENOMEM;
-	}
-	for (uint32_t c = calltree__node(ct, CALLTREE_ROOT)->first_child; c; c = calltree__node(ct, c)->next_sibling)
-		todo[sp++].node = c;
-	while (sp) {
-		uint32_t i = todo[--sp].node;
-		const struct calltree_node *nd = calltree__node(ct, i);
-		struct row *r = &rows[nd->name];
-
-		if (todo[sp].leaving) {
-			active[nd->name]--;
-			continue;
-		}
-		if (!nd->process) {
-			r->name = nd->name;
-			if (!active[nd->name])
-				r->total_ns += nd->total_ns;
-			r->calls += nd->calls;
-			r->self_ns += nd->self_ns;
-			r->sum_ns += nd->total_ns;
-			r->unwound += nd->unwound;
-			r->unfinished += nd->unfinished;
-			if (nd->calls && (r->calls == nd->calls || nd->min_ns < r->min_ns))
-				r->min_ns = nd->min_ns;
-			if (nd->max_ns > r->max_ns)
-				r->max_ns = nd->max_ns;
-		}
-		active[nd->name]++;
-		todo[sp++] = (typeof(*todo)){ i, true };
-		for (uint32_t c = nd->first_child; c; c = calltree__node(ct, c)->next_sibling)
-			todo[sp++] = (typeof(*todo)){ c, false };
-	}
-	free(active);
-	free(todo);
-	return 0;
 }
 
 static const struct calltree *sort_tree;
@@ -268,19 +218,21 @@ int cmd_report(int argc, char **argv)
 
 	if (cmd_parse(&argp, "report", argc, argv, &a))
 		return 2;
-	if (!(ct = cmd_select_calltree("report", a.session, &a.sel, false, &sel)))
+	if (!(ct = cmd_select_calltree("report", a.session, &a.sel, CALLTREE_FLAT, &sel)))
 		return 1;
-	if (!(rows = calloc(calltree__nnames(ct) + 1, sizeof(*rows))))
-		err = -ENOMEM;
-	if (!err)
-		err = fold_rows(ct, rows);
-	if (err) {
-		fprintf(stderr, "atftrace report: %s: %s\n", a.session, atf_strerror(err));
+	if (!(rows = calloc(calltree__nnodes(ct), sizeof(*rows)))) {
+		fprintf(stderr, "atftrace report: %s\n", strerror(ENOMEM));
 		goto cleanup;
 	}
-	for (size_t i = 0; i < calltree__nnames(ct); i++)      /* compact: only functions called */
-		if (rows[i].calls)
-			rows[n++] = rows[i];
+	for (uint32_t i = 1; i < calltree__nnodes(ct); i++) {  /* flat: one node per function */
+		const struct calltree_node *nd = calltree__node(ct, i);
+
+		if (nd->calls)
+			rows[n++] = (struct row){ .name = nd->name, .calls = nd->calls, .total_ns = nd->outer_ns,
+						  .self_ns = nd->self_ns, .sum_ns = nd->total_ns, .min_ns = nd->min_ns,
+						  .max_ns = nd->max_ns, .unwound = nd->unwound,
+						  .unfinished = nd->unfinished };
+	}
 	sort_tree = ct;
 	sort_by = a.sort;
 	qsort(rows, n, sizeof(*rows), row_cmp);

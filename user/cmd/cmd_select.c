@@ -203,7 +203,7 @@ void cmd_selection_free(struct cmd_selection *sel)
 }
 
 struct calltree *cmd_select_calltree(const char *cmd, const char *session, const struct cmd_select_args *a,
-				     bool process_nodes, struct cmd_selection *sel)
+				     unsigned flags, struct cmd_selection *sel)
 {
 	struct export_options o = { 0 };
 	struct calltree *ct;
@@ -214,7 +214,9 @@ struct calltree *cmd_select_calltree(const char *cmd, const char *session, const
 	o.thread_id = sel->thread_id;
 	o.from_ns = sel->from_ns;
 	o.to_ns = sel->to_ns;
-	err = (ct = calltree__new(process_nodes && sel->n > 1)) ? calltree__run(ct, sel->s, sel->n, &o) : -ENOMEM;
+	if (sel->n < 2)
+		flags &= ~CALLTREE_PROCESS_NODES;
+	err = (ct = calltree__new(flags)) ? calltree__run(ct, sel->s, sel->n, &o) : -ENOMEM;
 	if (err) {
 		fprintf(stderr, "atftrace %s: %s: %s\n", cmd, session, atf_strerror(err));
 		calltree__free(ct);

@@ -48,12 +48,12 @@ struct calltree;
 
 /**
  * cmd_select_calltree - cmd_select() of every process (or --pid's), then the call tree walker
- * over the selection, with a "comm [pid]" node per process when there are several and
- * @process_nodes. Prints one error line and returns NULL on failure; free the tree with
+ * over the selection, shaped by CALLTREE_* @flags (CALLTREE_PROCESS_NODES only when there are
+ * several processes). Prints one error line and returns NULL on failure; free the tree with
  * calltree__free() and the selection with cmd_selection_free().
  */
 struct calltree *cmd_select_calltree(const char *cmd, const char *session, const struct cmd_select_args *a,
-				     bool process_nodes, struct cmd_selection *sel);
+				     unsigned flags, struct cmd_selection *sel);
 
 /** cmd_pid_of_dir - the number after "pid_" in the last component of @dir, or -1. */
 int64_t cmd_pid_of_dir(const char *dir);
