@@ -195,6 +195,16 @@ assert_eq 2 "$(grep -c '^ *[^ 0-9][^ ]* \[[0-9]*\]$' "$T/ff.graph")" "graph: a n
 "$ATF" export "$T/ff" -F chrome -o "$T/ff.json"
 assert_eq "$pids" "$(jq -r '[.traceEvents[] | select(.ph == "B") | .pid] | unique | map(tostring) | join(" ")' "$T/ff.json")" \
 	"chrome: both pids in one trace"
+if command -v protoc >/dev/null; then
+	"$ATF" export "$T/ff" -F perfetto -o "$T/ff.pftrace"
+	protoc --decode=perfetto.protos.Trace -I "$ROOT/tests/data" "$ROOT/tests/data/perfetto_trace.proto" \
+		<"$T/ff.pftrace" >"$T/ff.txt"
+	assert_eq "$pids" "$(sed -n 's/^      pid: //p' "$T/ff.txt" | sort -un | tr '\n' ' ' | sed 's/ $//')" "perfetto: both pids"
+	assert_eq 2 "$(grep -c '^    process {' "$T/ff.txt")" "perfetto: a process track each"
+	assert_eq "1 2" "$(sed -n 's/^  trusted_packet_sequence_id: //p' "$T/ff.txt" | sort -un | tr '\n' ' ' | sed 's/ $//')" \
+		"perfetto: a packet sequence each"
+	assert_eq 2 "$(grep -c '^  sequence_flags: 1$' "$T/ff.txt")" "perfetto: each sequence starts cleared"
+fi
 "$ATF" export "$T/ff" -F folded -o "$T/ff.folded"
 assert_eq 2 "$(cut -d';' -f1 "$T/ff.folded" | sort -u | wc -l)" "folded: a root per process"
 rc=0; "$ATF" export "$T/ff" -F rtc -o "$T/ff.rtc" 2>"$T/err" || rc=$?

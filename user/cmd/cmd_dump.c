@@ -227,6 +227,16 @@ static bool find_end(const struct atf_thread *t, uint64_t seq, uint64_t to_ns, u
 	return false;
 }
 
+/* Whether the call at @seq is a leaf: its thread's next event, in the range, is its return. */
+static bool leaf_return(const struct atf_thread *t, uint64_t seq, const struct atf_index_event *call,
+			uint64_t to_ns, struct atf_index_event *ret)
+{
+	if (seq + 1 >= t->index.count)
+		return false;
+	atf_index_get(&t->index, seq + 1, ret);
+	return ret->event_kind == ATF_KIND_RETURN && ret->call_depth == call->call_depth && ret->timestamp_ns <= to_ns;
+}
+
 /* One line: TIME, DURATION (or blanks), the TID column when shown, the indented body. */
 static void print_line(const struct dumper *D, const struct atf_thread *t, uint64_t ts, const uint64_t *dur,
 		       uint32_t level, const char *body, const char *name, const char *tail)
@@ -310,7 +320,7 @@ static void print_event(struct dumper *D, uint32_t thread, uint64_t seq, const s
 	const char *name = atf_session__name(D->s, ev->function_id, D->namebuf, sizeof(D->namebuf));
 	const char *args = strchr(name, '(') ? "" : "()";       /* demangled C++ names carry their own */
 	struct atf_index_event end;
-	uint64_t call_ts, dur, end_seq;
+	uint64_t call_ts, dur;
 	uint32_t level;
 	char body[32], shortbuf[512];
 
@@ -319,14 +329,13 @@ static void print_event(struct dumper *D, uint32_t thread, uint64_t seq, const s
 	if (filtered(D, t, f, seq, ev, name, &level))
 		return;
 	if (ev->event_kind == ATF_KIND_CALL) {
-		if (find_end(t, seq, D->to_ns, &end_seq, &end) && end_seq == seq + 1 &&
-		    end.event_kind == ATF_KIND_RETURN) {
+		if (leaf_return(t, seq, ev, D->to_ns, &end)) {
 			dur = end.timestamp_ns - ev->timestamp_ns;
 			snprintf(body, sizeof(body), "%%s%s;", args);
 			print_line(D, t, ev->timestamp_ns, &dur, level, body, name, "");
 			print_detail(t, ev);
 			print_detail(t, &end);
-			f->folded_seq = end_seq;
+			f->folded_seq = seq + 1;
 			return;
 		}
 		snprintf(body, sizeof(body), "%%s%s {", args);
