@@ -14,7 +14,7 @@ enum { KEY_PID = 0x300, KEY_THREAD, KEY_FROM, KEY_TO };
 
 static const struct argp_option select_options[] = {
 	{ "pid", KEY_PID, "N", 0, "Only process N of a session of several (default: all, where the output can hold them)", 0 },
-	{ "thread", KEY_THREAD, "N", 0, "Only thread N: its thread_<N> directory id, or its OS tid", 0 },
+	{ "thread", KEY_THREAD, "N", 0, "Only thread N: its thread_<N> directory id, or its OS tid (the tid alone in a session of several processes)", 0 },
 	{ "from", KEY_FROM, "T", 0, "Start of the range, since the session start: 1500 (ns), 20us, 1.5ms, 2s, 1m", 0 },
 	{ "to", KEY_TO, "T", 0, "End of the range (inclusive), same syntax as --from", 0 },
 	{ 0 }
