@@ -25,7 +25,7 @@ endif
 DEP_FILES := /usr/include/bpf/libbpf.h /usr/include/gelf.h /usr/include/elfutils/libdw.h \
 	     /usr/include/lz4.h /usr/include/zlib.h /usr/include/jansson.h /usr/include/cmocka.h \
 	     /usr/include/cbor.h
-DEP_CMDS  := clang llvm-strip bpftool protoc bpftrace node npm g++ jq
+DEP_CMDS  := clang llvm-strip bpftool protoc bpftrace node npm g++ jq chromium
 DEPS_MISSING := $(strip $(foreach f,$(DEP_FILES),$(if $(wildcard $(f)),,$(f))) \
 		$(foreach c,$(DEP_CMDS),$(if $(shell command -v $(c) 2>/dev/null),,$(c))))
 ifneq ($(DEPS_MISSING),)
@@ -182,7 +182,15 @@ $(WTF_LOADER): scripts/deps.sh
 	$(Q)bash scripts/deps.sh
 	$(Q)test -f $@ && touch $@
 
-TEST_DEPS := $(BIN) $(BIN_ASAN) $(UNIT_BINS) $(TOOL_BINS) $(TARGETS) $(EXTRA_TARGETS) $(ARM64_BPF) $(WTF_LOADER)
+# speedscope (npm, pinned) for the real-browser test; deps.sh installs it beside the loader.
+SPEEDSCOPE := .output/npm/node_modules/speedscope/dist/release/index.html
+$(SPEEDSCOPE): scripts/deps.sh
+	$(call msg,DEPS,speedscope (npm))
+	$(Q)bash scripts/deps.sh
+	$(Q)test -f $@ && touch $@
+
+TEST_DEPS := $(BIN) $(BIN_ASAN) $(UNIT_BINS) $(TOOL_BINS) $(TARGETS) $(EXTRA_TARGETS) $(ARM64_BPF) $(WTF_LOADER) \
+	     $(SPEEDSCOPE)
 
 test: $(TEST_DEPS)
 	$(Q)OUTPUT=$(OUTPUT) bash tests/run_tests.sh

@@ -3,13 +3,20 @@
  * Chrome JSON trace exporter (the Trace Event Format read by chrome://tracing, Perfetto UI and
  * speedscope): {"traceEvents":[...],"displayTimeUnit":"ns"}.
  *
- * - "M" metadata events name the process (process_name) and each thread (thread_name);
- * - a call is a "B" event, a return an "E" event, an exception an "E" with args.exception = true;
- *   events are merged by timestamp, one per line;
+ * - "M" metadata events name each process (process_name) and each thread (thread_name); a
+ *   session of several processes (-a, --follow-fork) is one trace, each under its own pid;
+ * - a call is a "B" event and its return an "E" event carrying the same name and, like the B,
+ *   no args: speedscope closes a frame only on an E whose name (and args) equal its B's, and
+ *   counts args in a frame's identity, so registers on a B would make every call a frame of its
+ *   own. Events are merged by timestamp within a process, one per line;
+ * - an exception (a frame left by unwinding) is its "E" plus a thread-scoped instant event
+ *   ("ph":"i","s":"t") named "unwound" with args.function; speedscope ignores instant events,
+ *   chrome://tracing and Perfetto draw them as markers on the thread;
+ * - a linked detail record is an instant event named "detail" at the event's time, with
+ *   args.function, args.event ("call" or "return"), the registers as "0x..." strings (JSON
+ *   numbers are doubles and would round 64-bit values), flags and stack_size;
  * - pid is the manifest pid, tid the OS thread id;
  * - ts is microseconds with three decimals, so the boottime nanosecond is kept exactly;
- * - a linked detail record adds args: registers as "0x..." strings (JSON numbers are doubles
- *   and would round 64-bit values), plus flags and stack_size;
  * - names are JSON-escaped for any bytes: '"', '\\' and control characters are escaped, and
  *   each maximal invalid UTF-8 subpart becomes U+FFFD, so the output is always valid JSON.
  * Memory: a staging buffer and one short prefix string per thread.
@@ -26,7 +33,7 @@
 #define PREFIX_MAX      64u
 
 struct chrome_state {
-	char (*prefix)[PREFIX_MAX];     /* per thread: ,"pid":P,"tid":T,"ts": */
+	char (*prefix)[PREFIX_MAX];     /* per thread of the current process: ,"pid":P,"tid":T,"ts": */
 	bool first;                     /* no event written yet: no separator */
 	char *stage;
 	size_t len, cap;
@@ -166,7 +173,6 @@ static int put_metadata(struct export_ctx *ctx, const char *what, uint64_t tid, 
 static int chrome_begin(struct export_ctx *ctx)
 {
 	struct chrome_state *st = calloc(1, sizeof(*st));
-	struct atf_session *s = ctx->session;
 	char *p;
 	int err;
 
@@ -176,15 +182,26 @@ static int chrome_begin(struct export_ctx *ctx)
 	st->first = true;
 	st->cap = STAGE_SIZE;
 	st->stage = malloc(st->cap);
+	if (!st->stage)
+		return -ENOMEM;
+	if ((err = stage_room(ctx, st, 64, &p)))
+		return err;
+	st->len += (size_t)(put_str(p, "{\"traceEvents\":[\n") - p);
+	return 0;
+}
+
+static int chrome_process_begin(struct export_ctx *ctx)
+{
+	struct chrome_state *st = ctx->priv;
+	struct atf_session *s = ctx->session;
+
+	free(st->prefix);
 	st->prefix = calloc(s->nthreads ? s->nthreads : 1, sizeof(*st->prefix));
-	if (!st->stage || !st->prefix)
+	if (!st->prefix)
 		return -ENOMEM;
 	for (size_t i = 0; i < s->nthreads; i++)
 		snprintf(st->prefix[i], PREFIX_MAX, ",\"pid\":%u,\"tid\":%u,\"ts\":",
 			 s->manifest->pid, s->threads[i].tid);
-	if ((err = stage_room(ctx, st, 64, &p)))
-		return err;
-	st->len += (size_t)(put_str(p, "{\"traceEvents\":[\n") - p);
 	if (s->manifest->process_name)
 		return put_metadata(ctx, "process_name", s->manifest->pid, s->manifest->process_name);
 	return 0;
@@ -195,14 +212,13 @@ static int chrome_thread_begin(struct export_ctx *ctx, const struct atf_thread *
 	return t->name ? put_metadata(ctx, "thread_name", t->tid, t->name) : 0;
 }
 
-static char *put_detail_args(char *p, const struct atf_detail_event *d, bool open)
+static char *put_detail_args(char *p, const struct atf_detail_event *d)
 {
 	static const char *const gp_names[ATF_DETAIL_GP_REGS] = {
 		"gp0", "gp1", "gp2", "gp3", "gp4", "gp5", "gp6", "gp7",
 	};
 	const struct atf_detail_payload *pl = &d->payload;
 
-	p = put_str(p, open ? ",\"args\":{" : ",");
 	for (int i = 0; i < ATF_DETAIL_GP_REGS; i++) {
 		*p++ = '"';
 		p = put_str(p, gp_names[i]);
@@ -223,6 +239,33 @@ static char *put_detail_args(char *p, const struct atf_detail_event *d, bool ope
 	return put_u64(p, pl->stack_size);
 }
 
+/* {"ph":"<ph>",<prefix><ts>,"name":<name> */
+static char *put_event_head(struct chrome_state *st, char *p, const char *ph, const struct export_event *e,
+			    const char *name)
+{
+	p = put_separator(st, p);
+	p = put_str(p, "{\"ph\":\"");
+	p = put_str(p, ph);
+	p = put_str(p, "\"");
+	p = put_str(p, st->prefix[e->thread]);
+	p = put_ts_us(p, e->ev.timestamp_ns);
+	p = put_str(p, ",\"name\":");
+	return put_json_string(p, name);
+}
+
+/* A thread-scoped instant event @what about @e's function, with its detail registers if any. */
+static char *put_instant(struct chrome_state *st, char *p, const char *what, const struct export_event *e)
+{
+	p = put_event_head(st, p, "i\",\"s\":\"t", e, what);
+	p = put_str(p, ",\"args\":{\"function\":");
+	p = put_json_string(p, e->name);
+	if (!strcmp(what, "detail")) {
+		p = put_str(p, e->ev.event_kind == ATF_KIND_CALL ? ",\"event\":\"call\"," : ",\"event\":\"return\",");
+		p = put_detail_args(p, e->detail);
+	}
+	return put_str(p, "}}");
+}
+
 static int chrome_event(struct export_ctx *ctx, const struct export_event *e)
 {
 	struct chrome_state *st = ctx->priv;
@@ -234,24 +277,17 @@ static int chrome_event(struct export_ctx *ctx, const struct export_event *e)
 
 	if (!call && !exception && e->ev.event_kind != ATF_KIND_RETURN)
 		return -ATF_E_RECORD;
-	if ((err = stage_room(ctx, st, EVENT_FIXED_MAX + (call ? name_bound(e->name) : 0), &p)))
+	if ((err = stage_room(ctx, st, 3 * (EVENT_FIXED_MAX + name_bound(e->name)), &p)))
 		return err;
 	start = p;
-	p = put_separator(st, p);
-	p = put_str(p, call ? "{\"ph\":\"B\"" : "{\"ph\":\"E\"");
-	p = put_str(p, st->prefix[e->thread]);
-	p = put_ts_us(p, e->ev.timestamp_ns);
-	if (call) {
-		p = put_str(p, ",\"name\":");
-		p = put_json_string(p, e->name);
-	}
+	if (has_detail && !call)        /* the return's registers, before the frame closes */
+		p = put_instant(st, p, "detail", e);
 	if (exception)
-		p = put_str(p, ",\"args\":{\"exception\":true");
-	if (has_detail)
-		p = put_detail_args(p, e->detail, !exception);
-	if (exception || has_detail)
-		*p++ = '}';
+		p = put_instant(st, p, "unwound", e);
+	p = put_event_head(st, p, call ? "B" : "E", e, e->name);
 	*p++ = '}';
+	if (has_detail && call)         /* the arguments, inside the frame they belong to */
+		p = put_instant(st, p, "detail", e);
 	st->len += (size_t)(p - start);
 	return 0;
 }
@@ -282,9 +318,11 @@ static void chrome_cleanup(struct export_ctx *ctx)
 
 const struct export_ops chrome_ops = {
 	.name = "chrome",
-	.description = "Chrome JSON trace events (B/E, process and thread names; chrome://tracing, Perfetto UI)",
+	.description = "Chrome JSON trace events (B/E, process and thread names; chrome://tracing, Perfetto UI, speedscope)",
 	.per_thread = false,
+	.processes = true,
 	.begin = chrome_begin,
+	.process_begin = chrome_process_begin,
 	.thread_begin = chrome_thread_begin,
 	.event = chrome_event,
 	.end = chrome_end,

@@ -78,3 +78,12 @@ void func_index__free(struct func_index *fi)
 	free(fi->slots);
 	*fi = (struct func_index){ 0 };
 }
+
+uint64_t func_name_hash(const char *name)
+{
+	uint64_t h = 1469598103934665603ull;
+
+	while (*name)
+		h = (h ^ (unsigned char)*name++) * 1099511628211ull;
+	return h;
+}

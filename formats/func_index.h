@@ -37,4 +37,7 @@ int64_t func_index__get(struct func_index *fi, uint64_t function_id, const char 
 int64_t func_index__get_new(struct func_index *fi, uint64_t function_id, const char *name, bool *added);
 void func_index__free(struct func_index *fi);
 
+/** func_name_hash - 64-bit FNV-1a of @name: a key for exporters that number functions by name. */
+uint64_t func_name_hash(const char *name);
+
 #endif

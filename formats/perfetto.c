@@ -4,7 +4,8 @@
  * varints and length-delimited fields. Field numbers are those of Perfetto's trace.proto;
  * tests/data/perfetto_trace.proto lists exactly the fields written here.
  *
- * One packet sequence (trusted_packet_sequence_id 1):
+ * One packet sequence per process (trusted_packet_sequence_id 1, 2, ... for a session of
+ * several processes, each with its own interned names, since function ids are per process):
  *   - a process TrackDescriptor (pid, cmdline, process name), flagged
  *     SEQ_INCREMENTAL_STATE_CLEARED because it is the first packet of the sequence;
  *   - one thread TrackDescriptor per thread (uuid, parent_uuid = the process, pid, tid, name);
@@ -69,8 +70,10 @@
 #define WT_VARINT                       0
 #define WT_LEN                          2
 
-#define SEQUENCE_ID                     1
-#define PROCESS_UUID                    1       /* thread i has uuid 2 + i */
+/* Process k (from 0) has sequence id 1 + k, track uuid k << 32 | 1, its thread i k << 32 | (2 + i). */
+#define SEQUENCE_ID(ctx)                (1 + (uint64_t)(ctx)->process)
+#define PROCESS_UUID(ctx)               ((uint64_t)(ctx)->process << 32 | 1)
+#define THREAD_UUID(ctx, i)             ((uint64_t)(ctx)->process << 32 | (2 + (uint64_t)(i)))
 
 #define STAGE_SIZE                      (256u * 1024)
 #define PACKET_FIXED_MAX                1024u   /* bound on a packet without its strings */
@@ -164,10 +167,6 @@ static size_t string_bound(const char *s)
 static int perfetto_begin(struct export_ctx *ctx)
 {
 	struct perfetto_state *st = calloc(1, sizeof(*st));
-	const struct atf_manifest *m = ctx->session->manifest;
-	uint8_t *p, *start, *pkt, *td, *pd;
-	size_t bound = PACKET_FIXED_MAX + string_bound(m->process_name);
-	int err;
 
 	if (!st)
 		return -ENOMEM;
@@ -175,16 +174,28 @@ static int perfetto_begin(struct export_ctx *ctx)
 	st->cap = STAGE_SIZE;
 	if (!(st->stage = malloc(st->cap)))
 		return -ENOMEM;
+	return 0;
+}
+
+static int perfetto_process_begin(struct export_ctx *ctx)
+{
+	struct perfetto_state *st = ctx->priv;
+	const struct atf_manifest *m = ctx->session->manifest;
+	uint8_t *p, *start, *pkt, *td, *pd;
+	size_t bound = PACKET_FIXED_MAX + string_bound(m->process_name);
+	int err;
+
+	func_index__free(&st->iids);    /* a new sequence: names are interned afresh */
 	for (size_t i = 0; i < m->argc; i++)
 		bound += string_bound(m->argv[i]);
 	if ((err = stage_room(ctx, st, bound, &p)))
 		return err;
 	start = p;
 	pkt = pb_open(p, TRACE_PACKET);
-	p = pb_uint(pkt, PKT_TRUSTED_SEQUENCE_ID, SEQUENCE_ID);
+	p = pb_uint(pkt, PKT_TRUSTED_SEQUENCE_ID, SEQUENCE_ID(ctx));
 	p = pb_uint(p, PKT_SEQUENCE_FLAGS, SEQ_INCREMENTAL_STATE_CLEARED);
 	td = pb_open(p, PKT_TRACK_DESCRIPTOR);
-	p = pb_uint(td, TD_UUID, PROCESS_UUID);
+	p = pb_uint(td, TD_UUID, PROCESS_UUID(ctx));
 	pd = pb_open(p, TD_PROCESS);
 	p = pb_uint(pd, PD_PID, m->pid);
 	for (size_t i = 0; i < m->argc; i++)
@@ -203,17 +214,17 @@ static int perfetto_thread_begin(struct export_ctx *ctx, const struct atf_thread
 {
 	struct perfetto_state *st = ctx->priv;
 	uint8_t *p, *start, *pkt, *td, *thd;
-	uint64_t uuid = 2 + (uint64_t)(t - ctx->session->threads);
+	uint64_t uuid = THREAD_UUID(ctx, t - ctx->session->threads);
 	int err = stage_room(ctx, st, PACKET_FIXED_MAX + string_bound(t->name), &p);
 
 	if (err)
 		return err;
 	start = p;
 	pkt = pb_open(p, TRACE_PACKET);
-	p = pb_uint(pkt, PKT_TRUSTED_SEQUENCE_ID, SEQUENCE_ID);
+	p = pb_uint(pkt, PKT_TRUSTED_SEQUENCE_ID, SEQUENCE_ID(ctx));
 	td = pb_open(p, PKT_TRACK_DESCRIPTOR);
 	p = pb_uint(td, TD_UUID, uuid);
-	p = pb_uint(p, TD_PARENT_UUID, PROCESS_UUID);
+	p = pb_uint(p, TD_PARENT_UUID, PROCESS_UUID(ctx));
 	thd = pb_open(p, TD_THREAD);
 	p = pb_uint(thd, THD_PID, ctx->session->manifest->pid);
 	p = pb_uint(p, THD_TID, t->tid);
@@ -272,7 +283,7 @@ static int perfetto_event(struct export_ctx *ctx, const struct export_event *e)
 	start = p;
 	pkt = pb_open(p, TRACE_PACKET);
 	p = pb_uint(pkt, PKT_TIMESTAMP, e->ev.timestamp_ns);
-	p = pb_uint(p, PKT_TRUSTED_SEQUENCE_ID, SEQUENCE_ID);
+	p = pb_uint(p, PKT_TRUSTED_SEQUENCE_ID, SEQUENCE_ID(ctx));
 	if (new_name) {
 		idata = pb_open(p, PKT_INTERNED_DATA);
 		en = pb_open(idata, ID_EVENT_NAMES);
@@ -285,7 +296,7 @@ static int perfetto_event(struct export_ctx *ctx, const struct export_event *e)
 		p = pb_uint(p, PKT_SEQUENCE_FLAGS, SEQ_NEEDS_INCREMENTAL_STATE);
 	te = pb_open(p, PKT_TRACK_EVENT);
 	p = pb_uint(te, TE_TYPE, begin ? TYPE_SLICE_BEGIN : TYPE_SLICE_END);
-	p = pb_uint(p, TE_TRACK_UUID, 2 + (uint64_t)e->thread);
+	p = pb_uint(p, TE_TRACK_UUID, THREAD_UUID(ctx, e->thread));
 	if (begin)
 		p = pb_uint(p, TE_NAME_IID, (uint64_t)iid);
 	if (e->ev.event_kind == ATF_KIND_EXCEPTION)
@@ -319,7 +330,9 @@ const struct export_ops perfetto_ops = {
 	.name = "perfetto",
 	.description = "Perfetto protobuf trace: thread tracks, slices with interned names (ui.perfetto.dev)",
 	.per_thread = false,
+	.processes = true,
 	.begin = perfetto_begin,
+	.process_begin = perfetto_process_begin,
 	.thread_begin = perfetto_thread_begin,
 	.event = perfetto_event,
 	.end = perfetto_end,

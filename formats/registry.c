@@ -14,9 +14,12 @@ extern const struct export_ops wtf_ops __attribute__((weak));
 extern const struct export_ops wtf_json_ops __attribute__((weak));
 extern const struct export_ops rtc_ops __attribute__((weak));
 extern const struct export_ops zts_ops __attribute__((weak));
+extern const struct export_ops speedscope_ops __attribute__((weak));
+extern const struct export_ops folded_ops __attribute__((weak));
 
 static const struct export_ops *const all_formats[] = {
 	&dial9_ops, &perfetto_ops, &chrome_ops, &wtf_ops, &wtf_json_ops, &rtc_ops, &zts_ops,
+	&speedscope_ops, &folded_ops,
 };
 
 #define NFORMATS (sizeof(all_formats) / sizeof(all_formats[0]))

@@ -124,12 +124,12 @@ static int enter_zone(struct export_ctx *ctx, struct wtf_state *st, uint32_t thr
 {
 	const struct atf_thread *t = &ctx->session->threads[thread];
 	struct zone_state *z = &st->zones[thread];
-	uint32_t zone_id = thread + 1;
+	uint32_t zone_id = z->zone_id ? z->zone_id : st->zones_created + 1;
 	char name[320], location[32];
 	uint32_t name_ord, type_ord, loc_ord;
 	int err;
 
-	if (!z->created) {
+	if (!z->zone_id) {
 		snprintf(name, sizeof(name), "%.256s:%" PRIu32, t->name ? t->name : "thread", t->tid);
 		snprintf(location, sizeof(location), "thread_%" PRIu32, t->id);
 		if ((err = wtf_reserve(ctx, st, 24, wtf_str_need(name) + wtf_str_need(location) + 16, t_us)) ||
@@ -137,7 +137,8 @@ static int enter_zone(struct export_ctx *ctx, struct wtf_state *st, uint32_t thr
 		    (err = wtf_intern(st, location, &loc_ord)))
 			return err;
 		wtf_put_words(st, (uint32_t[]){ W_ZONE_CREATE, t_us, zone_id, name_ord, type_ord, loc_ord }, 6);
-		z->created = true;
+		z->zone_id = zone_id;
+		st->zones_created++;
 	}
 	if (st->current_zone != zone_id) {
 		if ((err = wtf_reserve(ctx, st, 12, 0, t_us)))

@@ -65,12 +65,13 @@ struct str_slot {
 };
 
 struct zone_state {
-	bool created;
+	uint32_t zone_id;               /* 0 until created; ids go 1, 2, ... in order of creation */
 	uint32_t open_scopes;           /* scopes the loader sees open in this zone */
 	uint32_t deep;                  /* frames beyond WTF_MAX_SCOPE_DEPTH, sent as instance events */
 };
 
 struct wtf_state {
+	uint32_t zones_created;
 	const struct wtf_sink *sink;
 	void *sink_state;
 	uint64_t base_ns;

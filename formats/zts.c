@@ -70,7 +70,7 @@ struct zts_writer {
 	size_t zcap;
 	z_stream z;
 	bool z_ready;
-	uint64_t nchunks, ntraces, orphans;
+	uint64_t nchunks, ntraces;
 
 	const struct atf_thread *thread;
 	uint64_t depth, calls, errors, last_ts;
@@ -342,11 +342,9 @@ static int zts_event(struct export_ctx *ctx, const struct export_event *e)
 		break;
 	case ATF_KIND_RETURN:
 	case ATF_KIND_EXCEPTION:
-		if (!w->depth) {
-			w->orphans++;   /* the range began inside this call: nothing to attach it to */
+		if (!w->depth)          /* export_sessions() balances: never happens */
 			return 0;
-		}
-		close_call(w, e->ev.timestamp_ns, e->detail, e->ev.event_kind == ATF_KIND_EXCEPTION, false);
+		close_call(w, e->ev.timestamp_ns, e->detail, e->ev.event_kind == ATF_KIND_EXCEPTION, e->unfinished);
 		break;
 	default:
 		return 0;
@@ -390,7 +388,7 @@ static int zts_end(struct export_ctx *ctx)
 		"atftrace.names=attributes\natftrace.chunks=%llu\natftrace.traces=%llu\n"
 		"atftrace.orphan-returns=%llu\n", ZTS_STORE_ID, w->flags, w->compress,
 		(unsigned long long)w->nchunks, (unsigned long long)w->ntraces,
-		(unsigned long long)w->orphans);
+		(unsigned long long)ctx->dropped_returns);
 	err = fflush(f) || fsync(fileno(f)) ? -errno : 0;
 	if (fclose(f) && !err)
 		err = -errno;

@@ -22,6 +22,8 @@ struct export_options {
 	uint32_t unit_size;             /* rtc: --unit-size (0 = default) */
 	uint32_t minor_unit_size;       /* rtc: --minor-unit-size (0 = default) */
 	const char *compress;           /* zts: "lz4" | "zlib" | "none" (NULL = default) */
+	const char *weight;             /* folded: "self" | "total" | "calls" (NULL = self) */
+	void *priv;                     /* initial ctx->priv, for consumers that are not exporters */
 	char *error;                    /* optional: receives the exporter's one-line reason on failure */
 	size_t error_len;
 };
@@ -32,15 +34,18 @@ struct export_event {
 	struct atf_index_event ev;
 	const char *name;               /* function display name (never NULL) */
 	const struct atf_detail_event *detail;  /* linked detail record, or NULL */
+	bool unfinished;                /* a RETURN made up for a call still open at the end */
 };
 
 struct export_ctx {
-	struct atf_session *session;
+	struct atf_session *session;    /* the process being delivered */
+	size_t process, nprocesses;     /* its index among the exported processes, and their number */
 	const struct export_options *opts;
 	struct obuf *out;               /* opened on opts->out_path unless ops->writes_directory */
-	uint64_t time_base_ns;          /* first event's timestamp in the exported range */
-	uint64_t time_end_ns;           /* last event's timestamp in the exported range */
-	uint64_t nevents;               /* events in the exported range (known before begin) */
+	uint64_t time_base_ns;          /* first event's timestamp in the exported range (all processes) */
+	uint64_t time_end_ns;           /* last event's timestamp in the exported range (all processes) */
+	uint64_t nevents;               /* recorded events in the exported range (known before begin) */
+	uint64_t dropped_returns;       /* returns and exceptions so far whose call lies before the range */
 	void *priv;                     /* exporter state */
 };
 
@@ -49,7 +54,11 @@ struct export_ops {
 	const char *description;        /* one line for --list */
 	bool per_thread;                /* deliver each thread's events contiguously, threads in order */
 	bool writes_directory;          /* opts->out_path is a directory the exporter creates */
+	bool processes;                 /* can hold several processes (a -a or --follow-fork session) */
 	int (*begin)(struct export_ctx *ctx);
+	/* before and after each process's threads; ctx->session is that process */
+	int (*process_begin)(struct export_ctx *ctx);
+	int (*process_end)(struct export_ctx *ctx);
 	/* per_thread: before each thread's events; merged: once per selected thread, before any event */
 	int (*thread_begin)(struct export_ctx *ctx, const struct atf_thread *t);
 	int (*event)(struct export_ctx *ctx, const struct export_event *e);
@@ -75,5 +84,13 @@ const struct export_ops *export_find(const char *name);
  * Returns 0, or a negative error (the partial output is removed).
  */
 int export_session(struct atf_session *s, const struct export_ops *ops, const struct export_options *opts);
+
+/**
+ * export_sessions - export_session over @n processes into one output, one process after the
+ * other (ops->process_begin/process_end around each). More than one needs ops->processes
+ * (-EINVAL otherwise). opts->thread_id selects a thread in every process (-1: all).
+ */
+int export_sessions(struct atf_session *const *s, size_t n, const struct export_ops *ops,
+		    const struct export_options *opts);
 
 #endif

@@ -20,13 +20,18 @@ fi
 echo "== info";   "$ATF" info "$out/session"
 echo "== verify"; "$ATF" verify "$out/session"
 echo "== dump (first 25 lines)"; "$ATF" dump "$out/session" | head -n 25 || true
+echo "== report"; "$ATF" report "$out/session"
+echo "== graph (3 levels)"; "$ATF" graph "$out/session" -D 3
 echo "== exports"
 "$ATF" export --list | while read -r fmt _; do
 	case $fmt in
 	zts) dest=$out/export.zts.d ;;
+	speedscope) dest=$out/export.speedscope.json ;;
+	folded) dest=$out/export.folded ;;
 	*)   dest=$out/export.$fmt ;;
 	esac
 	"$ATF" export "$out/session" -F "$fmt" -o "$dest"
 	printf '  %-10s -> %s\n' "$fmt" "$dest"
 done
-echo "Open $out/export.perfetto in ui.perfetto.dev, or $out/export.chrome in chrome://tracing."
+echo "Open $out/export.perfetto in ui.perfetto.dev, $out/export.chrome in chrome://tracing, or"
+echo "$out/export.speedscope.json or $out/export.folded in speedscope (Left Heavy is the flame graph)."

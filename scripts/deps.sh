@@ -17,6 +17,7 @@ PKGS=(
   binutils util-linux procps         # objdump, unshare, pgrep
   jq time                            # e2e tests read JSON; benches read /usr/bin/time -v
   libsqlite3-dev sqlite3 zstd        # real third-party programs traced by e2e tests
+  chromium                           # headless browser: speedscope loads our exports in a test
 )
 
 missing=()
@@ -40,13 +41,16 @@ if ((${#missing[@]})); then
   apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 
-# The wtf-trace reference loader (tests only), pinned; installed under .output/ so it never touches the system.
-WTF_VER=2015.7.15-1
+# npm packages for tests only, pinned, installed under .output/ so they never touch the system:
+# the wtf-trace reference loader, and speedscope (its release build is loaded in Chromium).
 here=$(cd "$(dirname "$0")/.." && pwd)
-wtf_dir="$here/.output/npm"
-if [ "${ATFTRACE_SKIP_NPM:-0}" != 1 ] && [ ! -f "$wtf_dir/node_modules/tracing-framework/bin/dump.js" ]; then
-  mkdir -p "$wtf_dir"
-  (cd "$wtf_dir" && npm install --silent --no-audit --no-fund --ignore-scripts "tracing-framework@$WTF_VER" >/dev/null 2>&1) \
-    || { echo "deps.sh: npm install tracing-framework@$WTF_VER failed" >&2; exit 1; }
-fi
+npm_dir="$here/.output/npm"
+npm_pkg() {   # NAME VERSION FILE-IT-PROVIDES
+  [ "${ATFTRACE_SKIP_NPM:-0}" != 1 ] && [ ! -f "$npm_dir/node_modules/$1/$3" ] || return 0
+  mkdir -p "$npm_dir"
+  (cd "$npm_dir" && npm install --silent --no-audit --no-fund --ignore-scripts --save-exact "$1@$2" >/dev/null 2>&1) \
+    || { echo "deps.sh: npm install $1@$2 failed" >&2; exit 1; }
+}
+npm_pkg tracing-framework 2015.7.15-1 bin/dump.js
+npm_pkg speedscope 1.25.0 dist/release/index.html
 exit 0

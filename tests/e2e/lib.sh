@@ -35,7 +35,9 @@ assert_contains() {   # file pattern what
 }
 
 # normalise_dump: make dump output comparable across runs (uftrace-style): thread ids become
-# T0, T1, … in order of first appearance, and times and durations become fixed tokens.
+# T0, T1, … in order of first appearance, the TIME column goes, and a DURATION becomes <dur>:
+#   "   58.778 us    21.312 us [ 12093] |   leaf();"  ->  "<dur> [T0] |   leaf();"
+#   "   58.778 us              | main() {"            ->  "      | main() {"
 normalise_dump() {
 	awk '{
 		line = $0
@@ -44,8 +46,18 @@ normalise_dump() {
 			if (!(id in map)) map[id] = "T" n++
 			line = substr(line, 1, RSTART - 1) "tid=" map[id] substr(line, RSTART + RLENGTH)
 		}
-		gsub(/[0-9]+\.[0-9]+ ?(ns|us|ms|s)/, "<dur>", line)   # no \b: backspace in gawk, unknown in mawk
-		gsub(/^ *[0-9]+\.[0-9][0-9][0-9][0-9][0-9][0-9][0-9][0-9][0-9]/, "<ts>", line)   # no {9}: mawk lacks intervals
+		bar = index(line, "| ")
+		if (line !~ /^#/ && line !~ /^    (args|ret):/ && bar) {
+			head = substr(line, 1, bar - 1); body = substr(line, bar)
+			tid = ""
+			if (match(head, /\[ *[0-9]+\]/)) {
+				id = substr(head, RSTART + 1, RLENGTH - 2); gsub(/ /, "", id)
+				if (!(id in map)) map[id] = "T" n++
+				tid = "[" map[id] "] "
+			}
+			ntimes = gsub(/[0-9]+(\.[0-9]+)? (ns|us|ms|s)/, "", head)
+			line = (ntimes > 1 ? "<dur> " : "      ") tid body
+		}
 		print line
 	}'
 }

@@ -55,7 +55,7 @@ assert_eq "$(count '^      iid: ' "$T/all.txt")" "$(sed -n 's/^      iid: //p' "
 assert_eq "$(jq '[.traceEvents[] | select(.ph == "B") | .name] | unique | length' "$T/all.json")" \
 	"$(count '^      iid: ' "$T/all.txt")" "interned names = distinct names"
 assert_eq "$begins" "$(jq '[.traceEvents[] | select(.ph == "B")] | length' "$T/all.json")" "begins = Chrome B events"
-assert_eq "$(jq '[.traceEvents[] | select(.args.exception)] | length' "$T/all.json")" \
+assert_eq "$(jq '[.traceEvents[] | select(.ph == "i" and .name == "unwound")] | length' "$T/all.json")" \
 	"$(count 'name: "exception"' "$T/all.txt")" "exception annotations"
 assert_eq "$details" "$(count 'name: "gp0"' "$T/all.txt")" "events with registers"
 assert_eq "$details" "$(count 'name: "sp"' "$T/all.txt")" "events with sp"

@@ -108,62 +108,55 @@ gen "$dir" --threads 2 --calls 2 --depth 2 --recursion 2 --detail --detail-every
 normalise_dump <"$T/dump.raw" >"$T/dump.out"
 cat >"$T/dump.want" <<'EOF'
 # thread_0 tid=T0 name=main events=8
-<ts> tid=T0  main() {
-<ts> tid=T0    lib_hash() {
-<ts> tid=T0    } lib_hash  <dur>
-<ts> tid=T0    lib_free() {
-<ts> tid=T0      foo::Bar::method(int) {
+      [T0] | main() {
+<dur> [T0] |   lib_hash();
+      [T0] |   lib_free() {
+      [T0] |     foo::Bar::method(int) {
     args: rdi=0xc61910f052f99caf rsi=0xb93120760b6b360 rdx=0x4e15520eae31c3 rcx=0x84afe665ab041 r8=0xa62dece9d598 r9=0x9534f38a03d arg7=0x7b23b216bc arg8=0xd4bf1b70d
-<ts> tid=T0      } foo::Bar::method(int)  (unwound) <dur>
-<ts> tid=T0    } lib_free  <dur>
-<ts> tid=T0  } main  <dur>
+<dur> [T0] |     } /* foo::Bar::method */ (unwound)
+<dur> [T0] |   } /* lib_free */
+<dur> [T0] | } /* main */
 # thread_1 tid=T1 name=worker-1 events=6
-<ts> tid=T1  worker_loop() {
-<ts> tid=T1    quote"back\slash() {
-<ts> tid=T1    } quote"back\slash  <dur>
-<ts> tid=T1    quote"back\slash() {
-<ts> tid=T1    } quote"back\slash  <dur>
+      [T1] | worker_loop() {
+<dur> [T1] |   quote"back\slash();
+<dur> [T1] |   quote"back\slash();
     ret: rax=0x92e35a5bc5a60624
-<ts> tid=T1  } worker_loop  <dur>
+<dur> [T1] | } /* worker_loop */
 EOF
 diff -u "$T/dump.want" "$T/dump.out" >&2 || fail "dump tree differs from the expected one"
 # times are relative to the manifest's start, durations exact (events at +582 ns and +2588 ns)
-assert_contains "$T/dump.raw" '^   0\.000000582 tid=4242    lib_hash\(\) \{$' "dump call time"
-assert_contains "$T/dump.raw" '^   0\.000002588 tid=4242    \} lib_hash  2\.006 us$' "dump return duration"
+assert_contains "$T/dump.raw" '^ +582 ns +2\.006 us \[  4242\] \|   lib_hash\(\);$' "dump call time and duration"
+assert_contains "$T/dump.raw" '^ +7\.807 us +7\.276 us \[  4242\] \| \} /\* main \*/$' "dump return time and duration"
 
 "$ATF_ASAN" dump --merged "$dir" | normalise_dump >"$T/merged.out" || fail "dump --merged failed"
 cat >"$T/merged.want" <<'EOF'
-<ts> tid=T0  worker_loop() {
-<ts> tid=T1  main() {
-<ts> tid=T1    lib_hash() {
-<ts> tid=T0    quote"back\slash() {
-<ts> tid=T1    } lib_hash  <dur>
-<ts> tid=T1    lib_free() {
-<ts> tid=T0    } quote"back\slash  <dur>
-<ts> tid=T0    quote"back\slash() {
-<ts> tid=T1      foo::Bar::method(int) {
-    args: rdi=0xc61910f052f99caf rsi=0xb93120760b6b360 rdx=0x4e15520eae31c3 rcx=0x84afe665ab041 r8=0xa62dece9d598 r9=0x9534f38a03d arg7=0x7b23b216bc arg8=0xd4bf1b70d
-<ts> tid=T1      } foo::Bar::method(int)  (unwound) <dur>
-<ts> tid=T0    } quote"back\slash  <dur>
+      [T0] | worker_loop() {
+      [T1] | main() {
+<dur> [T1] |   lib_hash();
+<dur> [T0] |   quote"back\slash();
+      [T1] |   lib_free() {
+<dur> [T0] |   quote"back\slash();
     ret: rax=0x92e35a5bc5a60624
-<ts> tid=T1    } lib_free  <dur>
-<ts> tid=T0  } worker_loop  <dur>
-<ts> tid=T1  } main  <dur>
+      [T1] |     foo::Bar::method(int) {
+    args: rdi=0xc61910f052f99caf rsi=0xb93120760b6b360 rdx=0x4e15520eae31c3 rcx=0x84afe665ab041 r8=0xa62dece9d598 r9=0x9534f38a03d arg7=0x7b23b216bc arg8=0xd4bf1b70d
+<dur> [T1] |     } /* foo::Bar::method */ (unwound)
+<dur> [T1] |   } /* lib_free */
+<dur> [T0] | } /* worker_loop */
+<dur> [T1] | } /* main */
 EOF
 diff -u "$T/merged.want" "$T/merged.out" >&2 || fail "dump --merged order differs"
 
-# --thread and --from/--to: exactly the lib_hash call and return of thread_0
-start=$(sed -nE 's/.*"time_start_ns": ([0-9]+),?/\1/p' "$dir/manifest.json")
-"$ATF_ASAN" dump "$dir" --thread 0 --from $((start + 582)) --to $((start + 2588)) >"$T/range.out" || fail "dump range"
+# --thread and --from/--to (since the session start): exactly the lib_hash call and return of
+# thread_0, in one line; one thread printed, so no TID column
+"$ATF_ASAN" dump "$dir" --thread 0 --from 582 --to 2.588us >"$T/range.out" || fail "dump range"
 cat >"$T/range.want" <<'EOF'
 # thread_0 tid=4242 name=main events=8
-   0.000000582 tid=4242    lib_hash() {
-   0.000002588 tid=4242    } lib_hash  2.006 us
+      582 ns     2.006 us |   lib_hash();
 EOF
 diff -u "$T/range.want" "$T/range.out" >&2 || fail "dump --thread 0 --from/--to"
 rc=0; "$ATF_ASAN" dump "$dir" --from 5 --to 4 >/dev/null 2>"$T/e.err" || rc=$?
 [ $rc -ne 0 ] || fail "dump --from after --to was accepted"
-assert_contains "$T/e.err" 'from 5 is after --to 4' "dump --from/--to error"
+assert_contains "$T/e.err" 'to: earlier than --from' "dump --from/--to error"
 
 # ---- info prints the counts -------------------------------------------------------------------
 "$ATF_ASAN" info "$dir" >"$T/info.out" || fail "info failed"

@@ -16,7 +16,9 @@ bad "^atftrace record: give a command to launch" record
 bad "either -p PID or a command" record -p 1 -- /bin/true
 bad "--ring-size: '3M' is not a power of two" record --ring-size 3M -- /bin/true
 bad "--ring-size: '2K' is not a power of two" record --ring-size 2K -- /bin/true
-bad "--duration: '-1' is not a positive number" record --duration -1 -- /bin/true
+bad "--duration: '-1' is not a positive duration" record --duration -1 -- /bin/true
+bad "--duration: '1000000000000000000s' is not a positive duration: too large" record --duration 1000000000000000000s -- /bin/true
+bad "--detail-for: '2parsecs' is not a positive duration" record --detail-on main --detail-for 2parsecs -- /bin/true
 bad "--pid: 'abc' is not a process id" record -p abc
 bad "attach traces a running process" attach -- /bin/true x
 bad "^atftrace attach: '/bin/true' is not a process id$" attach /bin/true

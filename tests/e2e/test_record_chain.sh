@@ -23,20 +23,18 @@ assert_eq "target exited" "$(awk '$1 == "process" { print $18, $19 }' "$T/stats"
 "$ATF" dump "$T/two" | normalise_dump >"$T/dump"
 cat >"$T/want" <<'W'
 # thread_0 tid=T0 name=call_chain events=14
-<ts> tid=T0  main() {
-<ts> tid=T0    chain_a() {
-<ts> tid=T0      chain_b() {
-<ts> tid=T0        chain_c() {
-<ts> tid=T0        } chain_c  <dur>
-<ts> tid=T0      } chain_b  <dur>
-<ts> tid=T0    } chain_a  <dur>
-<ts> tid=T0    chain_a() {
-<ts> tid=T0      chain_b() {
-<ts> tid=T0        chain_c() {
-<ts> tid=T0        } chain_c  <dur>
-<ts> tid=T0      } chain_b  <dur>
-<ts> tid=T0    } chain_a  <dur>
-<ts> tid=T0  } main  <dur>
+      | main() {
+      |   chain_a() {
+      |     chain_b() {
+<dur> |       chain_c();
+<dur> |     } /* chain_b */
+<dur> |   } /* chain_a */
+      |   chain_a() {
+      |     chain_b() {
+<dur> |       chain_c();
+<dur> |     } /* chain_b */
+<dur> |   } /* chain_a */
+<dur> | } /* main */
 W
 diff -u "$T/want" "$T/dump" >&2 || fail "dump of call_chain 2 differs"
 echo "ok: $N chains exact, tree of 2 exact"

@@ -61,14 +61,14 @@ for link in session multi perf; do
 		"$link: calls returns exceptions lost unbalanced"
 	"$ATF" dump "$T/s_$link" | normalise_dump | sed -n "2,9p" | sed "s/(int)()/(int)/" >"$T/dump"
 	cat >"$T/want" <<'W'
-<ts> tid=T0  main() {
-<ts> tid=T0    thrower_a(int) {
-<ts> tid=T0      thrower_b(int) {
-<ts> tid=T0        thrower_c(int) {
-<ts> tid=T0        } thrower_c(int)  (unwound) <dur>
-<ts> tid=T0      } thrower_b(int)  (unwound) <dur>
-<ts> tid=T0    } thrower_a(int)  (unwound) <dur>
-<ts> tid=T0    thrower_a(int) {
+      | main() {
+      |   thrower_a(int) {
+      |     thrower_b(int) {
+      |       thrower_c(int) {
+<dur> |       } /* thrower_c */ (unwound)
+<dur> |     } /* thrower_b */ (unwound)
+<dur> |   } /* thrower_a */ (unwound)
+      |   thrower_a(int) {
 W
 	diff -u "$T/want" "$T/dump" >&2 || fail "$link: dump of the first throw differs"
 done
@@ -82,14 +82,14 @@ assert_eq "$((1 + 3 * N)) $((1 + 2 * N)) $N 0 0" "$(totals mid)" \
 assert_eq $N "$(count mid exception thrower_c)" "middle: exceptions of thrower_c"
 "$ATF" dump "$T/mid" | normalise_dump | sed -n "2,9p" >"$T/dump"
 cat >"$T/want" <<'W'
-<ts> tid=T0  main() {
-<ts> tid=T0    thrower_a_middle(int) {
-<ts> tid=T0      catcher_b(int) {
-<ts> tid=T0        thrower_c(int) {
-<ts> tid=T0        } thrower_c(int)  (unwound) <dur>
-<ts> tid=T0      } catcher_b(int)  <dur>
-<ts> tid=T0    } thrower_a_middle(int)  <dur>
-<ts> tid=T0    thrower_a_middle(int) {
+      | main() {
+      |   thrower_a_middle(int) {
+      |     catcher_b(int) {
+      |       thrower_c(int) {
+<dur> |       } /* thrower_c */ (unwound)
+<dur> |     } /* catcher_b */
+<dur> |   } /* thrower_a_middle */
+      |   thrower_a_middle(int) {
 W
 diff -u "$T/want" "$T/dump" >&2 || fail "middle: dump of the first throw differs"
 

@@ -16,14 +16,14 @@ assert_eq $N "$(awk '$1 == "call" && $3 == "after_jump" { print $4 }' "$T/stats"
 assert_eq 0 "$(awk '$1 == "unbalanced" { print $3 }' "$T/stats")" "frames left open"
 "$ATF" dump "$T/s" | normalise_dump | sed -n '2,9p' >"$T/dump"
 cat >"$T/want" <<'W'
-<ts> tid=T0  main() {
-<ts> tid=T0    jump_a() {
-<ts> tid=T0      jump_b() {
-<ts> tid=T0        jump_c() {
-<ts> tid=T0        } jump_c  (unwound) <dur>
-<ts> tid=T0      } jump_b  (unwound) <dur>
-<ts> tid=T0    } jump_a  (unwound) <dur>
-<ts> tid=T0    after_jump() {
+      | main() {
+      |   jump_a() {
+      |     jump_b() {
+      |       jump_c() {
+<dur> |       } /* jump_c */ (unwound)
+<dur> |     } /* jump_b */ (unwound)
+<dur> |   } /* jump_a */ (unwound)
+<dur> |   after_jump();
 W
 diff -u "$T/want" "$T/dump" >&2 || fail "dump of the first longjmp differs"
 echo "ok"

@@ -22,6 +22,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include "atf.h"
+#include "balance_model.h"
 #include "format.h"
 
 #define GEN_PID            4242u
@@ -46,6 +47,7 @@ struct gen_event {
 	uint16_t detail_flags;
 	struct atf_detail_payload pl;
 	uint8_t stack[ATF_DETAIL_MAX_STACK];
+	bool unfinished;                /* a made-up close of a call still open at the end */
 };
 
 struct gen {
@@ -54,6 +56,7 @@ struct gen {
 	uint32_t nthreads;
 	struct gen_event *ev;           /* every event, sorted by (timestamp, thread, seq) */
 	size_t n;
+	struct gen_event *synth;        /* gen_select's made-up closes */
 };
 
 static inline uint64_t gen_rand(uint64_t *s)
@@ -186,17 +189,63 @@ static inline void gen_session(struct gen *g, uint32_t nthreads, uint32_t per_th
 	qsort(g->ev, g->n, sizeof(*g->ev), gen_cmp);
 }
 
-/** gen_select - pointers to the events an export of (@thread, @from..@to) holds, in order. */
-static inline size_t gen_select(const struct gen *g, int64_t thread, uint64_t from, uint64_t to,
+/**
+ * gen_select - pointers to the events an export of (@thread, @from..@to) holds, in order: the
+ * balanced stream of balance_model.h, whose made-up closes live in g->synth (valid until the
+ * next call). @out needs room for 2 * g->n entries.
+ */
+static inline size_t gen_select(struct gen *g, int64_t thread, uint64_t from, uint64_t to,
 				const struct gen_event **out)
 {
-	size_t n = 0;
+	const struct gen_event **in = calloc(g->n + 1, sizeof(*in));
+	struct bal_in *b = calloc(g->n + 1, sizeof(*b));
+	struct bal_out *o = calloc(2 * g->n + 1, sizeof(*o));
+	uint64_t close_ns[64] = { 0 };
+	size_t n = 0, k, ns = 0;
 
-	for (size_t i = 0; i < g->n; i++)
-		if ((thread < 0 || g->ev[i].thread == (uint64_t)thread) &&
-		    g->ev[i].ev.timestamp_ns >= from && g->ev[i].ev.timestamp_ns <= to)
-			out[n++] = &g->ev[i];
-	return n;
+	if (!in || !b || !o || g->nthreads > 64)
+		abort();
+	for (size_t i = 0; i < g->n; i++) {
+		const struct gen_event *e = &g->ev[i];
+
+		if (thread >= 0 && e->thread != (uint64_t)thread)
+			continue;
+		if (e->ev.timestamp_ns > to && !close_ns[e->thread])
+			close_ns[e->thread] = to;               /* the thread goes on past the range */
+		if (e->ev.timestamp_ns < from || e->ev.timestamp_ns > to)
+			continue;
+		in[n] = e;
+		b[n++] = (struct bal_in){ e->thread, e->ev.timestamp_ns, e->ev.event_kind, e->ev.call_depth };
+	}
+	for (size_t i = n; i-- > 0;)            /* else: at the thread's last event in the range */
+		if (close_ns[b[i].thread] == 0)
+			close_ns[b[i].thread] = b[i].ts;
+	k = bal_model(b, n, g->nthreads, close_ns, o);
+	free(g->synth);
+	g->synth = calloc(k + 1, sizeof(*g->synth));
+	if (!g->synth)
+		abort();
+	for (size_t i = 0; i < k; i++) {
+		struct gen_event *s;
+
+		if (o[i].src >= 0) {
+			out[i] = in[o[i].src];
+			continue;
+		}
+		s = &g->synth[ns++];
+		*s = *in[o[i].call];
+		s->seq = UINT64_MAX;
+		s->ev.event_kind = ATF_KIND_RETURN;
+		s->ev.timestamp_ns = o[i].ts;
+		s->ev.detail_seq = ATF_NO_DETAIL;
+		s->has_detail = false;
+		s->unfinished = true;
+		out[i] = s;
+	}
+	free(in);
+	free(b);
+	free(o);
+	return k;
 }
 
 /** gen_export - run @ops over the session; returns the output bytes (malloc'd) and their length. */
@@ -239,6 +288,8 @@ static inline int gen_rm(const char *p, const struct stat *st, int flag, struct 
 
 static inline void gen_free(struct gen *g)
 {
+	free(g->synth);
+	g->synth = NULL;
 	nftw(g->root, gen_rm, 16, FTW_DEPTH | FTW_PHYS);
 	free(g->ev);
 }

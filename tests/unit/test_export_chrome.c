@@ -2,9 +2,11 @@
 /*
  * Chrome JSON exporter, read back with jansson (which rejects invalid UTF-8 and trailing
  * data): the top-level object, the process_name/thread_name metadata, then one B/E event per
- * recorded event in the merged order with pid, tid, the exact nanosecond in "ts" (microseconds
- * with three decimals), the name escaped and UTF-8-repaired, slices nested per thread, and
- * the detail registers and the exception flag in args.
+ * event of the balanced stream (balance_model.h) in the merged order with pid, tid, the exact
+ * nanosecond in "ts" (microseconds with three decimals), the name escaped and UTF-8-repaired on
+ * B and E alike (speedscope closes a frame only on an E named as its B), no args on B or E,
+ * slices nested per thread and all closed at the end, even for a range that starts and ends
+ * inside calls; the detail registers and the exception flag as instant events.
  */
 #include <inttypes.h>
 #include <setjmp.h>
@@ -88,35 +90,24 @@ static void check_metadata(json_t *ev, const char *what, uint64_t tid, const cha
 	check_string(json_object_get(ev, "args"), "name", name);
 }
 
-static void check_event(json_t *ev, const struct gen_event *w, const char *const *names, size_t *depth)
+/* The instant event ("ph":"i","s":"t") named @what that goes with @w. */
+static void check_instant(json_t *ev, const struct gen_event *w, const char *what, const char *name)
 {
 	static const char *const gp[8] = { "gp0", "gp1", "gp2", "gp3", "gp4", "gp5", "gp6", "gp7" };
-	bool call = w->ev.event_kind == ATF_KIND_CALL, exc = w->ev.event_kind == ATF_KIND_EXCEPTION;
-	json_t *ts = json_object_get(ev, "ts"), *args = json_object_get(ev, "args");
-	char buf[32];
+	json_t *args = json_object_get(ev, "args");
+	bool detail = !strcmp(what, "detail");
 
-	check_string(ev, "ph", call ? "B" : "E");
-	assert_int_equal(json_integer_value(json_object_get(ev, "pid")), GEN_PID);
+	check_string(ev, "ph", "i");
+	check_string(ev, "s", "t");
+	check_string(ev, "name", what);
 	assert_int_equal(json_integer_value(json_object_get(ev, "tid")), GEN_TID0 + w->thread);
-	assert_true(json_is_real(ts));
-	assert_int_equal((uint64_t)(json_real_value(ts) * 1000.0 + 0.5), w->ev.timestamp_ns);
-	if (call) {
-		check_string(ev, "name", expected_name(w, names, buf));
-		depth[w->thread]++;
-	} else {
-		assert_null(json_object_get(ev, "name"));
-		assert_int_equal(depth[w->thread], w->ev.call_depth + 1);      /* nesting per thread */
-		depth[w->thread]--;
-	}
-	assert_int_equal(json_object_size(ev), 4 + (call ? 1 : 0) + (args ? 1 : 0));  /* ph pid tid ts */
-	assert_int_equal(args != NULL, exc || w->has_detail);
-	if (!args)
+	assert_int_equal((uint64_t)(json_real_value(json_object_get(ev, "ts")) * 1000.0 + 0.5), w->ev.timestamp_ns);
+	assert_non_null(args);
+	check_string(args, "function", name);
+	assert_int_equal(json_object_size(args), detail ? 1 + 1 + 13 : 1);
+	if (!detail)
 		return;
-	assert_int_equal(json_object_size(args), (exc ? 1 : 0) + (w->has_detail ? 13 : 0));
-	if (exc)
-		assert_true(json_is_true(json_object_get(args, "exception")));
-	if (!w->has_detail)
-		return;
+	check_string(args, "event", w->ev.event_kind == ATF_KIND_CALL ? "call" : "return");
 	for (int r = 0; r < 8; r++)
 		check_hex(args, gp[r], w->pl.gp[r]);
 	check_hex(args, "lr", w->pl.lr);
@@ -126,10 +117,41 @@ static void check_event(json_t *ev, const struct gen_event *w, const char *const
 	assert_int_equal(json_integer_value(json_object_get(args, "stack_size")), w->pl.stack_size);
 }
 
+/* The events for @w from events[*k] on: its B or E, and its instant events. */
+static void check_event(json_t *events, size_t *k, const struct gen_event *w, const char *const *names,
+			size_t *depth)
+{
+	bool call = w->ev.event_kind == ATF_KIND_CALL, exc = w->ev.event_kind == ATF_KIND_EXCEPTION;
+	json_t *ev;
+	char buf[32];
+	const char *name = expected_name(w, names, buf);
+
+	if (w->has_detail && !call)
+		check_instant(json_array_get(events, (*k)++), w, "detail", name);
+	if (exc)
+		check_instant(json_array_get(events, (*k)++), w, "unwound", name);
+	ev = json_array_get(events, (*k)++);
+	check_string(ev, "ph", call ? "B" : "E");
+	assert_int_equal(json_integer_value(json_object_get(ev, "pid")), GEN_PID);
+	assert_int_equal(json_integer_value(json_object_get(ev, "tid")), GEN_TID0 + w->thread);
+	assert_true(json_is_real(json_object_get(ev, "ts")));
+	assert_int_equal((uint64_t)(json_real_value(json_object_get(ev, "ts")) * 1000.0 + 0.5), w->ev.timestamp_ns);
+	check_string(ev, "name", name);
+	assert_int_equal(json_object_size(ev), 5);     /* ph pid tid ts name: never args */
+	if (call) {
+		depth[w->thread]++;
+	} else {
+		assert_true(depth[w->thread] > 0);      /* every E closes an open B */
+		depth[w->thread]--;
+	}
+	if (w->has_detail && call)
+		check_instant(json_array_get(events, (*k)++), w, "detail", name);
+}
+
 static void export_and_check(struct gen *g, int64_t thread, uint64_t from, uint64_t to, size_t min_events,
 			     const char *const *names)
 {
-	const struct gen_event **want = calloc(g->n + 1, sizeof(*want));
+	const struct gen_event **want = calloc(2 * g->n + 1, sizeof(*want));
 	size_t n = gen_select(g, thread, from, to, want), len, k = 0;
 	size_t depth[8] = { 0 };
 	uint8_t *out = gen_export(g, &chrome_ops, thread, from, to, &len);
@@ -150,14 +172,7 @@ static void export_and_check(struct gen *g, int64_t thread, uint64_t from, uint6
 			check_metadata(json_array_get(events, k++), "thread_name", GEN_TID0 + t,
 				       repaired_thread_names[t % 4]);
 	for (size_t i = 0; i < n; i++) {
-		if (thread < 0) {
-			check_event(json_array_get(events, k++), want[i], names, depth);
-		} else {        /* a range may start inside a call: only check nesting of full exports */
-			size_t scratch[8] = { 0 };
-
-			scratch[want[i]->thread] = want[i]->ev.call_depth + 1;
-			check_event(json_array_get(events, k++), want[i], names, scratch);
-		}
+		check_event(events, &k, want[i], names, depth);
 		if (i < 8) {    /* the text itself keeps the nanosecond, whatever a double does */
 			const char *at;
 
@@ -169,6 +184,8 @@ static void export_and_check(struct gen *g, int64_t thread, uint64_t from, uint6
 		}
 	}
 	assert_int_equal(json_array_size(events), k);
+	for (uint32_t t = 0; t < g->nthreads; t++)
+		assert_int_equal(depth[t], 0);          /* balanced: nothing left open */
 	json_decref(root);
 	free(out);
 	free(want);

@@ -458,7 +458,7 @@ static unsigned needed_resets(const struct gen_event *const *want, size_t n)
 static void export_and_check(struct gen *g, int64_t thread, uint64_t from, uint64_t to, size_t min_events)
 {
 	struct d9_decoder d;
-	const struct gen_event **want = calloc(g->n + 1, sizeof(*want));
+	const struct gen_event **want = calloc(2 * g->n + 1, sizeof(*want));
 	size_t n = gen_select(g, thread, from, to, want), len;
 	uint8_t *out = gen_export(g, &dial9_ops, thread, from, to, &len);
 

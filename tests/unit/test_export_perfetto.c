@@ -340,7 +340,7 @@ static int decode_and_compare(const uint8_t *buf, size_t len, const struct gen *
 static void export_and_check(struct gen *g, int64_t thread, uint64_t from, uint64_t to, size_t min_events,
 			     bool nesting)
 {
-	const struct gen_event **want = calloc(g->n + 1, sizeof(*want));
+	const struct gen_event **want = calloc(2 * g->n + 1, sizeof(*want));
 	size_t n = gen_select(g, thread, from, to, want), len;
 	uint8_t *out = gen_export(g, &perfetto_ops, thread, from, to, &len);
 

@@ -42,6 +42,37 @@ static struct expect expected(struct atf_session *s, int64_t thread_id)
 	return expected_range(s, thread_id, UINT64_MAX);
 }
 
+/* @x (the recorded events in the range, merged) as export_sessions() balances them. */
+static struct expect balanced(struct atf_session *s, struct expect x, uint64_t to_ns)
+{
+	struct bal_in *in = calloc(x.n + 1, sizeof(*in));
+	struct bal_out *o = calloc(2 * x.n + 1, sizeof(*o));
+	uint64_t *close_ns = calloc(s->nthreads + 1, sizeof(*close_ns));
+	struct expect y = { .ev = calloc(2 * x.n + 1, sizeof(*y.ev)) };
+
+	assert_true(in && o && close_ns && y.ev);
+	for (size_t i = 0; i < x.n; i++)        /* thread ids are the dense thread_<N> numbers here */
+		in[i] = (struct bal_in){ x.ev[i].thread, x.ev[i].ts, x.ev[i].kind, x.ev[i].depth };
+	bal_close_times(s, in, x.n, to_ns, close_ns);
+	y.n = bal_model(in, x.n, (uint32_t)s->nthreads, close_ns, o);
+	for (size_t i = 0; i < y.n; i++) {
+		y.ev[i] = x.ev[o[i].src >= 0 ? o[i].src : o[i].call];
+		y.ev[i].name = strdup(y.ev[i].name);
+		if (o[i].src >= 0)
+			continue;
+		y.ev[i].kind = ATF_KIND_RETURN;
+		y.ev[i].ts = o[i].ts;
+		y.ev[i].has_detail = false;
+	}
+	for (size_t i = 0; i < x.n; i++)
+		free(x.ev[i].name);
+	free(x.ev);
+	free(in);
+	free(o);
+	free(close_ns);
+	return y;
+}
+
 static struct expect expected_range(struct atf_session *s, int64_t thread_id, uint64_t to_ns)
 {
 	struct expect x = { 0 };
@@ -74,7 +105,7 @@ static struct expect expected_range(struct atf_session *s, int64_t thread_id, ui
 		}
 	}
 	atf_merge__free(m);
-	return x;
+	return balanced(s, x, to_ns);
 }
 
 static void expect_free(struct expect *x)

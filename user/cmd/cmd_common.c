@@ -27,6 +27,7 @@ int cmd_parse(const struct argp *argp, const char *cmd, int argc, char **argv, v
 
 	snprintf(name, sizeof(name), "atftrace %s", cmd);
 	argv[0] = name;                 /* argp names the program after argv[0] */
+	argp_err_exit_status = 2;       /* a usage error, as for export */
 	err = argp_parse(argp, argc, argv, ARGP_IN_ORDER, NULL, input);
 	argv[0] = argv0;
 	return err ? 2 : 0;

@@ -30,6 +30,7 @@
 #include "record_system.h"
 #include "recorder.h"
 #include "recorder_detail.h"
+#include "timefmt.h"
 
 #define TICK_MS 5
 
@@ -61,7 +62,7 @@ static const struct argp_option options[] = {
 	{ "exclude", 'x', "GLOB", 0, "Do not trace functions matching GLOB (repeatable)", 0 },
 	{ "output", 'o', "DIR", 0,
 	  "Session directory (default ada_traces/session_YYYYMMDD_HHMMSS)", 0 },
-	{ "duration", OPT_DURATION, "SEC", 0, "Stop after SEC seconds", 0 },
+	{ "duration", OPT_DURATION, "T", 0, "Stop after T: 10 (seconds), 500ms, 2.5s, 1m", 0 },
 	{ "ring-size", OPT_RING_SIZE, "SIZE", 0,
 	  "BPF ring buffer size, a power of two with optional K/M/G suffix (default 8M)", 0 },
 	{ "ready-file", OPT_READY_FILE, "PATH", 0,
@@ -97,7 +98,9 @@ static int parse_size(const char *s, size_t *out)
 static error_t parse_opt(int key, char *arg, struct argp_state *state)
 {
 	struct record_args *a = state->input;
+	uint64_t ns = 0;
 	char *end;
+	int err = 0;
 
 	switch (key) {
 	case 'p': {
@@ -124,10 +127,10 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 		a->outdir = arg;
 		break;
 	case OPT_DURATION:
-		errno = 0;
-		a->duration = strtod(arg, &end);
-		if (errno || *end || !(a->duration > 0) || a->duration > 1e9)
-			argp_error(state, "--duration: '%s' is not a positive number of seconds", arg);
+		if ((err = timefmt_parse(arg, TIMEFMT_S, &ns)) || !ns)
+			argp_error(state, "--duration: '%s' is not a positive duration: %s", arg,
+				   err ? timefmt_strerror(err) : "zero");
+		a->duration = (double)ns / 1e9;
 		break;
 	case OPT_RING_SIZE:
 		if (parse_size(arg, &a->ring_size))

@@ -13,6 +13,8 @@
 #pragma weak cmd_verify
 #pragma weak cmd_recover
 #pragma weak cmd_export
+#pragma weak cmd_report
+#pragma weak cmd_graph
 
 static const struct {
 	const char *name;
@@ -27,6 +29,8 @@ static const struct {
 	{ "verify",         cmd_verify,         "check a session completely; exit 1 at the first problem" },
 	{ "recover",        cmd_recover,        "repair headers and footers of a session cut short" },
 	{ "export",         cmd_export,         "convert a session to another trace format" },
+	{ "report",         cmd_report,         "per-function calls, total and self time of a session" },
+	{ "graph",          cmd_graph,          "the aggregated call graph below a function, or its callers" },
 };
 
 static void usage(FILE *f)

@@ -21,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "recorder_detail.h"
+#include "timefmt.h"
 
 enum {
 	OPT_DETAIL = 2000, OPT_DETAIL_ON, OPT_DETAIL_FOR, OPT_DETAIL_COUNT, OPT_DETAIL_AFTER,
@@ -46,31 +47,6 @@ static const struct argp_option detail_options[] = {
 };
 
 /* "1.5", "250ms", "10us", "2s": a duration in ns; -EINVAL when malformed or not positive. */
-static int parse_duration_ns(const char *s, uint64_t *out)
-{
-	static const struct { const char *unit; double ns; } units[] = {
-		{ "", 1e9 }, { "s", 1e9 }, { "ms", 1e6 }, { "us", 1e3 }, { "ns", 1 },
-	};
-	char *end;
-	double v;
-
-	errno = 0;
-	v = strtod(s, &end);
-	if (errno || end == s || !isfinite(v) || v <= 0)
-		return -EINVAL;
-	for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++) {
-		double ns = v * units[i].ns;
-
-		if (strcmp(end, units[i].unit))
-			continue;
-		if (ns < 1 || ns > 1e18)
-			return -EINVAL;
-		*out = (uint64_t)ns;
-		return 0;
-	}
-	return -EINVAL;
-}
-
 static int push_glob(struct detail_args *d, const char *glob)
 {
 	char **n = realloc(d->on_globs, (d->non_globs + 1) * sizeof(*n));
@@ -90,6 +66,7 @@ static error_t detail_parse(int key, char *arg, struct argp_state *state)
 	struct detail_args *d = state->input;
 	char *end;
 	unsigned long long v;
+	int err = 0;
 
 	switch (key) {
 	case ARGP_KEY_INIT:
@@ -109,8 +86,9 @@ static error_t detail_parse(int key, char *arg, struct argp_state *state)
 		}
 		return 0;
 	case OPT_DETAIL_FOR:
-		if (parse_duration_ns(arg, &d->on_ns)) {
-			argp_error(state, "--detail-for: '%s' is not a positive duration (e.g. 500ms, 2s)", arg);
+		if ((err = timefmt_parse(arg, TIMEFMT_S, &d->on_ns)) || !d->on_ns) {
+			argp_error(state, "--detail-for: '%s' is not a positive duration (e.g. 500ms, 2s): %s", arg,
+				   err ? timefmt_strerror(err) : "zero");
 			return EINVAL;
 		}
 		return 0;

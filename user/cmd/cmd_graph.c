@@ -1,0 +1,267 @@
+// SPDX-License-Identifier: MIT
+/*
+ * atftrace graph SESSION [FUNCTION] [--callers] [-D N] [--pid N] [--thread N] [--from T] [--to T]
+ *
+ * The aggregated call graph of a recorded session, from the call tree walker (calltree.h):
+ * every distinct call path with its calls, total and self time, children by total time.
+ *
+ *   - no FUNCTION: the tree below every root (a session of several processes: below each
+ *     process, "comm [pid]");
+ *   - FUNCTION: the paths below FUNCTION, all its outermost calls added together wherever
+ *     they were made from;
+ *   - FUNCTION --callers: the paths that lead to FUNCTION, callers below callee, each with the
+ *     calls and time of FUNCTION made through it.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "calltree.h"
+#include "cmd_common.h"
+#include "cmd_select.h"
+#include "commands.h"
+#include "timefmt.h"
+
+enum { OPT_CALLERS = 0x100 };
+
+struct graph_args {
+	const char *session;
+	const char *function;       /* NULL: every root */
+	bool callers;
+	uint32_t max_depth;         /* 0: no limit */
+	struct cmd_select_args sel;
+};
+
+static const struct argp_option graph_options[] = {
+	{ "callers", OPT_CALLERS, NULL, 0, "The callers of FUNCTION instead of its callees", 0 },
+	{ "depth", 'D', "N", 0, "Print N levels at most", 0 },
+	{ 0 }
+};
+
+static error_t graph_parse(int key, char *arg, struct argp_state *state)
+{
+	struct graph_args *a = state->input;
+	char *end;
+	unsigned long v;
+
+	switch (key) {
+	case ARGP_KEY_INIT:
+		state->child_inputs[0] = &a->sel;
+		return 0;
+	case OPT_CALLERS:
+		a->callers = true;
+		return 0;
+	case 'D':
+		errno = 0;
+		v = strtoul(arg, &end, 10);
+		if (errno || *end || !*arg || *arg == '-' || !v || v > UINT32_MAX)
+			argp_error(state, "--depth %s: expected a positive number of levels", arg);
+		a->max_depth = (uint32_t)v;
+		return 0;
+	case ARGP_KEY_ARG:
+		if (!a->session)
+			a->session = arg;
+		else if (!a->function)
+			a->function = arg;
+		else
+			argp_error(state, "%s: at most SESSION and one FUNCTION", arg);
+		return 0;
+	case ARGP_KEY_END:
+		if (!a->session)
+			argp_error(state, "SESSION is required");
+		if (a->callers && !a->function)
+			argp_error(state, "--callers: needs a FUNCTION");
+		return 0;
+	default:
+		return ARGP_ERR_UNKNOWN;
+	}
+}
+
+/* Copies the subtree of @src's node @from (its counts, and its descendants') below @dst's @to. */
+static int merge_subtree(struct calltree *dst, uint32_t to, const struct calltree *src, uint32_t from)
+{
+	size_t sp = 0;
+	struct { uint32_t s, d; } *todo = malloc(calltree__nnodes(src) * sizeof(*todo));
+
+	if (!todo)
+		return -ENOMEM;
+	todo[sp++] = (typeof(*todo)){ from, to };
+	while (sp) {
+		uint32_t s = todo[--sp].s, d = todo[sp].d;
+
+		calltree__add(dst, d, calltree__node(src, s));
+		for (uint32_t c = calltree__node(src, s)->first_child; c; c = calltree__node(src, c)->next_sibling) {
+			int64_t dc = calltree__child(dst, d, calltree__name(src, calltree__node(src, c)->name));
+
+			if (dc < 0) {
+				free(todo);
+				return (int)dc;
+			}
+			todo[sp++] = (typeof(*todo)){ c, (uint32_t)dc };
+		}
+	}
+	free(todo);
+	return 0;
+}
+
+/* Whether an ancestor of @node is named @name too (then @node's time is in that one's). */
+static bool inside_same(const struct calltree *ct, uint32_t node, uint32_t name)
+{
+	for (uint32_t p = calltree__node(ct, node)->parent; p != CALLTREE_ROOT; p = calltree__node(ct, p)->parent)
+		if (calltree__node(ct, p)->name == name && !calltree__node(ct, p)->process)
+			return true;
+	return false;
+}
+
+/*
+ * The view to print for FUNCTION: below one node named FUNCTION, its outermost calls' subtrees
+ * added together (callees), or the chains of their callers (callers). Returns the node count
+ * of FUNCTION's calls found (0: never called), or a negative error.
+ */
+static int64_t build_view(struct calltree *view, const struct calltree *ct, const struct graph_args *a)
+{
+	int64_t top = calltree__child(view, CALLTREE_ROOT, a->function), found = 0;
+
+	if (top < 0)
+		return top;
+	for (uint32_t i = 1; i < calltree__nnodes(ct); i++) {
+		const struct calltree_node *n = calltree__node(ct, i);
+		int err;
+
+		if (n->process || strcmp(calltree__name(ct, n->name), a->function) || inside_same(ct, i, n->name))
+			continue;
+		found++;
+		if (!a->callers) {
+			if ((err = merge_subtree(view, (uint32_t)top, ct, i)))
+				return err;
+			continue;
+		}
+		calltree__add(view, (uint32_t)top, n);
+		for (uint32_t p = n->parent, d = (uint32_t)top; p != CALLTREE_ROOT; p = calltree__node(ct, p)->parent) {
+			int64_t c = calltree__child(view, d, calltree__name(ct, calltree__node(ct, p)->name));
+
+			if (c < 0)
+				return c;
+			calltree__add(view, (uint32_t)c, n);
+			d = (uint32_t)c;
+		}
+	}
+	return found;
+}
+
+static const struct calltree *cmp_tree;
+
+static int by_total(const void *pa, const void *pb)
+{
+	const struct calltree_node *a = calltree__node(cmp_tree, *(const uint32_t *)pa);
+	const struct calltree_node *b = calltree__node(cmp_tree, *(const uint32_t *)pb);
+
+	if (a->total_ns != b->total_ns)
+		return a->total_ns > b->total_ns ? -1 : 1;
+	return strcmp(calltree__name(cmp_tree, a->name), calltree__name(cmp_tree, b->name));
+}
+
+static int print_node(const struct calltree *ct, uint32_t node, char *prefix, size_t plen, bool last,
+		      uint32_t depth, const struct graph_args *a);
+
+/* Prints the children of @node (at @depth), by total time, depth first. */
+static int print_children(const struct calltree *ct, uint32_t node, char *prefix, size_t plen, uint32_t depth,
+			  const struct graph_args *a)
+{
+	uint32_t *kids;
+	size_t nk = 0;
+	int err = 0;
+
+	if (a->max_depth && depth >= a->max_depth)
+		return 0;
+	for (uint32_t c = calltree__node(ct, node)->first_child; c; c = calltree__node(ct, c)->next_sibling)
+		nk++;
+	if (!nk)
+		return 0;
+	if (!(kids = malloc(nk * sizeof(*kids))))
+		return -ENOMEM;
+	nk = 0;
+	for (uint32_t c = calltree__node(ct, node)->first_child; c; c = calltree__node(ct, c)->next_sibling)
+		kids[nk++] = c;
+	cmp_tree = ct;
+	qsort(kids, nk, sizeof(*kids), by_total);
+	for (size_t i = 0; i < nk && !err; i++)
+		err = print_node(ct, kids[i], prefix, plen, i + 1 == nk, depth, a);
+	free(kids);
+	return err;
+}
+
+/* Prints @node's line with its tree-drawing prefix, then its subtree. */
+static int print_node(const struct calltree *ct, uint32_t node, char *prefix, size_t plen, bool last,
+		      uint32_t depth, const struct graph_args *a)
+{
+	const struct calltree_node *n = calltree__node(ct, node);
+	const char *branch = depth ? (last ? "└─" : "├─") : "";
+	char t[2][TIMEFMT_LEN];
+
+	if (n->process)
+		printf("%14s %14s %8s  %.*s%s%s\n", "", "", "", (int)plen, prefix, branch, calltree__name(ct, n->name));
+	else
+		printf("%14s %14s %8" PRIu64 "  %.*s%s%s%s%s\n", timefmt_format(t[0], sizeof(t[0]), n->total_ns),
+		       a->callers ? "" : timefmt_format(t[1], sizeof(t[1]), n->self_ns), n->calls, (int)plen, prefix,
+		       branch, calltree__name(ct, n->name), n->unwound ? " (unwound)" : "",
+		       n->unfinished ? " (open at the end)" : "");
+	if (depth) {            /* this node's column for its children: "│ " or "  " */
+		memcpy(prefix + plen, last ? "  " : "│ ", last ? 2 : 4);
+		plen += last ? 2 : 4;
+	}
+	return print_children(ct, node, prefix, plen, depth + 1, a);
+}
+
+int cmd_graph(int argc, char **argv)
+{
+	static const struct argp_child children[] = { { &cmd_select_argp, 0, NULL, 0 }, { 0 } };
+	static const char doc[] =
+		"The aggregated call graph of a recorded session: below every root, below FUNCTION, "
+		"or (--callers) above it.\v"
+		"Every process of SESSION unless --pid; T is a time since the session start (1500, 20us, "
+		"1.5ms, 2s). Children are ordered by total time. With --callers, each line is a caller "
+		"chain with the calls and time of FUNCTION made through it.";
+	struct argp argp = { graph_options, graph_parse, "SESSION [FUNCTION]", doc, children, NULL, NULL };
+	struct graph_args a = { 0 };
+	struct cmd_selection sel = { 0 };
+	struct calltree *ct, *view = NULL;
+	const struct calltree *shown;
+	char *prefix = NULL;
+	int64_t found = 1;
+	int err = 0, rc = 1;
+
+	if (cmd_parse(&argp, "graph", argc, argv, &a))
+		return 2;
+	if (!(ct = cmd_select_calltree("graph", a.session, &a.sel, CALLTREE_PROCESS_NODES, &sel)))
+		return 1;
+	if (a.function) {
+		found = (view = calltree__new(0)) ? build_view(view, ct, &a) : -ENOMEM;
+		err = found < 0 ? (int)found : 0;
+	}
+	if (err) {
+		fprintf(stderr, "atftrace graph: %s: %s\n", a.session, atf_strerror(err));
+		goto cleanup;
+	}
+	if (!found) {
+		fprintf(stderr, "atftrace graph: %s: not called in %s (in the selected range)\n", a.function, a.session);
+		goto cleanup;
+	}
+	shown = view ? view : ct;
+	if (!(prefix = malloc(4 * (calltree__nnodes(shown) + 1)))) {
+		fprintf(stderr, "atftrace graph: %s\n", strerror(ENOMEM));
+		goto cleanup;
+	}
+	printf("# %s: call graph %s%s\n", a.session, !a.function ? "below every root" : a.callers ? "of the callers of " :
+	       "below ", a.function ? a.function : "");
+	printf("%14s %14s %8s  %s\n", "Total", a.callers ? "" : "Self", "Calls", a.callers ? "Function <- caller" : "Function");
+	err = print_children(shown, CALLTREE_ROOT, prefix, 0, 0, &a);
+	rc = err || fflush(stdout) ? 1 : 0;
+cleanup:
+	free(prefix);
+	calltree__free(view);
+	calltree__free(ct);
+	cmd_selection_free(&sel);
+	return rc;
+}

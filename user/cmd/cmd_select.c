@@ -1,0 +1,227 @@
+// SPDX-License-Identifier: MIT
+/* Process, thread and time-range selection shared by the reading subcommands (cmd_select.h). */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "calltree.h"
+#include "cmd_common.h"
+#include "cmd_select.h"
+#include "timefmt.h"
+
+enum { KEY_PID = 0x300, KEY_THREAD, KEY_FROM, KEY_TO };
+
+static const struct argp_option select_options[] = {
+	{ "pid", KEY_PID, "N", 0, "Only process N of a session of several (default: all, where the output can hold them)", 0 },
+	{ "thread", KEY_THREAD, "N", 0, "Only thread N: its thread_<N> directory id, or its OS tid (the tid alone in a session of several processes)", 0 },
+	{ "from", KEY_FROM, "T", 0, "Start of the range, since the session start: 1500 (ns), 20us, 1.5ms, 2s, 1m", 0 },
+	{ "to", KEY_TO, "T", 0, "End of the range (inclusive), same syntax as --from", 0 },
+	{ 0 }
+};
+
+static int parse_id(const char *s, int64_t *out)
+{
+	uint64_t v = 0;
+
+	if (!*s)
+		return -EINVAL;
+	for (; *s; s++) {
+		if (*s < '0' || *s > '9' || v > UINT32_MAX)
+			return -EINVAL;
+		v = v * 10 + (uint64_t)(*s - '0');
+	}
+	if (v > UINT32_MAX)
+		return -EINVAL;
+	*out = (int64_t)v;
+	return 0;
+}
+
+static error_t select_parse(int key, char *arg, struct argp_state *state)
+{
+	struct cmd_select_args *a = state->input;
+	int err;
+
+	switch (key) {
+	case ARGP_KEY_INIT:
+		*a = (struct cmd_select_args){ .pid = -1, .thread = -1 };
+		return 0;
+	case KEY_PID:
+		if (parse_id(arg, &a->pid))
+			argp_error(state, "--pid %s: not a process id", arg);
+		return 0;
+	case KEY_THREAD:
+		if (parse_id(arg, &a->thread))
+			argp_error(state, "--thread %s: not a thread number", arg);
+		return 0;
+	case KEY_FROM:
+	case KEY_TO:
+		err = timefmt_parse(arg, TIMEFMT_NS, key == KEY_FROM ? &a->from_rel : &a->to_rel);
+		if (err)
+			argp_error(state, "--%s %s: %s", key == KEY_FROM ? "from" : "to", arg, timefmt_strerror(err));
+		*(key == KEY_FROM ? &a->has_from : &a->has_to) = true;
+		return 0;
+	case ARGP_KEY_END:
+		if (a->has_from && a->has_to && a->to_rel < a->from_rel)
+			argp_error(state, "--to: earlier than --from");
+		return 0;
+	default:
+		return ARGP_ERR_UNKNOWN;
+	}
+}
+
+const struct argp cmd_select_argp = { .options = select_options, .parser = select_parse };
+
+int64_t cmd_pid_of_dir(const char *dir)
+{
+	const char *base = strrchr(dir, '/');
+	int64_t pid;
+
+	base = base ? base + 1 : dir;
+	if (strncmp(base, "pid_", 4) || parse_id(base + 4, &pid))
+		return -1;
+	return pid;
+}
+
+/* Start of a process's session: the manifest's when it precedes every event, else the earliest event. */
+static uint64_t process_start_ns(const struct atf_session *s)
+{
+	uint64_t start = UINT64_MAX;
+	struct atf_index_event ev;
+
+	for (size_t i = 0; i < s->nthreads; i++) {
+		if (!s->threads[i].index.count)
+			continue;
+		atf_index_get(&s->threads[i].index, 0, &ev);
+		if (ev.timestamp_ns < start)
+			start = ev.timestamp_ns;
+	}
+	if (s->manifest->time_start_ns && s->manifest->time_start_ns <= start)
+		return s->manifest->time_start_ns;
+	return start == UINT64_MAX ? 0 : start;
+}
+
+static uint64_t add_clamped(uint64_t a, uint64_t b)
+{
+	return a > UINT64_MAX - b ? UINT64_MAX : a + b;
+}
+
+/* --thread N in @s: a thread_<N> directory id first, else an OS thread id; -1 when absent. */
+static int64_t find_thread(const struct atf_session *s, int64_t n, bool by_tid_only)
+{
+	for (size_t i = 0; !by_tid_only && i < s->nthreads; i++)
+		if ((int64_t)s->threads[i].id == n)
+			return s->threads[i].id;
+	for (size_t i = 0; i < s->nthreads; i++)
+		if ((int64_t)s->threads[i].tid == n)
+			return s->threads[i].id;
+	return -1;
+}
+
+/* Keeps only the process holding OS thread @tid (with several processes, --thread is a tid). */
+static int select_thread(const char *cmd, const char *session, const struct cmd_select_args *a,
+			 struct cmd_selection *sel)
+{
+	for (size_t i = 0; i < sel->n; i++) {
+		int64_t id = find_thread(sel->s[i], a->thread, sel->n > 1);
+
+		if (id < 0)
+			continue;
+		for (size_t j = 0; j < sel->n; j++)
+			if (j != i)
+				atf_session__close(sel->s[j]);
+		sel->s[0] = sel->s[i];
+		sel->n = 1;
+		sel->thread_id = id;
+		return 0;
+	}
+	fprintf(stderr, "atftrace %s: --thread %" PRId64 ": no such thread in %s\n", cmd, a->thread,
+		sel->n == 1 ? sel->s[0]->dir : session);
+	return -1;
+}
+
+int cmd_select(const char *cmd, const char *session, const struct cmd_select_args *a, bool one_process,
+	       const char *why_one, struct cmd_selection *sel)
+{
+	char **dirs = NULL;
+	int n = cmd_resolve(cmd, session, &dirs), rc = -1;
+
+	*sel = (struct cmd_selection){ .thread_id = -1, .to_ns = UINT64_MAX };
+	if (n < 0)
+		return -1;
+	if (!(sel->s = calloc((size_t)n, sizeof(*sel->s)))) {
+		fprintf(stderr, "atftrace %s: %s\n", cmd, strerror(ENOMEM));
+		goto cleanup;
+	}
+	if (a->pid < 0 && n > 1 && one_process) {
+		fprintf(stderr, "atftrace %s: %s: holds %d processes%s%s; choose one with --pid:", cmd, session, n,
+			why_one ? ", and " : "", why_one ? why_one : "");
+		for (int i = 0; i < n; i++)
+			fprintf(stderr, " %" PRId64, cmd_pid_of_dir(dirs[i]));
+		fputc('\n', stderr);
+		goto cleanup;
+	}
+	for (int i = 0; i < n; i++) {
+		if (a->pid >= 0 && cmd_pid_of_dir(dirs[i]) != a->pid && !(n == 1 && cmd_pid_of_dir(dirs[i]) < 0))
+			continue;
+		if (cmd_open(cmd, dirs[i], &sel->s[sel->n]))
+			goto cleanup;
+		sel->n++;
+	}
+	if (!sel->n) {
+		fprintf(stderr, "atftrace %s: --pid %" PRId64 ": no pid_%" PRId64 " directory in %s\n", cmd, a->pid,
+			a->pid, session);
+		goto cleanup;
+	}
+	sel->start_ns = UINT64_MAX;
+	for (size_t i = 0; i < sel->n; i++) {
+		uint64_t start = process_start_ns(sel->s[i]);
+
+		if (start < sel->start_ns)
+			sel->start_ns = start;
+	}
+	if (a->has_from)
+		sel->from_ns = add_clamped(sel->start_ns, a->from_rel);
+	if (a->has_to)
+		sel->to_ns = add_clamped(sel->start_ns, a->to_rel);
+	if (a->thread >= 0 && select_thread(cmd, session, a, sel))
+		goto cleanup;
+	rc = 0;
+cleanup:
+	atf_session_resolve_free(dirs, n);
+	if (rc)
+		cmd_selection_free(sel);
+	return rc;
+}
+
+void cmd_selection_free(struct cmd_selection *sel)
+{
+	for (size_t i = 0; i < sel->n; i++)
+		atf_session__close(sel->s[i]);
+	free(sel->s);
+	*sel = (struct cmd_selection){ 0 };
+}
+
+struct calltree *cmd_select_calltree(const char *cmd, const char *session, const struct cmd_select_args *a,
+				     unsigned flags, struct cmd_selection *sel)
+{
+	struct export_options o = { 0 };
+	struct calltree *ct;
+	int err;
+
+	if (cmd_select(cmd, session, a, false, NULL, sel))
+		return NULL;
+	o.thread_id = sel->thread_id;
+	o.from_ns = sel->from_ns;
+	o.to_ns = sel->to_ns;
+	if (sel->n < 2)
+		flags &= ~CALLTREE_PROCESS_NODES;
+	err = (ct = calltree__new(flags)) ? calltree__run(ct, sel->s, sel->n, &o) : -ENOMEM;
+	if (err) {
+		fprintf(stderr, "atftrace %s: %s: %s\n", cmd, session, atf_strerror(err));
+		calltree__free(ct);
+		cmd_selection_free(sel);
+		return NULL;
+	}
+	return ct;
+}
