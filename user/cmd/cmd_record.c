@@ -49,7 +49,7 @@ struct record_args {
 	struct rs_target sys;       /* -a, --comm, --pid-filter, --cgroup, --container (record_system.c) */
 };
 
-enum { OPT_FOLLOW_FORK = 1000, OPT_DURATION, OPT_RING_SIZE, OPT_READY_FILE };
+enum { OPT_FOLLOW_FORK = 1000, OPT_DURATION, OPT_RING_SIZE, OPT_READY_FILE, OPT_DEBUG_DIR };
 
 static const struct argp_option options[] = {
 	{ "pid", 'p', "PID", 0, "Trace the running process PID instead of launching CMD", 0 },
@@ -59,6 +59,9 @@ static const struct argp_option options[] = {
 	  "Trace functions matching GLOB (repeatable); MODULE is a path or a library name such as "
 	  "libc.so.6. Default: every function of the main executable", 0 },
 	{ "exclude", 'x', "GLOB", 0, "Do not trace functions matching GLOB (repeatable)", 0 },
+	{ "debug-dir", OPT_DEBUG_DIR, "DIR", 0,
+	  "Also look for the debug files of stripped modules under DIR (repeatable; as "
+	  "/usr/lib/debug: .build-id/xx/rest.debug or the debuglink name)", 0 },
 	{ "output", 'o', "DIR", 0,
 	  "Session directory (default ada_traces/session_YYYYMMDD_HHMMSS)", 0 },
 	{ "duration", OPT_DURATION, "SEC", 0, "Stop after SEC seconds", 0 },
@@ -122,6 +125,10 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 		break;
 	case 'o':
 		a->outdir = arg;
+		break;
+	case OPT_DEBUG_DIR:
+		if (sym_debug_dir_add(arg) < 0)
+			argp_failure(state, 1, ENOMEM, "--debug-dir");
 		break;
 	case OPT_DURATION:
 		errno = 0;
@@ -527,6 +534,7 @@ static int run(int argc, char **argv, bool attach_cmd)
 	else
 		ret = record_main(&a);
 	rm_spec_free(&a.spec);
+	sym_debug_dirs_free();
 	detail_args_free(&a.detail);
 	rs_target_free(&a.sys);
 	return ret;

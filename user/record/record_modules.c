@@ -164,7 +164,7 @@ static void report_skips(const struct sym_module *m, const char *const *globs, s
 		const struct sym_func *f = &m->funcs[i];
 		/* aliases are probed under another name; -x is what the user asked for */
 		if (f->skip == SYM_OK || f->skip == SYM_SKIP_ALIAS || f->skip == SYM_SKIP_EXCLUDED ||
-		    f->skip >= 16 || !func_matches(f, globs, nglobs))
+		    f->ifunc_impl || f->skip >= 16 || !func_matches(f, globs, nglobs))
 			continue;
 		counts[f->skip]++;
 		total++;
@@ -242,6 +242,11 @@ static int add_module(struct rm_modules *mods, const char *path, const char *con
 	}
 	sel = sym_module__select(m, globs, nglobs, (const char *const *)spec->excludes,
 				 spec->nexcludes);
+	/* an ifunc named by -f: the implementation the target runs (user/probe/ifunc.c); a
+	 * launched command inherits our environment, so our loader's choice is its choice */
+	sel += sym_module__resolve_ifuncs(m, globs, nglobs, (const char *const *)spec->excludes,
+					  spec->nexcludes, pid, true, "atftrace record");
+	sym_module__report_stripped(m, "atftrace record");
 	if (main_exe)
 		sel -= deselect_entry_point(m, m->open_path ? m->open_path : path,
 					    mods->verbose || nglobs);  /* asked for by name: say why */
