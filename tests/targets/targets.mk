@@ -33,3 +33,7 @@ $(OUTPUT)/targets/probe_sites_cet: tests/targets/probe_sites.c
 	$(Q)$(CC) $(TARGET_CFLAGS) -fcf-protection=full $< -o $@
 EXTRA_TARGETS += $(OUTPUT)/targets/probe_sites_cet
 TARGET_CFLAGS_tail_call := -O2 -fomit-frame-pointer -foptimize-sibling-calls
+
+# ---- real programs' symbols (debug files, ifuncs) ----
+# libc_calls: every strlen is a real call into libc (no builtin), so counts are exact.
+TARGET_CFLAGS_libc_calls := -fno-builtin
