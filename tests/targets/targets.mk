@@ -35,5 +35,5 @@ EXTRA_TARGETS += $(OUTPUT)/targets/probe_sites_cet
 TARGET_CFLAGS_tail_call := -O2 -fomit-frame-pointer -foptimize-sibling-calls
 
 # ---- real programs' symbols (debug files, ifuncs) ----
-# libc_calls: every strlen is a real call into libc (no builtin), so counts are exact.
-TARGET_CFLAGS_libc_calls := -fno-builtin
+# calls_libc: every strlen is a real call into libc (no builtin), so counts are exact.
+TARGET_CFLAGS_calls_libc := -fno-builtin

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: MIT
 /*
- * libc_calls: exact numbers of libc calls, for tests of libc's ifuncs and debug symbols.
- *   libc_calls strlen N       calls strlen N times and exits
- *   libc_calls loop CMD_FIFO  prints its pid, then reads commands from CMD_FIFO, one a line:
+ * calls_libc: exact numbers of libc calls, for tests of libc's ifuncs and debug symbols.
+ *   calls_libc strlen N       calls strlen N times and exits
+ *   calls_libc loop CMD_FIFO  prints its pid, then reads commands from CMD_FIFO, one a line:
  *                             "s K" calls strlen K times, "m K" mallocs and frees K blocks of
  *                             growing sizes (printing "done" after each), "q" exits.
  * Built with -fno-builtin, so every strlen is a real call into libc.
@@ -45,7 +45,7 @@ int main(int argc, char **argv)
 		return 0;
 	}
 	if (argc != 3 || strcmp(argv[1], "loop")) {
-		fprintf(stderr, "usage: libc_calls strlen N | loop CMD_FIFO\n");
+		fprintf(stderr, "usage: calls_libc strlen N | loop CMD_FIFO\n");
 		return 2;
 	}
 	printf("pid %d\n", (int)getpid());
