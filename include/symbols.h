@@ -137,6 +137,15 @@ size_t sym_module__resolve_ifuncs(struct sym_module *m, const char *const *globs
 				  const char *const *excludes, size_t nexcludes, pid_t pid,
 				  bool same_tunables, const char *who);
 
+/**
+ * sym_resolve_needed - the file the dynamic loader will load for library @name (e.g.
+ * "libc.so.6") when it starts the program @exe with LD_LIBRARY_PATH @ld_library_path (NULL:
+ * unset): DT_NEEDED from @exe breadth first, each name looked up as ld.so does (DT_RPATH,
+ * LD_LIBRARY_PATH, DT_RUNPATH, /etc/ld.so.cache, default directories; $ORIGIN). Returns a
+ * malloc'd path, or NULL when @name is not among the libraries the program needs.
+ */
+char *sym_resolve_needed(const char *exe, const char *name, const char *ld_library_path);
+
 /* ---- separate debug files (user/probe/debuginfo.c) ---------------------------------------- */
 
 /** sym_debug_dir_add - also look for debug files under @dir (--debug-dir; copied). */

@@ -185,7 +185,7 @@ static void report_skips(const struct sym_module *m, const char *const *globs, s
 	fprintf(stderr, "%s%s\n", line, verbose ? "" : " (-v lists them)");
 }
 
-static bool same_file(const char *a, const char *b)
+bool rm_same_file(const char *a, const char *b)
 {
 	char ra[PATH_MAX], rb[PATH_MAX];
 
@@ -211,15 +211,16 @@ static int keep_fd(struct rm_modules *mods, int fd)
  * safely (a container's); it is owned from here on, and the probes attach through its
  * /proc/self/fd link.
  */
-static int add_module(struct rm_modules *mods, const char *path, const char *const *globs,
-		      size_t nglobs, const struct rm_spec *spec, pid_t pid, bool main_exe, int fd)
+int rm_module_add(struct rm_modules *mods, const char *path, const char *const *globs,
+		      size_t nglobs, const struct rm_spec *spec, pid_t pid, bool main_exe, int fd,
+		      bool optional)
 {
 	struct sym_module *m = NULL, **nm;
 	size_t sel;
 	int err;
 
 	for (size_t i = 0; i < mods->n; i++)
-		if (same_file(mods->m[i]->path, path)) {
+		if (rm_same_file(mods->m[i]->path, path)) {
 			fprintf(stderr, "atftrace record: %s is named twice; give all its -f globs with "
 				"one spelling\n", path);
 			if (fd >= 0)
@@ -256,16 +257,17 @@ static int add_module(struct rm_modules *mods, const char *path, const char *con
 		size_t nmaps;
 		if (!proc_maps(pid, &maps, &nmaps)) {
 			for (size_t i = 0; i < nmaps; i++)
-				if (same_file(maps[i].path, path))
+				if (rm_same_file(maps[i].path, path))
 					m->base = maps[i].start - maps[i].file_offset_at_start;
 			proc_maps_free(maps, nmaps);
 		}
 	}
 	if (!sel) {
-		fprintf(stderr, "atftrace record: %s: no probe-able function matches%s%s\n", path,
-			nglobs ? " " : "", nglobs ? globs[0] : "");
+		fprintf(stderr, "atftrace record: %s: no probe-able function matches%s%s%s\n", path,
+			nglobs ? " " : "", nglobs ? globs[0] : "",
+			optional ? "; looked for again in each program it execs" : "");
 		sym_module__free(m);
-		return -ENOENT;
+		return optional ? 1 : -ENOENT;
 	}
 	nm = realloc(mods->m, (mods->n + 1) * sizeof(*nm));
 	if (!nm) {
@@ -276,6 +278,43 @@ static int add_module(struct rm_modules *mods, const char *path, const char *con
 	mods->m[mods->n++] = m;
 	mods->selected += sel;
 	return 0;
+}
+
+/* A -f module not loaded yet: attached when the target maps it (user/record/record_live.c). */
+int rm_pending_add(struct rm_modules *mods, const char *name, const char *const *globs,
+		   size_t nglobs, const char *target)
+{
+	struct rm_pending *np = realloc(mods->pending, (mods->npending + 1) * sizeof(*np));
+	struct rm_pending *pd;
+
+	if (!np)
+		return -ENOMEM;
+	mods->pending = np;
+	pd = &np[mods->npending];
+	*pd = (struct rm_pending){ .name = strdup(name), .nglobs = nglobs };
+	pd->globs = calloc(nglobs + 1, sizeof(*pd->globs));
+	if (!pd->name || !pd->globs) {
+		free(pd->name);
+		free(pd->globs);
+		return -ENOMEM;
+	}
+	memcpy(pd->globs, globs, nglobs * sizeof(*globs));
+	mods->npending++;
+	fprintf(stderr, "atftrace record: %s: not loaded by %s yet; attached when it maps it\n",
+		name, target);
+	return 0;
+}
+
+/* Does the file at @path start with "#!" (the kernel runs its interpreter instead)? */
+static bool is_script(const char *path)
+{
+	char head[2];
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	bool script = fd >= 0 && read(fd, head, 2) == 2 && head[0] == '#' && head[1] == '!';
+
+	if (fd >= 0)
+		close(fd);
+	return script;
 }
 
 static char *resolve_module(const char *name, pid_t pid)
@@ -294,6 +333,7 @@ int rm_modules_open(struct rm_modules *mods, const struct rm_spec *spec, pid_t p
 	const char **globs = calloc(spec->nfuncs + 1, sizeof(*globs));
 	bool *done = calloc(spec->nfuncs + 1, sizeof(*done));
 	bool system_wide = !cmd && pid <= 0, contained = pid > 0 && container_other_root(pid);
+	bool script = false;
 	size_t nglobs = 0;
 	int err = -ENOMEM, fd = -1;
 
@@ -318,6 +358,9 @@ int rm_modules_open(struct rm_modules *mods, const struct rm_spec *spec, pid_t p
 			mods->exe_path = abs;
 		}
 	}
+	mods->spec = spec;
+	mods->launched = cmd != NULL;
+	script = cmd && mods->exe_path && is_script(mods->exe_path);
 	if (!system_wide && !mods->exe_path) {
 		err = -ENOENT;
 		if (cmd)
@@ -333,13 +376,24 @@ int rm_modules_open(struct rm_modules *mods, const struct rm_spec *spec, pid_t p
 			globs[nglobs++] = spec->funcs[i];
 			done[i] = true;
 		}
-	if (!system_wide && (nglobs || !spec->nfuncs)) {
+	/* kept for each program the target execs (user/record/record_live.c) */
+	mods->main_all = !spec->nfuncs;
+	mods->nmain = nglobs;
+	mods->main_globs = calloc(nglobs + 1, sizeof(*mods->main_globs));
+	if (!mods->main_globs)
+		goto cleanup;
+	memcpy(mods->main_globs, globs, nglobs * sizeof(*globs));
+	if (script)
+		fprintf(stderr, "atftrace record: %s is a script: functions are looked for in the "
+			"programs it runs\n", mods->exe_path);
+	if (!system_wide && !script && (nglobs || !spec->nfuncs)) {
 		/* a container's executable: the inode it runs, through /proc/PID/exe */
 		if (contained && (fd = container_open_file(pid, NULL, NULL, "atftrace record")) < 0) {
 			err = fd;
 			goto cleanup;
 		}
-		err = add_module(mods, mods->exe_path, globs, nglobs, spec, pid, true, fd);
+		/* a launched wrapper (env, sh -c) may match nothing: its program comes at exec */
+		err = rm_module_add(mods, mods->exe_path, globs, nglobs, spec, pid, true, fd, cmd != NULL);
 		if (err < 0)
 			goto cleanup;
 	}
@@ -369,17 +423,30 @@ int rm_modules_open(struct rm_modules *mods, const struct rm_spec *spec, pid_t p
 			path = fd < 0 ? NULL : shown ? shown : strdup(name);
 			if (fd >= 0 && !path)
 				close(fd);
+		} else if (strchr(name, '/')) {
+			path = strdup(name);
+		} else if (system_wide) {
+			path = resolve_module(name, pid);
 		} else {
-			path = strchr(name, '/') ? strdup(name) : resolve_module(name, pid);
+			/* as the target's loader finds it: mapped (-p), or ld.so's search (launched) */
+			path = pid > 0 ? sym_resolve_library(pid, name)
+			       : script ? NULL : sym_resolve_needed(mods->exe_path, name, getenv("LD_LIBRARY_PATH"));
+			if (!path) {
+				err = rm_pending_add(mods, name, globs, nglobs, pid > 0 ? "the process" : cmd);
+				free(name);
+				if (err < 0)
+					goto cleanup;
+				continue;
+			}
 		}
 		free(name);
 		if (!path) {
 			err = fd < -1 ? fd : -ENOENT;
 			goto cleanup;
 		}
-		err = add_module(mods, path, globs, nglobs, spec, pid,
+		err = rm_module_add(mods, path, globs, nglobs, spec, pid,
 				 system_wide || (contained ? !strcmp(path, mods->exe_path)
-						 : same_file(path, mods->exe_path)), fd);
+						 : rm_same_file(path, mods->exe_path)), fd, false);
 		free(path);
 		if (err < 0)
 			goto cleanup;
@@ -448,5 +515,14 @@ void rm_modules_free(struct rm_modules *mods)
 	for (size_t i = 0; i < mods->nfds; i++)
 		close(mods->fds[i]);
 	free(mods->fds);
+	for (size_t i = 0; i < mods->npending; i++) {
+		free(mods->pending[i].name);
+		free(mods->pending[i].globs);
+	}
+	free(mods->pending);
+	free(mods->main_globs);
+	for (size_t i = 0; i < mods->nldso; i++)
+		free(mods->ldso[i]);
+	free(mods->ldso);
 	*mods = (struct rm_modules){ .verbose = mods->verbose };
 }
