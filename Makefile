@@ -49,7 +49,7 @@ INCLUDES := -Iinclude -Ibpf -I$(OUTPUT)
 CFLAGS   ?= -O2 -g
 CFLAGS   += -std=gnu11 -Wall -Wextra -Wno-unused-parameter -Wno-missing-field-initializers \
 	    -D_GNU_SOURCE -DATFTRACE_VERSION='"$(VERSION)"' $(INCLUDES) -MMD -MP
-LIBS     := -lbpf -lelf -ldw -ldebuginfod -llz4 -lz -ljansson -lpthread
+LIBS     := -lbpf -lelf -ldw -llz4 -lz -ljansson -lpthread
 SAN      := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
 TEST_LIBS := -lcmocka -lcbor
 

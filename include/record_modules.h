@@ -53,6 +53,7 @@ struct rm_modules {
 	size_t nmain;
 	bool main_all;              /* no -f: every function of each program */
 	bool launched;
+	bool first_exec_done;       /* the launched command's own exec was seen */
 	struct rm_pending *pending;
 	size_t npending;
 	struct probes *probes;      /* set by rm_modules_watch() */

@@ -137,6 +137,9 @@ size_t sym_module__resolve_ifuncs(struct sym_module *m, const char *const *globs
 				  const char *const *excludes, size_t nexcludes, pid_t pid,
 				  bool same_tunables, const char *who);
 
+/** sym_lib_name_matches - does library @name name file @file ("libc.so.6", "libc", "libc.so")? */
+bool sym_lib_name_matches(const char *file, const char *name);
+
 /**
  * sym_resolve_needed - the file the dynamic loader will load for library @name (e.g.
  * "libc.so.6") when it starts the program @exe with LD_LIBRARY_PATH @ld_library_path (NULL:

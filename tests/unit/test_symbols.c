@@ -10,6 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -144,7 +145,11 @@ static void test_indexes_stable(void **state)
 	struct sym_module *m1 = open_target("probe_plt"), *m2 = open_target("probe_plt");
 
 	assert_int_equal(m1->nfuncs, m2->nfuncs);
-	assert_int_equal(m1->module_id, atf_module_id(m1->path));
+	char canon[PATH_MAX];
+
+	/* the id hashes the canonical path: the same file named two ways has one id */
+	assert_non_null(realpath(m1->path, canon));
+	assert_int_equal(m1->module_id, atf_module_id(canon));
 	for (size_t i = 0; i < m1->nfuncs; i++) {
 		assert_int_equal(m1->funcs[i].symbol_index, i + 1);
 		assert_string_equal(m1->funcs[i].name, m2->funcs[i].name);

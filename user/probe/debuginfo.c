@@ -5,13 +5,14 @@
  *   1. DIR/.build-id/xx/rest.debug for each --debug-dir DIR, then /usr/lib/debug;
  *   2. the file's .gnu_debuglink NAME: beside the file, in its .debug/, under
  *      /usr/lib/debug/<its directory>, and DIR/<its directory>/NAME, DIR/NAME for --debug-dir;
- *   3. debuginfod (elfutils' libdebuginfod) when DEBUGINFOD_URLS is set; the client keeps its
- *      own cache ($DEBUGINFOD_CACHE_PATH, ~/.cache/debuginfod_client) and honours
+ *   3. debuginfod (elfutils' libdebuginfod, loaded on first use) when DEBUGINFOD_URLS is
+ *      set; the client keeps its own cache ($DEBUGINFOD_CACHE_PATH, ~/.cache/debuginfod_client) and honours
  *      DEBUGINFOD_TIMEOUT.
  * A candidate is used only when its build-id equals the module's (a module without a build-id:
  * when the CRC-32 of the debuglink matches), so a stale debug file never names the wrong code.
  * The module's directory is tried as given and canonical (usrmerge: /lib -> /usr/lib).
  */
+#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -170,20 +171,52 @@ static int try_debuglink(const char *dir, const char *link, const struct want *w
 	return -1;
 }
 
+/*
+ * libdebuginfod is loaded when first needed, as libdw itself does: the binary does not link it
+ * (nor the HTTP stack it brings), and a host without it simply has no debuginfod lookups.
+ */
+struct debuginfod_api {
+	debuginfod_client *(*begin)(void);
+	int (*find_debuginfo)(debuginfod_client *, const unsigned char *, int, char **);
+	void (*end)(debuginfod_client *);
+};
+
+static const struct debuginfod_api *debuginfod_api(void)
+{
+	static struct debuginfod_api api;
+	static bool tried;
+	void *h;
+
+	if (tried)
+		return api.begin ? &api : NULL;
+	tried = true;
+	h = dlopen("libdebuginfod.so.1", RTLD_LAZY | RTLD_LOCAL);
+	if (!h)
+		return NULL;
+	api.find_debuginfo = (int (*)(debuginfod_client *, const unsigned char *, int, char **))
+			     dlsym(h, "debuginfod_find_debuginfo");
+	api.end = (void (*)(debuginfod_client *))dlsym(h, "debuginfod_end");
+	api.begin = (debuginfod_client *(*)(void))dlsym(h, "debuginfod_begin");
+	if (!api.find_debuginfo || !api.end)
+		api.begin = NULL;
+	return api.begin ? &api : NULL;
+}
+
 static int try_debuginfod(const struct want *w, char **found)
 {
 	const char *urls = getenv("DEBUGINFOD_URLS");
+	const struct debuginfod_api *api;
 	debuginfod_client *c;
 	char *path = NULL;
 	int fd;
 
-	if (!w->id || !urls || !urls[strspn(urls, " ")])
+	if (!w->id || !urls || !urls[strspn(urls, " ")] || !(api = debuginfod_api()))
 		return -1;
-	c = debuginfod_begin();
+	c = api->begin();
 	if (!c)
 		return -1;
-	fd = debuginfod_find_debuginfo(c, w->id, (int)w->id_len, &path);
-	debuginfod_end(c);
+	fd = api->find_debuginfo(c, w->id, (int)w->id_len, &path);
+	api->end(c);
 	if (fd < 0) {
 		free(path);
 		return -1;

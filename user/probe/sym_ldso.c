@@ -255,16 +255,6 @@ static char *resolve_one(const char *name, const struct dso *loader, const struc
 	return found;
 }
 
-/* "libc.so.6" names libc.so.6; "libc" or "libc.so" name it too (as sym_resolve_library). */
-static bool name_matches(const char *file, const char *name)
-{
-	const char *base = strrchr(file, '/');
-	size_t len = strlen(name);
-
-	base = base ? base + 1 : file;
-	return !strcmp(base, name) || (!strncmp(base, name, len) && (base[len] == '.' || base[len] == '-'));
-}
-
 char *sym_resolve_needed(const char *exe_path, const char *name, const char *ld_library_path)
 {
 	struct dso *objs = calloc(MAX_OBJECTS, sizeof(*objs));
@@ -292,7 +282,7 @@ char *sym_resolve_needed(const char *exe_path, const char *name, const char *ld_
 			path = resolve_one(need, &objs[i], &objs[0], ld_library_path, class, machine);
 			if (!path)
 				continue;       /* ld.so would fail to start the program; not ours to say */
-			if (name_matches(need, name) || name_matches(path, name)) {
+			if (sym_lib_name_matches(need, name) || sym_lib_name_matches(path, name)) {
 				result = path;
 				break;
 			}

@@ -208,7 +208,11 @@ static void on_exec(void *ctx, pid_t pid)
 		return;
 	x.exe = exe;
 	x.ld_library_path = llp;
-	if (mods->main_all || mods->nmain)
+	/* the launched program's first image was read before it started: not twice */
+	bool first = mods->launched && !mods->first_exec_done && rm_same_file(exe, mods->exe_path);
+
+	mods->first_exec_done = true;
+	if ((mods->main_all || mods->nmain) && !first)
 		attach_live(mods, exe, mods->main_globs, mods->nmain, pid, true);
 	each_named(mods, exec_named, &x);
 	hook_loader(mods, exe);
@@ -222,13 +226,10 @@ static void on_exec(void *ctx, pid_t pid)
 static bool names(const char *name, const char *path)
 {
 	const char *base = strrchr(path, '/');
-	size_t len = strlen(name);
 
-	base = base ? base + 1 : path;
 	if (strchr(name, '/'))
 		return rm_same_file(name, path);
-	return !strcmp(base, name) || (!strncmp(base, name, len) && (base[len] == '.' || base[len] == '-')) ||
-	       !fnmatch(name, base, 0);
+	return sym_lib_name_matches(path, name) || !fnmatch(name, base ? base + 1 : path, 0);
 }
 
 static void on_mapped(void *ctx, pid_t pid, const char *path, uint64_t start, uint64_t end)
