@@ -6,8 +6,8 @@
  *   2. the file's .gnu_debuglink NAME: beside the file, in its .debug/, under
  *      /usr/lib/debug/<its directory>, and DIR/<its directory>/NAME, DIR/NAME for --debug-dir;
  *   3. debuginfod (elfutils' libdebuginfod, loaded on first use) when DEBUGINFOD_URLS is
- *      set; the client keeps its own cache ($DEBUGINFOD_CACHE_PATH, ~/.cache/debuginfod_client) and honours
- *      DEBUGINFOD_TIMEOUT.
+ *      set; the client keeps its own cache ($DEBUGINFOD_CACHE_PATH or
+ *      ~/.cache/debuginfod_client) and honours DEBUGINFOD_TIMEOUT.
  * A candidate is used only when its build-id equals the module's (a module without a build-id:
  * when the CRC-32 of the debuglink matches), so a stale debug file never names the wrong code.
  * The module's directory is tried as given and canonical (usrmerge: /lib -> /usr/lib).
