@@ -126,16 +126,17 @@ int sym_module__probe_at(struct sym_module *m, struct sym_func *f, uint64_t addr
 /**
  * sym_module__resolve_ifuncs - for each ifunc of @m matching @globs, find the implementation
  * the target runs: the GOT slot its resolver filled (an IRELATIVE relocation), read in process
- * @pid (> 0, the module mapped at m->base) or, for a target not yet running (@pid 0), in this
- * very process when it maps the same file (the resolver's choice depends only on the CPU and
- * GLIBC_TUNABLES, which @same_tunables says are the target's too). The implementation is
+ * @pid (> 0) where it maps @m, else (@pid 0: a command not started yet, which inherits our
+ * environment; or a process that runs with our GLIBC_TUNABLES) in this very process when it
+ * maps the same file: the resolver's choice depends only on the CPU and GLIBC_TUNABLES. The
+ * implementation is
  * selected: under its own name when a symbol names it (__strlen_avx2), else as the ifunc's
  * name. Ifuncs left unresolved are reported in one line each, naming the implementations
  * the symbols know. Returns the number of functions newly selected.
  */
 size_t sym_module__resolve_ifuncs(struct sym_module *m, const char *const *globs, size_t nglobs,
 				  const char *const *excludes, size_t nexcludes, pid_t pid,
-				  bool same_tunables, const char *who);
+				  const char *who);
 
 /** sym_lib_name_matches - does library @name name file @file ("libc.so.6", "libc", "libc.so")? */
 bool sym_lib_name_matches(const char *file, const char *name);

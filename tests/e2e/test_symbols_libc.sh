@@ -30,21 +30,29 @@ assert_eq $N "$(one ifunc -f 'libc.so.6:strlen')" "calls of the ifunc strlen"
 assert_eq $N "$(one impl -f "libc.so.6:$IMPL")" "calls of $IMPL"
 grep -q "is an ifunc" "$T/err" && fail "an ifunc was reported unresolved: $(cat "$T/err")"
 
-# -p: the GOT slot of the running process; then _int_malloc next to bpftrace
+# -p: the GOT slot of the running process; then _int_malloc next to bpftrace. bpftrace attaches
+# first and proves it: its probe on call_malloc prints once "m 0" (no malloc) reaches it, and it
+# reads its output only once every probe is attached; then atftrace attaches.
 mkfifo "$T/cmd" "$T/out" "$T/ready"
 "$TARGETS/calls_libc" loop "$T/cmd" >"$T/out" &
 target=$!
 exec 4<"$T/out"
 read -r -u 4 word pid || fail "no pid from calls_libc"
 exec 3>"$T/cmd"
+timeout 120 bpftrace -B line -e "uprobe:$LIBC:_int_malloc /pid == $target/ { @n = count(); }
+uprobe:$TARGETS/calls_libc:call_malloc /pid == $target/ { printf(\"seen\\n\"); }" >"$T/bt" 2>"$T/bterr" &
+bt=$!
+for i in $(seq 600); do
+	echo "m 0" >&3; read -r -u 4 line
+	grep -q '^seen' "$T/bt" && break
+	kill -0 $bt 2>/dev/null || break
+	sleep 0.1
+done
+grep -q '^seen' "$T/bt" || { cat "$T/bterr" >&2; fail "bpftrace did not attach"; }
 "$ATF" record -p "$target" -o "$T/p" -f 'libc.so.6:strlen' -f 'libc.so.6:_int_malloc' \
 	--ready-file "$T/ready" 2>"$T/perr" &
 rec=$!
 timeout 60 cat "$T/ready" >/dev/null || { cat "$T/perr" >&2; fail "the recorder never became ready"; }
-timeout 120 bpftrace -e "uprobe:$LIBC:_int_malloc /pid == $target/ { @n = count(); }" >"$T/bt" 2>"$T/bterr" &
-bt=$!
-for i in $(seq 600); do grep -q "^Attaching" "$T/bt" && break; kill -0 $bt 2>/dev/null || break; sleep 0.1; done
-grep -q "^Attaching" "$T/bt" || { cat "$T/bterr" >&2; fail "bpftrace did not attach"; }
 echo "s $N" >&3; read -r -u 4 line; assert_eq "done s $N" "$line" "ack strlen"
 echo "m 5000" >&3; read -r -u 4 line; assert_eq "done m 5000" "$line" "ack malloc"
 kill -INT $bt; wait $bt || true

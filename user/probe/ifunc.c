@@ -5,10 +5,11 @@
  * dynamic loader stores in the GOT slot of each R_*_IRELATIVE relocation whose addend is the
  * resolver. So the implementation a process runs is read, not guessed, from such a slot:
  *   - a running process (-p): its own slot, through /proc/PID/mem;
- *   - a command not started yet: the slot of this very process, when it maps the same file
- *     (same device and inode). The resolver decides from the CPU's features (cpuid) and
- *     GLIBC_TUNABLES only, both the target's too when it inherits our environment; the caller
- *     says so. Nothing is called: we read what our own loader already wrote.
+ *   - a command not started yet (it inherits our environment), or a process held at an exec
+ *     that has not mapped the file yet and runs with our GLIBC_TUNABLES: the slot of this very
+ *     process, when it maps the same file (same device and inode). The resolver decides from
+ *     the CPU's features (cpuid) and GLIBC_TUNABLES only. Nothing is called: we read what our
+ *     own loader already wrote.
  * An ifunc whose slot cannot be read (no IRELATIVE for it, another file, different tunables) is
  * reported in one line with the implementations the symbols name, which are plain functions.
  */
@@ -65,11 +66,39 @@ static int read_slot(pid_t pid, uint64_t addr, uint64_t *val)
 	return n == (ssize_t)sizeof(*val) ? 0 : -EIO;
 }
 
-/* The function of @m that @f's resolver picked in @pid, as a module address; 0 if unknown. */
+/* Does process @pid run with our GLIBC_TUNABLES (both unset counts)? */
+static bool same_tunables(pid_t pid)
+{
+	const char *ours = getenv("GLIBC_TUNABLES");
+	char path[64], *buf = NULL, *theirs = NULL;
+	size_t len = 0;
+	bool same;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/environ", (int)pid);
+	f = fopen(path, "re");
+	if (!f)
+		return false;
+	while (!theirs && getdelim(&buf, &len, '\0', f) > 0)
+		if (!strncmp(buf, "GLIBC_TUNABLES=", 15))
+			theirs = buf + 15;
+	same = theirs ? ours && !strcmp(ours, theirs) : !ours;
+	free(buf);
+	fclose(f);
+	return same;
+}
+
+/*
+ * The function of @m that @f's resolver picked in @pid, as a module address; 0 if unknown.
+ * A process that has not mapped @m yet (held at its exec) gets our own choice when it runs
+ * with our GLIBC_TUNABLES.
+ */
 static uint64_t implementation(const struct sym_module *m, const struct sym_func *f, pid_t pid)
 {
 	uint64_t bias, val;
 
+	if (pid > 0 && load_bias(m, pid, &bias) < 0 && same_tunables(pid))
+		pid = 0;
 	if (load_bias(m, pid, &bias) < 0)
 		return 0;
 	for (size_t i = 0; i < m->nirel; i++) {
@@ -121,7 +150,7 @@ static void report_unresolved(const struct sym_module *m, const struct sym_func 
 
 size_t sym_module__resolve_ifuncs(struct sym_module *m, const char *const *globs, size_t nglobs,
 				  const char *const *excludes, size_t nexcludes, pid_t pid,
-				  bool same_tunables, const char *who)
+				  const char *who)
 {
 	size_t count = 0;
 
@@ -138,14 +167,10 @@ size_t sym_module__resolve_ifuncs(struct sym_module *m, const char *const *globs
 			want = !sym_glob_matches(excludes[x], m->path, f);
 		if (!want)
 			continue;
-		if (pid <= 0 && !same_tunables) {
-			report_unresolved(m, f, "the target's GLIBC_TUNABLES differ from ours", who);
-			continue;
-		}
 		addr = implementation(m, f, pid);
 		if (!addr) {
-			report_unresolved(m, f, pid > 0 ? "its GOT slot in the process could not be read"
-					  : "this file is not loaded here to read its choice", who);
+			report_unresolved(m, f, "the choice of its resolver could not be read (the "
+					  "target's GOT, or ours for the same file and GLIBC_TUNABLES)", who);
 			continue;
 		}
 		impl = named_at(m, addr);

@@ -128,6 +128,7 @@ struct reader {
 	Elf *elf;
 	const uint8_t *file;        /* the raw file image */
 	size_t file_size;
+	int fd;                     /* the file, for its code bytes (pread) */
 	size_t nsec;
 	GElf_Shdr *shdrs;           /* section headers, [nsec] */
 	bool *is_plt;               /* [nsec] */
@@ -285,12 +286,25 @@ static void classify(const struct reader *r, const struct raw_sym *s, struct sym
 	end = sh->sh_offset + sh->sh_size;
 	if (s->size < end - off)
 		end = off + s->size;
-	if (is_endbr64(r->file + off, end - off) && end - off > 4) {
+	/*
+	 * Read, not taken from the mapped image: a live uprobe (another tool's, or ours) on this
+	 * file shows as int3 in every new private mapping of it, never in the file itself.
+	 */
+	uint8_t code[16];
+	size_t avail = end - off < sizeof(code) ? (size_t)(end - off) : sizeof(code);
+	ssize_t got = pread(r->fd, code, avail, (off_t)off);
+
+	if (got <= 0) {
+		f->skip = SYM_SKIP_INSN;
+		return;
+	}
+	avail = (size_t)got;
+	if (is_endbr64(code, avail) && end - off > 4) {
 		f->endbr64 = true;
 		off += 4;
 		f->probe_offset = off;
 	}
-	insn = classify_insn(r->file + off, end - off);
+	insn = classify_insn(code + (f->endbr64 ? 4 : 0), avail - (f->endbr64 ? 4 : 0));
 	if (insn < 0) {
 		f->skip = SYM_SKIP_INSN;
 		return;
@@ -556,6 +570,7 @@ int sym_module__open(struct sym_module **out, const char *path, int fd)
 		err = bad_elf(&r, "neither an executable nor a shared library");
 		goto cleanup;
 	}
+	r.fd = fd;
 	r.file = (const uint8_t *)elf_rawfile(r.elf, &r.file_size);
 	if (!r.file) {
 		err = bad_elf(&r, elf_errmsg(-1));

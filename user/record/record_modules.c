@@ -246,7 +246,7 @@ int rm_module_add(struct rm_modules *mods, const char *path, const char *const *
 	/* an ifunc named by -f: the implementation the target runs (user/probe/ifunc.c); a
 	 * launched command inherits our environment, so our loader's choice is its choice */
 	sel += sym_module__resolve_ifuncs(m, globs, nglobs, (const char *const *)spec->excludes,
-					  spec->nexcludes, pid, true, "atftrace record");
+					  spec->nexcludes, pid, "atftrace record");
 	sym_module__report_stripped(m, "atftrace record");
 	if (main_exe)
 		sel -= deselect_entry_point(m, m->open_path ? m->open_path : path,
