@@ -141,6 +141,9 @@ size_t sym_module__resolve_ifuncs(struct sym_module *m, const char *const *globs
 /** sym_lib_name_matches - does library @name name file @file ("libc.so.6", "libc", "libc.so")? */
 bool sym_lib_name_matches(const char *file, const char *name);
 
+/** sym_elf_needs - does the ELF file at @path list a DT_NEEDED entry starting with @prefix? */
+bool sym_elf_needs(const char *path, const char *prefix);
+
 /**
  * sym_resolve_needed - the file the dynamic loader will load for library @name (e.g.
  * "libc.so.6") when it starts the program @exe with LD_LIBRARY_PATH @ld_library_path (NULL:

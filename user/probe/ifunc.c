@@ -70,21 +70,10 @@ static int read_slot(pid_t pid, uint64_t addr, uint64_t *val)
 static bool same_tunables(pid_t pid)
 {
 	const char *ours = getenv("GLIBC_TUNABLES");
-	char path[64], *buf = NULL, *theirs = NULL;
-	size_t len = 0;
-	bool same;
-	FILE *f;
+	char *theirs = proc_environ_get(pid, "GLIBC_TUNABLES");
+	bool same = theirs ? ours && !strcmp(ours, theirs) : !ours;
 
-	snprintf(path, sizeof(path), "/proc/%d/environ", (int)pid);
-	f = fopen(path, "re");
-	if (!f)
-		return false;
-	while (!theirs && getdelim(&buf, &len, '\0', f) > 0)
-		if (!strncmp(buf, "GLIBC_TUNABLES=", 15))
-			theirs = buf + 15;
-	same = theirs ? ours && !strcmp(ours, theirs) : !ours;
-	free(buf);
-	fclose(f);
+	free(theirs);
 	return same;
 }
 

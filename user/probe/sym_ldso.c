@@ -255,6 +255,19 @@ static char *resolve_one(const char *name, const struct dso *loader, const struc
 	return found;
 }
 
+bool sym_elf_needs(const char *path, const char *prefix)
+{
+	struct dso d;
+	bool found = false;
+
+	if (dso_read(&d, path) < 0)
+		return false;
+	for (size_t i = 0; i < d.nneeded && !found; i++)
+		found = !strncmp(d.needed[i], prefix, strlen(prefix));
+	dso_free(&d);
+	return found;
+}
+
 char *sym_resolve_needed(const char *exe_path, const char *name, const char *ld_library_path)
 {
 	struct dso *objs = calloc(MAX_OBJECTS, sizeof(*objs));

@@ -84,25 +84,6 @@ static void hook_loader(struct rm_modules *mods, const char *exe)
 		fprintf(stderr, "atftrace record: debug-state hook on %s\n", ldso);
 }
 
-/* LD_LIBRARY_PATH in the environment of @pid (malloc'd), or NULL. */
-static char *ld_library_path_of(pid_t pid)
-{
-	char path[64], *buf = NULL, *found = NULL;
-	size_t len = 0;
-	FILE *f;
-
-	snprintf(path, sizeof(path), "/proc/%d/environ", (int)pid);
-	f = fopen(path, "re");
-	if (!f)
-		return NULL;
-	while (!found && getdelim(&buf, &len, '\0', f) > 0)
-		if (!strncmp(buf, "LD_LIBRARY_PATH=", 16))
-			found = strdup(buf + 16);
-	free(buf);
-	fclose(f);
-	return found;
-}
-
 static bool is_attached(const struct rm_modules *mods, const char *path)
 {
 	for (size_t i = 0; i < mods->n; i++)
@@ -202,7 +183,7 @@ static void on_exec(void *ctx, pid_t pid)
 {
 	struct rm_modules *mods = ctx;
 	struct exec_ctx x = { .pid = pid };
-	char *exe = proc_exe_path(pid), *llp = ld_library_path_of(pid);
+	char *exe = proc_exe_path(pid), *llp = proc_environ_get(pid, "LD_LIBRARY_PATH");
 
 	if (!exe)
 		return;

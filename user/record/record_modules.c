@@ -62,42 +62,6 @@ int rm_split(const char *arg)
 	return -1;
 }
 
-/* Does the ELF file at @path list a DT_NEEDED entry starting with @prefix? */
-static bool elf_needs(const char *path, const char *prefix)
-{
-	bool found = false;
-	Elf_Scn *scn = NULL;
-	Elf *elf;
-	int fd;
-
-	if (elf_version(EV_CURRENT) == EV_NONE)
-		return false;
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return false;
-	elf = elf_begin(fd, ELF_C_READ, NULL);
-	while (elf && !found && (scn = elf_nextscn(elf, scn))) {
-		GElf_Shdr sh;
-		Elf_Data *d;
-
-		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_DYNAMIC || !sh.sh_entsize)
-			continue;
-		d = elf_getdata(scn, NULL);
-		for (size_t i = 0; d && i < sh.sh_size / sh.sh_entsize && !found; i++) {
-			GElf_Dyn dyn;
-			const char *name;
-
-			if (!gelf_getdyn(d, (int)i, &dyn) || dyn.d_tag != DT_NEEDED)
-				continue;
-			name = elf_strptr(elf, sh.sh_link, dyn.d_un.d_val);
-			found = name && !strncmp(name, prefix, strlen(prefix));
-		}
-	}
-	elf_end(elf);
-	close(fd);
-	return found;
-}
-
 /* The ELF entry point of @path (e_entry), or 0. */
 static uint64_t elf_entry(const char *path)
 {
@@ -465,11 +429,11 @@ int rm_modules_open(struct rm_modules *mods, const struct rm_spec *spec, pid_t p
 		}
 	} else if (pid > 0) {
 		mods->cxx_path = sym_resolve_library(pid, "libstdc++.so.6");
-	} else if (!system_wide && elf_needs(mods->exe_path, "libstdc++")) {
+	} else if (!system_wide && sym_elf_needs(mods->exe_path, "libstdc++")) {
 		mods->cxx_path = sym_resolve_library(0, "libstdc++.so.6");
 	}
 	for (size_t i = 0; system_wide && !mods->cxx_path && i < mods->n; i++)
-		if (elf_needs(mods->m[i]->path, "libstdc++"))
+		if (sym_elf_needs(mods->m[i]->path, "libstdc++"))
 			mods->cxx_path = sym_resolve_library(0, "libstdc++.so.6");
 	err = 0;
 cleanup:
