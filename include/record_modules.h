@@ -83,7 +83,9 @@ void rm_modules_free(struct rm_modules *mods);
  * rm_module_add - read the symbols of @path, select @globs (the main executable's when
  * @main_exe), resolve ifuncs in @pid, report what cannot be probed and add it to @mods.
  * @fd: the file already open safely (a container's) or -1. With @optional, a module where
- * nothing matches is one note and returns 1 instead of an error.
+ * nothing matches is one note and returns 1 instead of an error. Returns 2, adding nothing,
+ * for a library the target has not loaded yet whose ifuncs named by @globs can only be read
+ * once it has: the caller waits for its mapping (rm_pending_add with its path).
  */
 int rm_module_add(struct rm_modules *mods, const char *path, const char *const *globs,
 		  size_t nglobs, const struct rm_spec *spec, pid_t pid, bool main_exe, int fd,

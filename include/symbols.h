@@ -129,14 +129,14 @@ int sym_module__probe_at(struct sym_module *m, struct sym_func *f, uint64_t addr
  * @pid (> 0) where it maps @m, else (@pid 0: a command not started yet, which inherits our
  * environment; or a process that runs with our GLIBC_TUNABLES) in this very process when it
  * maps the same file: the resolver's choice depends only on the CPU and GLIBC_TUNABLES. The
- * implementation is
- * selected: under its own name when a symbol names it (__strlen_avx2), else as the ifunc's
- * name. Ifuncs left unresolved are reported in one line each, naming the implementations
- * the symbols know. Returns the number of functions newly selected.
+ * implementation is selected: under its own name when a symbol names it (__strlen_avx2),
+ * else as the ifunc's name. Ifuncs left unresolved are reported in one line each (unless @who
+ * is NULL), naming the implementations the symbols know; @unread (may be NULL) counts those
+ * whose choice could not be read. Returns the number of functions newly selected.
  */
 size_t sym_module__resolve_ifuncs(struct sym_module *m, const char *const *globs, size_t nglobs,
 				  const char *const *excludes, size_t nexcludes, pid_t pid,
-				  const char *who);
+				  const char *who, size_t *unread);
 
 /** sym_lib_name_matches - does library @name name file @file ("libc.so.6", "libc", "libc.so")? */
 bool sym_lib_name_matches(const char *file, const char *name);

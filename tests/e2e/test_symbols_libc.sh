@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # libc as Debian ships it (stripped; names in libc6-dbg's /usr/lib/debug/.build-id file):
-#  - the ifunc strlen traces the implementation this CPU runs, launched and with -p: exact;
+#  - the ifunc strlen traces the implementation this CPU runs, launched and with -p: exact,
+#    also in a private copy of libc whose choice is read in the target once it is loaded;
 #  - that implementation (__strlen_avx2, __strlen_evex, ...) by its debug-symbol name: exact;
 #  - _int_malloc (a local function only the debug file names) counted as bpftrace counts it,
 #    both attached to the same process during the same commands.
@@ -29,6 +30,16 @@ one() {   # what -f...: record a launched calls_libc strlen N, print the calls o
 assert_eq $N "$(one ifunc -f 'libc.so.6:strlen')" "calls of the ifunc strlen"
 assert_eq $N "$(one impl -f "libc.so.6:$IMPL")" "calls of $IMPL"
 grep -q "is an ifunc" "$T/err" && fail "an ifunc was reported unresolved: $(cat "$T/err")"
+# a private copy of libc, which atftrace does not map itself: its GOT is read in the target,
+# after its loader relocated it and before any of its code ran (ld.so's debug-state hold);
+# env runs the system's libc first, untraced since -f names the copy by path
+mkdir "$T/plibc" && cp "$LIBC" "$T/plibc/"
+"$ATF" record -o "$T/copy" -f "$T/plibc/libc.so.6:strlen" -- env LD_LIBRARY_PATH="$T/plibc" "$TARGETS/calls_libc" strlen $N \
+	>/dev/null 2>"$T/err" || { cat "$T/err" >&2; fail "record of a private libc"; }
+assert_contains "$T/err" "^atftrace record: process [0-9]+ runs $T/plibc/libc.so.6: 1 function attached$" "attached once loaded"
+"$TOOLS/record_stats" "$T/copy" >"$T/stats"
+assert_eq $N "$(awk -v f="$IMPL" '$1 == "call" && $3 == f { print $4 }' "$T/stats")" "calls of strlen in the private libc"
+grep -q "is an ifunc" "$T/err" && fail "the private libc's strlen was left unresolved: $(cat "$T/err")"
 
 # -p: the GOT slot of the running process; then _int_malloc next to bpftrace. bpftrace attaches
 # first and proves it: its probe on call_malloc prints once "m 0" (no malloc) reaches it, and it

@@ -185,7 +185,7 @@ static int list_module(const char *path, int fd, const char **globs, size_t nglo
 		return err;     /* sym_module__open has said why, in one line */
 	sym_module__select(m, globs, nglobs, a->excludes, a->nexcludes);
 	/* ifuncs: the implementation this process (or -p PID) runs */
-	sym_module__resolve_ifuncs(m, globs, nglobs, a->excludes, a->nexcludes, a->pid, WHO);
+	sym_module__resolve_ifuncs(m, globs, nglobs, a->excludes, a->nexcludes, a->pid, WHO, NULL);
 	sym_module__report_stripped(m, WHO);
 	print_module(m, a->selected_only, counts, nsel, nunm);
 	sym_module__free(m);

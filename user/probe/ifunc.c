@@ -139,10 +139,12 @@ static void report_unresolved(const struct sym_module *m, const struct sym_func 
 
 size_t sym_module__resolve_ifuncs(struct sym_module *m, const char *const *globs, size_t nglobs,
 				  const char *const *excludes, size_t nexcludes, pid_t pid,
-				  const char *who)
+				  const char *who, size_t *unread)
 {
 	size_t count = 0;
 
+	if (unread)
+		*unread = 0;
 	for (size_t i = 0; i < m->nfuncs && nglobs; i++) {
 		struct sym_func *f = &m->funcs[i], *impl;
 		bool want = false;
@@ -158,8 +160,12 @@ size_t sym_module__resolve_ifuncs(struct sym_module *m, const char *const *globs
 			continue;
 		addr = implementation(m, f, pid);
 		if (!addr) {
-			report_unresolved(m, f, "the choice of its resolver could not be read (the "
-					  "target's GOT, or ours for the same file and GLIBC_TUNABLES)", who);
+			if (unread)
+				(*unread)++;
+			if (who)
+				report_unresolved(m, f, "the choice of its resolver could not be read "
+						  "(the target's GOT, or ours for the same file and "
+						  "GLIBC_TUNABLES)", who);
 			continue;
 		}
 		impl = named_at(m, addr);
@@ -170,7 +176,7 @@ size_t sym_module__resolve_ifuncs(struct sym_module *m, const char *const *globs
 		} else if (sym_module__probe_at(m, f, addr) == 0) {
 			f->selected = true;
 			count++;
-		} else {
+		} else if (who) {
 			report_unresolved(m, f, "its implementation cannot be probed", who);
 		}
 	}

@@ -102,8 +102,10 @@ static bool attach_live(struct rm_modules *mods, const char *path, const char *c
 
 	if (is_attached(mods, path))
 		return true;
-	if (rm_module_add(mods, path, globs, nglobs, mods->spec, pid, main_exe, -1, true) != 0 ||
-	    mods->n == before)
+	n = rm_module_add(mods, path, globs, nglobs, mods->spec, pid, main_exe, -1, true);
+	if (n == 2 && rm_pending_add(mods, path, globs, nglobs, "the process") == 0)
+		probes__set_holds(mods->probes, true, true);    /* its ifuncs: once it is loaded */
+	if (n != 0 || mods->n == before)
 		return false;
 	m = mods->m[mods->n - 1];
 	n = probes__attach_module(mods->probes, m, mods->link_pid);

@@ -205,18 +205,7 @@ int rm_module_add(struct rm_modules *mods, const char *path, const char *const *
 		sym_module__free(m);
 		return -ENOMEM;
 	}
-	sel = sym_module__select(m, globs, nglobs, (const char *const *)spec->excludes,
-				 spec->nexcludes);
-	/* an ifunc named by -f: the implementation the target runs (user/probe/ifunc.c); a
-	 * launched command inherits our environment, so our loader's choice is its choice */
-	sel += sym_module__resolve_ifuncs(m, globs, nglobs, (const char *const *)spec->excludes,
-					  spec->nexcludes, pid, "atftrace record");
-	sym_module__report_stripped(m, "atftrace record");
-	if (main_exe)
-		sel -= deselect_entry_point(m, m->open_path ? m->open_path : path,
-					    mods->verbose || nglobs);  /* asked for by name: say why */
-	report_skips(m, globs, nglobs, sel, mods->verbose);
-	if (pid > 0 && !m->base) {
+	if (pid > 0) {
 		struct proc_mapping *maps;
 		size_t nmaps;
 		if (!proc_maps(pid, &maps, &nmaps)) {
@@ -226,6 +215,29 @@ int rm_module_add(struct rm_modules *mods, const char *path, const char *const *
 			proc_maps_free(maps, nmaps);
 		}
 	}
+	sel = sym_module__select(m, globs, nglobs, (const char *const *)spec->excludes,
+				 spec->nexcludes);
+	/*
+	 * An ifunc named by -f: the implementation the target runs (user/probe/ifunc.c). When it
+	 * cannot be read yet and the target is about to load the library (a launched command, an
+	 * exec), the library waits: its loader fills the GOT before any code of the program runs,
+	 * and ld.so's debug-state hook attaches it then (user/record/record_live.c).
+	 */
+	bool can_wait = fd < 0 && !main_exe && (pid > 0 ? !m->base : mods->launched);
+	size_t unread = 0;
+
+	sel += sym_module__resolve_ifuncs(m, globs, nglobs, (const char *const *)spec->excludes,
+					  spec->nexcludes, pid, can_wait ? NULL : "atftrace record",
+					  &unread);
+	if (can_wait && unread) {
+		sym_module__free(m);
+		return 2;
+	}
+	sym_module__report_stripped(m, "atftrace record");
+	if (main_exe)
+		sel -= deselect_entry_point(m, m->open_path ? m->open_path : path,
+					    mods->verbose || nglobs);  /* asked for by name: say why */
+	report_skips(m, globs, nglobs, sel, mods->verbose);
 	if (!sel) {
 		fprintf(stderr, "atftrace record: %s: no probe-able function matches%s%s%s\n", path,
 			nglobs ? " " : "", nglobs ? globs[0] : "",
@@ -248,9 +260,12 @@ int rm_module_add(struct rm_modules *mods, const char *path, const char *const *
 int rm_pending_add(struct rm_modules *mods, const char *name, const char *const *globs,
 		   size_t nglobs, const char *target)
 {
-	struct rm_pending *np = realloc(mods->pending, (mods->npending + 1) * sizeof(*np));
-	struct rm_pending *pd;
+	struct rm_pending *np, *pd;
 
+	for (size_t i = 0; i < mods->npending; i++)
+		if (!strcmp(mods->pending[i].name, name) && !mods->pending[i].loaded)
+			return 0;       /* already waited for */
+	np = realloc(mods->pending, (mods->npending + 1) * sizeof(*np));
 	if (!np)
 		return -ENOMEM;
 	mods->pending = np;
@@ -411,6 +426,8 @@ int rm_modules_open(struct rm_modules *mods, const struct rm_spec *spec, pid_t p
 		err = rm_module_add(mods, path, globs, nglobs, spec, pid,
 				 system_wide || (contained ? !strcmp(path, mods->exe_path)
 						 : rm_same_file(path, mods->exe_path)), fd, false);
+		if (err == 2)   /* its ifuncs are read once the target has loaded it */
+			err = rm_pending_add(mods, path, globs, nglobs, pid > 0 ? "the process" : cmd);
 		free(path);
 		if (err < 0)
 			goto cleanup;
