@@ -5,6 +5,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/types.h>
 #include "probes.h"
 #include "symbols.h"
@@ -107,7 +108,12 @@ bool rm_same_file(const char *a, const char *b);
 int rm_modules_watch(struct rm_modules *mods, struct probes *p, struct recorder *rec,
 		     pid_t target, pid_t link_pid);
 
-/** rm_modules_report_unloaded - one line for each -f module the target never loaded. */
-void rm_modules_report_unloaded(const struct rm_modules *mods);
+/**
+ * rm_modules_report_end - at the end of a session of @events events (@lost lost), ended by
+ * @reason: one line for each -f module the target never loaded, and, when the session is
+ * empty, a warning that says why.
+ */
+void rm_modules_report_end(const struct rm_modules *mods, uint64_t events, uint64_t lost,
+			   const char *reason);
 
 #endif

@@ -116,6 +116,16 @@ const char *sym_skip_str(enum sym_skip s);
 const char *sym_insn_str(enum sym_insn i);
 const char *sym_origin_str(enum sym_origin o);
 
+/** sym_demangle - the C++ demangled form of @name (malloc'd), or NULL (not C++, no runtime). */
+char *sym_demangle(const char *name);
+
+/**
+ * sym_probe_site - the enum sym_insn class of the code at a probe site, @avail bytes of it
+ * read (of @code_len up to the function's end), -1 when uprobes refuse it; a leading endbr64
+ * (*@endbr64 set) is hopped: the class is that of the instruction after it.
+ */
+int sym_probe_site(const uint8_t *code, size_t avail, size_t code_len, bool *endbr64);
+
 /**
  * sym_module__probe_at - make @f probe-able at module address @addr (an ifunc's
  * implementation): file offset from the module's own executable sections, first

@@ -408,29 +408,6 @@ static void print_summary(const struct recorder *r, const char *session_dir, con
 			(unsigned long long)st.write_errors);
 }
 
-/* A session without events says why, on stderr; it is not an error (exit status 0). */
-static void explain_empty(const struct recorder *r, const struct rm_modules *mods, const char *reason)
-{
-	struct recorder_stats st;
-	size_t unloaded = 0;
-
-	recorder__stats(r, &st);
-	if (st.events)
-		return;
-	for (size_t i = 0; i < mods->npending; i++)
-		unloaded += !mods->pending[i].loaded;
-	if (!mods->attached)
-		fprintf(stderr, "atftrace record: warning: the session is empty: no function was "
-			"attached (%s)\n", unloaded ? "the -f modules were never loaded"
-			: "nothing the -f globs name was found in the programs the target ran");
-	else if (st.lost_events)
-		fprintf(stderr, "atftrace record: warning: the session is empty: every event was lost\n");
-	else
-		fprintf(stderr, "atftrace record: warning: the session is empty: none of the %zu "
-			"attached function%s was called before the session ended (%s)\n", mods->attached,
-			mods->attached == 1 ? "" : "s", reason);
-}
-
 static void raise_nofile_limit(void)
 {
 	struct rlimit rl;
@@ -575,8 +552,12 @@ static int record_main(struct record_args *a)
 	if (!reason || err < 0)
 		goto cleanup;
 	print_summary(rec, session_dir, reason, mono_s() - t0);
-	rm_modules_report_unloaded(&mods);
-	explain_empty(rec, &mods, reason);
+	{
+		struct recorder_stats st;
+
+		recorder__stats(rec, &st);
+		rm_modules_report_end(&mods, st.events, st.lost_events, reason);
+	}
 	if (a->kill_at_end && a->cmd && proc_alive(target)) {
 		fprintf(stderr, "atftrace record: --kill-at-end: sending SIGTERM to %d\n", (int)target);
 		kill(target, SIGTERM);

@@ -24,6 +24,42 @@
 #include "proc.h"
 #include "symbols.h"
 
+int sym_module__probe_at(struct sym_module *m, struct sym_func *f, uint64_t addr)
+{
+	const char *path = m->open_path ? m->open_path : m->path;
+	uint8_t code[16];
+	size_t avail = 0;
+	uint64_t off = 0;
+	ssize_t n;
+	int fd, insn;
+
+	for (size_t i = 0; i < m->ntext && !avail; i++) {
+		const struct sym_text *t = &m->text[i];
+
+		if (addr < t->addr || addr - t->addr >= t->size)
+			continue;
+		off = addr - t->addr + t->offset;
+		avail = t->size - (addr - t->addr);
+	}
+	if (!avail)
+		return -ENOENT;
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	n = pread(fd, code, avail < sizeof(code) ? avail : sizeof(code), (off_t)off);
+	close(fd);
+	if (n <= 0)
+		return n < 0 ? -errno : -ENOENT;
+	insn = sym_probe_site(code, (size_t)n, avail, &f->endbr64);
+	if (insn < 0)
+		return -ENOENT;
+	f->probe_offset = off + (f->endbr64 ? 4 : 0);
+	f->insn = (uint8_t)insn;
+	f->ifunc_impl = addr;
+	f->skip = SYM_OK;
+	return 0;
+}
+
 /* Load bias of @m in process @pid ("self" for 0): where module address 0 is mapped. */
 static int load_bias(const struct sym_module *m, pid_t pid, uint64_t *bias)
 {

@@ -1,11 +1,48 @@
 // SPDX-License-Identifier: MIT
 /*
- * Selecting functions by -f [MODULE:]GLOB and -x GLOB (include/symbols.h): globs match the
- * raw and the demangled name; a glob naming an alias selects the symbol probed in its place.
+ * Names and selection (include/symbols.h): C++ names demangled, functions selected by
+ * -f [MODULE:]GLOB and -x GLOB on the raw and the demangled name; a glob naming an alias
+ * selects the symbol probed in its place.
  */
+#include <dlfcn.h>
 #include <fnmatch.h>
+#include <pthread.h>
+#include <stdlib.h>
 #include <string.h>
 #include "symbols.h"
+
+/* C++ demangling through the C++ runtime, when it is installed. */
+
+typedef char *(*cxa_demangle_fn)(const char *, char *, size_t *, int *);
+static cxa_demangle_fn cxa_demangle;
+static pthread_once_t demangle_once = PTHREAD_ONCE_INIT;
+
+static void demangle_init(void)
+{
+	/* libstdc++ is not linked in (LIBS stays C-only); use it only if it is there. */
+	void *h = dlopen("libstdc++.so.6", RTLD_LAZY | RTLD_LOCAL);
+
+	if (h)
+		cxa_demangle = (cxa_demangle_fn)dlsym(h, "__cxa_demangle");
+}
+
+char *sym_demangle(const char *name)
+{
+	int status = -1;
+	char *out;
+
+	if (strncmp(name, "_Z", 2))
+		return NULL;
+	pthread_once(&demangle_once, demangle_init);
+	if (!cxa_demangle)
+		return NULL;
+	out = cxa_demangle(name, NULL, NULL, &status);
+	if (status != 0) {
+		free(out);
+		return NULL;
+	}
+	return out;
+}
 
 /*
  * Does "[MODULE:]GLOB" apply to @f of module @path? MODULE (before a single ':', so C++ "::"

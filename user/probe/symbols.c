@@ -12,13 +12,11 @@
  * The first instruction there decides the kernel's path (kernel-facts.md); a leading endbr64
  * is hopped over (probe at +4), since it would otherwise be single-stepped.
  */
-#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <fnmatch.h>
 #include <gelf.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -63,39 +61,6 @@ const char *sym_insn_str(enum sym_insn i)
 	return "?";
 }
 
-/* ---- C++ demangling through the C++ runtime, when it is installed -------------------------- */
-
-typedef char *(*cxa_demangle_fn)(const char *, char *, size_t *, int *);
-static cxa_demangle_fn cxa_demangle;
-static pthread_once_t demangle_once = PTHREAD_ONCE_INIT;
-
-static void demangle_init(void)
-{
-	/* libstdc++ is not linked in (LIBS stays C-only); use it only if it is there. */
-	void *h = dlopen("libstdc++.so.6", RTLD_LAZY | RTLD_LOCAL);
-
-	if (h)
-		cxa_demangle = (cxa_demangle_fn)dlsym(h, "__cxa_demangle");
-}
-
-static char *demangle(const char *name)
-{
-	int status = -1;
-	char *out;
-
-	if (strncmp(name, "_Z", 2))
-		return NULL;
-	pthread_once(&demangle_once, demangle_init);
-	if (!cxa_demangle)
-		return NULL;
-	out = cxa_demangle(name, NULL, NULL, &status);
-	if (status != 0) {
-		free(out);
-		return NULL;
-	}
-	return out;
-}
-
 /* ---- first instruction ------------------------------------------------------------------- */
 
 /* Class of the instruction at @p (@avail bytes readable); -1 when uprobes refuse it. */
@@ -119,6 +84,12 @@ static int classify_insn(const uint8_t *p, size_t avail)
 static bool is_endbr64(const uint8_t *p, size_t avail)
 {
 	return avail >= 4 && p[0] == 0xf3 && p[1] == 0x0f && p[2] == 0x1e && p[3] == 0xfa;
+}
+
+int sym_probe_site(const uint8_t *code, size_t avail, size_t code_len, bool *endbr64)
+{
+	*endbr64 = is_endbr64(code, avail) && code_len > 4;
+	return classify_insn(code + (*endbr64 ? 4 : 0), avail - (*endbr64 ? 4 : 0));
 }
 
 /* ---- reading ------------------------------------------------------------------------------- */
@@ -298,13 +269,11 @@ static void classify(const struct reader *r, const struct raw_sym *s, struct sym
 		f->skip = SYM_SKIP_INSN;
 		return;
 	}
-	avail = (size_t)got;
-	if (is_endbr64(code, avail) && end - off > 4) {
-		f->endbr64 = true;
+	insn = sym_probe_site(code, (size_t)got, (size_t)(end - off), &f->endbr64);
+	if (f->endbr64) {
 		off += 4;
 		f->probe_offset = off;
 	}
-	insn = classify_insn(code + (f->endbr64 ? 4 : 0), avail - (f->endbr64 ? 4 : 0));
 	if (insn < 0) {
 		f->skip = SYM_SKIP_INSN;
 		return;
@@ -342,7 +311,7 @@ static int build_funcs(struct reader *r, struct sym_module *m)
 			return -ENOMEM;
 		m->nfuncs = ++n;
 		f->symbol_index = (uint32_t)n;
-		f->demangled = demangle(s->name);
+		f->demangled = sym_demangle(s->name);
 		f->addr = s->addr;
 		f->size = s->size;
 		f->origin = s->origin;
@@ -645,41 +614,3 @@ void sym_module__free(struct sym_module *m)
 	free(m->build_id);
 	free(m);
 }
-
-int sym_module__probe_at(struct sym_module *m, struct sym_func *f, uint64_t addr)
-{
-	const char *path = m->open_path ? m->open_path : m->path;
-	uint8_t code[16];
-	size_t avail = 0;
-	uint64_t off = 0;
-	ssize_t n;
-	int fd, insn;
-
-	for (size_t i = 0; i < m->ntext && !avail; i++) {
-		const struct sym_text *t = &m->text[i];
-
-		if (addr < t->addr || addr - t->addr >= t->size)
-			continue;
-		off = addr - t->addr + t->offset;
-		avail = t->size - (addr - t->addr);
-	}
-	if (!avail)
-		return -ENOENT;
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	n = pread(fd, code, avail < sizeof(code) ? avail : sizeof(code), (off_t)off);
-	close(fd);
-	if (n <= 0)
-		return n < 0 ? -errno : -ENOENT;
-	f->endbr64 = is_endbr64(code, (size_t)n) && n > 4;
-	insn = classify_insn(code + (f->endbr64 ? 4 : 0), (size_t)n - (f->endbr64 ? 4 : 0));
-	if (insn < 0)
-		return -ENOENT;
-	f->probe_offset = off + (f->endbr64 ? 4 : 0);
-	f->insn = (uint8_t)insn;
-	f->ifunc_impl = addr;
-	f->skip = SYM_OK;
-	return 0;
-}
-

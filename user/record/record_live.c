@@ -250,11 +250,30 @@ int rm_modules_watch(struct rm_modules *mods, struct probes *p, struct recorder 
 	return 0;
 }
 
-void rm_modules_report_unloaded(const struct rm_modules *mods)
+void rm_modules_report_end(const struct rm_modules *mods, uint64_t events, uint64_t lost,
+			   const char *reason)
 {
-	for (size_t i = 0; i < mods->npending; i++)
-		if (!mods->pending[i].loaded)
-			fprintf(stderr, "atftrace record: -f %s:%s...: the target never loaded %s\n",
-				mods->pending[i].name, mods->pending[i].nglobs ? mods->pending[i].globs[0] : "",
-				mods->pending[i].name);
+	size_t unloaded = 0;
+
+	for (size_t i = 0; i < mods->npending; i++) {
+		if (mods->pending[i].loaded)
+			continue;
+		unloaded++;
+		fprintf(stderr, "atftrace record: -f %s:%s...: the target never loaded %s\n",
+			mods->pending[i].name, mods->pending[i].nglobs ? mods->pending[i].globs[0] : "",
+			mods->pending[i].name);
+	}
+	/* an empty session says why; it is not an error (exit status 0) */
+	if (events)
+		return;
+	if (!mods->attached)
+		fprintf(stderr, "atftrace record: warning: the session is empty: no function was "
+			"attached (%s)\n", unloaded ? "the -f modules were never loaded"
+			: "nothing the -f globs name was found in the programs the target ran");
+	else if (lost)
+		fprintf(stderr, "atftrace record: warning: the session is empty: every event was lost\n");
+	else
+		fprintf(stderr, "atftrace record: warning: the session is empty: none of the %zu "
+			"attached function%s was called before the session ended (%s)\n", mods->attached,
+			mods->attached == 1 ? "" : "s", reason);
 }
