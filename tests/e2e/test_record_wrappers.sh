@@ -46,6 +46,8 @@ cp "$TARGETS/libatftest.so" "$T/priv/"
 libpath() { python3 -c 'import json,sys,glob; m=json.load(open(glob.glob(sys.argv[1]+"/pid_*/manifest.json")[0])); print("\n".join(x["path"] for x in m["modules"]))' "$1" | grep libatftest; }
 "$ATF" record -o "$T/runpath" -f 'libatftest.so:lib_*' -- "$T/app/shlib_user" $M >/dev/null 2>"$T/err" || { cat "$T/err" >&2; fail "record (RUNPATH)"; }
 assert_eq "$T/app/libatftest.so" "$(libpath "$T/runpath")" "library found through RUNPATH \$ORIGIN"
+"$ATF" list-functions -s -f 'libatftest.so:lib_*' "$T/app/shlib_user" >"$T/lf" 2>"$T/err" || { cat "$T/err" >&2; fail "list-functions (RUNPATH)"; }
+assert_contains "$T/lf" "^module $T/app/libatftest.so " "list-functions finds the library record traces"
 LD_LIBRARY_PATH=$T/priv "$ATF" record -o "$T/llp" -f 'libatftest.so:lib_*' -- "$T/app/shlib_user" $M >/dev/null 2>"$T/err" || { cat "$T/err" >&2; fail "record (LD_LIBRARY_PATH)"; }
 assert_eq "$T/priv/libatftest.so" "$(libpath "$T/llp")" "library found through LD_LIBRARY_PATH"
 "$TOOLS/record_stats" "$T/llp" >"$T/stats"

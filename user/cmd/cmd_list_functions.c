@@ -10,7 +10,8 @@
  * "-> ADDRESS"); a stripped module without a debug file gets one line on stderr; then a summary
  * with counts per reason. Module and glob rules are those of `atftrace record`: globs without
  * MODULE apply to the main executable; MODULE is a path or a library name resolved through
- * /proc/PID/maps (-p) or the library path; -x applies everywhere.
+ * /proc/PID/maps (-p) or as BINARY's dynamic loader will find it (else the host's library
+ * path, for a library it would dlopen); -x applies everywhere.
  */
 #include <argp.h>
 #include <errno.h>
@@ -255,7 +256,12 @@ int cmd_list_functions(int argc, char **argv)
 			done[j] = true;
 		}
 		name = strndup(a.funcs[i], (size_t)len);
-		path = !name ? NULL : strchr(name, '/') ? strdup(name) : sym_resolve_library(a.pid, name);
+		/* as record finds it: mapped (-p), or as BINARY's loader will, else on the host */
+		path = !name ? NULL : strchr(name, '/') ? strdup(name)
+		       : a.pid ? sym_resolve_library(a.pid, name)
+		       : sym_resolve_needed(exe, name, getenv("LD_LIBRARY_PATH"));
+		if (name && !path && !a.pid)
+			path = sym_resolve_library(0, name);
 		if (!path) {
 			fprintf(stderr, "atftrace list-functions: %s: not found %s\n", name ? name : "?",
 				a.pid ? "in the process's mappings" : "on the library path");
