@@ -24,8 +24,8 @@ endif
 # ---- dependencies: scripts/deps.sh installs what is missing (once per missing item) -------
 DEP_FILES := /usr/include/bpf/libbpf.h /usr/include/gelf.h /usr/include/elfutils/libdw.h \
 	     /usr/include/lz4.h /usr/include/zlib.h /usr/include/jansson.h /usr/include/cmocka.h \
-	     /usr/include/cbor.h
-DEP_CMDS  := clang llvm-strip bpftool protoc bpftrace node npm g++ jq chromium
+	     /usr/include/cbor.h /usr/include/elfutils/debuginfod.h /usr/share/doc/libc6-dbg
+DEP_CMDS  := clang llvm-strip bpftool protoc bpftrace node npm g++ jq chromium debuginfod
 DEPS_MISSING := $(strip $(foreach f,$(DEP_FILES),$(if $(wildcard $(f)),,$(f))) \
 		$(foreach c,$(DEP_CMDS),$(if $(shell command -v $(c) 2>/dev/null),,$(c))))
 ifneq ($(DEPS_MISSING),)

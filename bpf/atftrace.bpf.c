@@ -596,6 +596,41 @@ int BPF_PROG(atf_exit, struct task_struct *p)
 	return 0;
 }
 
+/*
+ * Holds for modules that appear later (user/record/record_watch.c). The recorder must attach the
+ * probes of a new program image (at exec) or of a library just mapped (ld.so's debug-state hook)
+ * before the process runs them, so the hook stops the process (SIGSTOP, delivered before it
+ * returns to user space) and says so in its record; the recorder resumes it after attaching.
+ * Holds obey unwind_holds_off / unwind_inflight like the C++ unwind holds above, so once the
+ * recorder has stopped holds, no process is left stopped after its last drain.
+ */
+__u32 exec_hold;                /* written by the recorder (mmaped .bss): hold at exec */
+__u32 dl_hold;                  /* hold at ld.so's debug-state call (a library was mapped) */
+
+static __always_inline void emit_held_task(__u32 type, __u32 tgid, __u32 tid, bool want_hold)
+{
+	struct rec_task *r;
+
+	__sync_fetch_and_add(&unwind_inflight, 1);
+	r = bpf_ringbuf_reserve(&rb, sizeof(*r), 0);
+	if (!r) {
+		count_lost(lost_events);        /* and not held: nobody would resume it */
+		goto out;
+	}
+	r->type = type;
+	r->pid = tgid;
+	r->tid = tid;
+	r->child_pid = 0;
+	r->ts = bpf_ktime_get_boot_ns();
+	bpf_get_current_comm(r->comm, sizeof(r->comm));
+	/* signal only with the record in hand: a held process always has its record */
+	if (want_hold && !*(volatile __u32 *)&unwind_holds_off && !bpf_send_signal_thread(ATF_SIGSTOP))
+		r->child_pid = REC_TASK_HELD;
+	bpf_ringbuf_submit(r, r->child_pid ? BPF_RB_FORCE_WAKEUP : wakeup_flag());
+out:
+	__sync_fetch_and_add(&unwind_inflight, -1);
+}
+
 SEC("tp_btf/sched_process_exec")
 int BPF_PROG(atf_exec, struct task_struct *p, pid_t old_pid)
 {
@@ -608,7 +643,20 @@ int BPF_PROG(atf_exec, struct task_struct *p, pid_t old_pid)
 
 	if (st)
 		st->depth = 0;
-	emit_task(REC_TASK_EXEC, tgid, p->pid, 0);
+	emit_held_task(REC_TASK_EXEC, tgid, p->pid, exec_hold);
 	announce_exec(bpf_get_current_pid_tgid());
+	return 0;
+}
+
+/* Entry of ld.so's _dl_debug_state (r_debug.r_brk): called before and after each change of
+ * the link map, at start-up, dlopen and dlclose. */
+SEC("uprobe")
+int atf_dl_state(struct pt_regs *ctx)
+{
+	__u64 pid_tgid = bpf_get_current_pid_tgid();
+
+	if (!tgid_traced(pid_tgid >> 32))
+		return 0;
+	emit_held_task(REC_DL_STATE, pid_tgid >> 32, (__u32)pid_tgid, dl_hold);
 	return 0;
 }

@@ -18,6 +18,7 @@ enum {
 	REC_TASK_FORK   = 4,    /* struct rec_task: a traced process forked (--follow-fork) */
 	REC_TASK_EXEC   = 5,    /* struct rec_task: a traced process called exec */
 	REC_UNWIND_FIXUP = 6,   /* struct rec_unwind_fixup: stack writes for a C++ unwind */
+	REC_DL_STATE    = 7,    /* struct rec_task: ld.so's link map changes (dlopen, dlclose, start) */
 	REC_PROC_INFO   = 16,   /* struct rec_proc_info: who a thread is, at its first event (-a) */
 };
 
@@ -72,11 +73,15 @@ struct thread_loss {
 	__u64 returns;          /* RETURN/EXCEPTION events not written although their CALL was */
 };
 
+/* REC_TASK_EXEC and REC_DL_STATE: child_pid holds REC_TASK_HELD when the process was stopped
+ * (SIGSTOP) for the recorder, which sends SIGCONT once it has attached what is new. */
+#define REC_TASK_HELD 1u
+
 struct rec_task {
 	__u32 type;
 	__u32 pid;              /* tgid */
 	__u32 tid;
-	__u32 child_pid;        /* REC_TASK_FORK: the new process */
+	__u32 child_pid;        /* REC_TASK_FORK: the new process; EXEC/DL_STATE: REC_TASK_HELD or 0 */
 	__u64 ts;
 	char comm[16];          /* the thread's name (REC_TASK_EXIT: its last one) */
 };

@@ -69,6 +69,21 @@ int probes__attach_module(struct probes *p, const struct sym_module *m, pid_t pi
 int probes__attach_unwind_hooks(struct probes *p, const char *libstdcxx_path, pid_t pid);
 
 /**
+ * probes__attach_dl_hook - an entry probe on _dl_debug_state of the dynamic loader @ldso_path
+ * (ld.so calls it around every change of its list of modules: start-up, dlopen, dlclose); it
+ * sends REC_DL_STATE records for traced processes (@pid as for probes__attach_module).
+ * 0, or a negative errno (-ENOENT: no such symbol).
+ */
+int probes__attach_dl_hook(struct probes *p, const char *ldso_path, pid_t pid);
+
+/**
+ * probes__set_holds - stop traced processes (SIGSTOP, REC_TASK_HELD in the record) at exec
+ * and/or at ld.so's debug-state call, so the ring's reader can attach new modules before they
+ * run; the reader then sends SIGCONT. probes__stop_unwind_holds() ends these holds too.
+ */
+void probes__set_holds(struct probes *p, bool at_exec, bool at_dl_state);
+
+/**
  * probes__stop_unwind_holds - no thread is stopped for an unwind fix-up after this returns
  * (the ring reader's last drain then sees every REC_UNWIND_FIXUP there will be). 0, or
  * -ETIMEDOUT if a hook stayed in flight for a second.

@@ -47,6 +47,9 @@ int proc_comm(pid_t pid, pid_t tid, char *buf, size_t len);
 int proc_cmdline(pid_t pid, char ***argv, size_t *argc);
 void proc_argv_free(char **argv, size_t argc);
 
+/** proc_environ_get - the value of @name in /proc/PID/environ (malloc'd), or NULL when unset. */
+char *proc_environ_get(pid_t pid, const char *name);
+
 /** proc_exe_path - readlink /proc/PID/exe (malloc'd, without a " (deleted)" suffix), or NULL. */
 char *proc_exe_path(pid_t pid);
 

@@ -5,6 +5,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/types.h>
 #include "probes.h"
 #include "symbols.h"
@@ -26,6 +27,16 @@ void rm_spec_free(struct rm_spec *s);
  */
 int rm_split(const char *arg);
 
+/* A -f MODULE:GLOB whose MODULE the target has not loaded yet (dlopen later, or a miss). */
+struct rm_pending {
+	char *name;
+	const char **globs;         /* into the rm_spec */
+	size_t nglobs;
+	bool loaded;                /* attached once the target mapped it */
+};
+
+struct recorder;
+
 struct rm_modules {
 	char *exe_path;             /* main executable: the command as exec will find it, or /proc/PID/exe */
 	struct sym_module **m;      /* the main executable first when it is traced */
@@ -37,6 +48,20 @@ struct rm_modules {
 	/* files of a containerised process, open while probes attach (open_path) */
 	int *fds;
 	size_t nfds;
+	/* what is looked for again at each exec and mapping (user/record/record_live.c) */
+	const struct rm_spec *spec;
+	const char **main_globs;    /* the globs without MODULE (into the spec) */
+	size_t nmain;
+	bool main_all;              /* no -f: every function of each program */
+	bool launched;
+	bool first_exec_done;       /* the launched command's own exec was seen */
+	struct rm_pending *pending;
+	size_t npending;
+	struct probes *probes;      /* set by rm_modules_watch() */
+	struct recorder *rec;
+	pid_t link_pid;
+	char **ldso;                /* dynamic loaders whose debug-state hook is attached */
+	size_t nldso;
 };
 
 /**
@@ -54,5 +79,41 @@ int rm_modules_open(struct rm_modules *mods, const struct rm_spec *spec, pid_t p
 int rm_modules_attach(struct rm_modules *mods, struct probes *p, pid_t pid);
 
 void rm_modules_free(struct rm_modules *mods);
+
+/**
+ * rm_module_add - read the symbols of @path, select @globs (the main executable's when
+ * @main_exe), resolve ifuncs in @pid, report what cannot be probed and add it to @mods.
+ * @fd: the file already open safely (a container's) or -1. With @optional, a module where
+ * nothing matches is one note and returns 1 instead of an error. Returns 2, adding nothing,
+ * for a library the target has not loaded yet whose ifuncs named by @globs can only be read
+ * once it has: the caller waits for its mapping (rm_pending_add with its path).
+ */
+int rm_module_add(struct rm_modules *mods, const char *path, const char *const *globs,
+		  size_t nglobs, const struct rm_spec *spec, pid_t pid, bool main_exe, int fd,
+		  bool optional);
+
+/** rm_pending_add - wait for @name to be mapped (says so in one line naming @target). */
+int rm_pending_add(struct rm_modules *mods, const char *name, const char *const *globs,
+		   size_t nglobs, const char *target);
+
+/** rm_same_file - do @a and @b name the same file (symlinks resolved)? */
+bool rm_same_file(const char *a, const char *b);
+
+/**
+ * rm_modules_watch - from now on, follow the target's modules while it runs (record_live.c): at
+ * each exec the new program's modules and the -f globs are resolved again, and a library named
+ * by -f that was not loaded is attached when ld.so maps it; the process is held (stopped) while
+ * that happens. @target: the launched or attached process (its interpreter gets the hook).
+ */
+int rm_modules_watch(struct rm_modules *mods, struct probes *p, struct recorder *rec,
+		     pid_t target, pid_t link_pid);
+
+/**
+ * rm_modules_report_end - at the end of a session of @events events (@lost lost), ended by
+ * @reason: one line for each -f module the target never loaded, and, when the session is
+ * empty, a warning that says why.
+ */
+void rm_modules_report_end(const struct rm_modules *mods, uint64_t events, uint64_t lost,
+			   const char *reason);
 
 #endif

@@ -89,6 +89,21 @@ void recorder__stats(const struct recorder *r, struct recorder_stats *s);
 /** recorder__exit_status - wait(2) status of a launched child the recorder reaped, or -1. */
 int recorder__exit_status(const struct recorder *r, pid_t pid);
 
+/**
+ * recorder_module_fn - a file newly mapped executable in traced process @pid ([@start, @end) is
+ * the span of its mappings), seen at an exec or when ld.so changed its list of modules
+ * (dlopen). When the process was held for it (probes__set_holds), it stays stopped until the
+ * end of the drain, so probes attached from the hook see its first call.
+ */
+typedef void (*recorder_module_fn)(void *ctx, pid_t pid, const char *path, uint64_t start,
+				   uint64_t end);
+/** recorder_exec_fn - traced process @pid runs a new program (before its modules are announced). */
+typedef void (*recorder_exec_fn)(void *ctx, pid_t pid);
+
+/** recorder__on_module_mapped / recorder__on_exec - add a hook (called in the order added). */
+int recorder__on_module_mapped(struct recorder *r, recorder_module_fn fn, void *ctx);
+int recorder__on_exec(struct recorder *r, recorder_exec_fn fn, void *ctx);
+
 /** recorder__free - finalize if needed and release. NULL is ignored. */
 void recorder__free(struct recorder *r);
 

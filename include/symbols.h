@@ -2,7 +2,9 @@
 /*
  * ELF symbol resolution for probing (user/probe/symbols.c, elfutils libelf/libdw).
  * A module is one ELF file (executable or shared library); its functions come from .symtab
- * and .dynsym, aliases at one address are probed once, and each gets the probe's file offset.
+ * and .dynsym, or, for a stripped file, from a separate debug file with the same build-id
+ * (user/probe/debuginfo.c); aliases at one address are probed once, and each gets the probe's
+ * file offset in the module itself (a debug file's code sections are empty).
  */
 #ifndef ATFTRACE_SYMBOLS_H
 #define ATFTRACE_SYMBOLS_H
@@ -10,6 +12,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 /* Why a function is not probed (reported, never skipped silently). */
 enum sym_skip {
@@ -31,6 +34,16 @@ enum sym_insn {
 	SYM_INSN_ENDBR64,           /* hopped over: the probe goes at function + 4 */
 };
 
+/* Where a function's name came from (list-functions shows it). */
+enum sym_origin {
+	SYM_ORIGIN_DYNSYM = 0,      /* the module's .dynsym */
+	SYM_ORIGIN_SYMTAB,          /* the module's .symtab */
+	SYM_ORIGIN_BUILD_ID,        /* /usr/lib/debug/.build-id/xx/rest.debug */
+	SYM_ORIGIN_DEBUGLINK,       /* .gnu_debuglink: beside, .debug/, /usr/lib/debug/<dir> */
+	SYM_ORIGIN_DEBUG_DIR,       /* --debug-dir DIR */
+	SYM_ORIGIN_DEBUGINFOD,      /* a debuginfod server (DEBUGINFOD_URLS) */
+};
+
 struct sym_func {
 	uint32_t symbol_index;      /* from 1, stable for the module: function_id = module_id << 32 | index */
 	char *name;                 /* raw ELF name */
@@ -42,6 +55,19 @@ struct sym_func {
 	uint8_t skip;               /* enum sym_skip */
 	bool selected;              /* matched -f and not -x, and probe-able */
 	bool endbr64;               /* a leading endbr64 was hopped: probe_offset = entry + 4 */
+	uint8_t origin;             /* enum sym_origin of the name */
+	uint64_t ifunc_impl;        /* an ifunc probed at its implementation: that address, else 0 */
+};
+
+/* An R_*_IRELATIVE relocation: the GOT slot that holds what the ifunc resolver returned. */
+struct sym_irel {
+	uint64_t slot;              /* r_offset (module address of the slot) */
+	uint64_t resolver;          /* r_addend (module address of the resolver) */
+};
+
+/* An executable section: module addresses [addr, addr + size) are file bytes from offset. */
+struct sym_text {
+	uint64_t addr, size, offset;
 };
 
 struct sym_module {
@@ -54,6 +80,13 @@ struct sym_module {
 	bool pie;                   /* ET_DYN */
 	struct sym_func *funcs;
 	size_t nfuncs;
+	char *debug_path;           /* the separate debug file the names came from, or NULL */
+	uint8_t debug_origin;       /* enum sym_origin of debug_path */
+	bool stripped;              /* no .symtab and no debug file: exported names only */
+	struct sym_irel *irel;
+	size_t nirel;
+	struct sym_text *text;
+	size_t ntext;
 };
 
 /**
@@ -71,9 +104,89 @@ void sym_module__free(struct sym_module *m);
 size_t sym_module__select(struct sym_module *m, const char *const *globs, size_t nglobs,
 			  const char *const *excludes, size_t nexcludes);
 
-/** sym_skip_str / sym_insn_str - short names for reports and list-functions. */
+/**
+ * sym_glob_matches - does "[MODULE:]GLOB" apply to @f of the module at @path? MODULE (before a
+ * single ':'; C++ "::" stays in the glob) matches the full path or its basename; GLOB the raw
+ * or demangled name.
+ */
+bool sym_glob_matches(const char *glob, const char *path, const struct sym_func *f);
+
+/** sym_skip_str / sym_insn_str / sym_origin_str - short names for reports and list-functions. */
 const char *sym_skip_str(enum sym_skip s);
 const char *sym_insn_str(enum sym_insn i);
+const char *sym_origin_str(enum sym_origin o);
+
+/** sym_demangle - the C++ demangled form of @name (malloc'd), or NULL (not C++, no runtime). */
+char *sym_demangle(const char *name);
+
+/**
+ * sym_probe_site - the enum sym_insn class of the code at a probe site, @avail bytes of it
+ * read (of @code_len up to the function's end), -1 when uprobes refuse it; a leading endbr64
+ * (*@endbr64 set) is hopped: the class is that of the instruction after it.
+ */
+int sym_probe_site(const uint8_t *code, size_t avail, size_t code_len, bool *endbr64);
+
+/**
+ * sym_module__probe_at - make @f probe-able at module address @addr (an ifunc's
+ * implementation): file offset from the module's own executable sections, first
+ * instruction classified. 0, or -ENOENT when @addr is not in its code.
+ */
+int sym_module__probe_at(struct sym_module *m, struct sym_func *f, uint64_t addr);
+
+/**
+ * sym_module__resolve_ifuncs - for each ifunc of @m matching @globs, find the implementation
+ * the target runs: the GOT slot its resolver filled (an IRELATIVE relocation), read in process
+ * @pid (> 0) where it maps @m, else (@pid 0: a command not started yet, which inherits our
+ * environment; or a process that runs with our GLIBC_TUNABLES) in this very process when it
+ * maps the same file: the resolver's choice depends only on the CPU and GLIBC_TUNABLES. The
+ * implementation is selected: under its own name when a symbol names it (__strlen_avx2),
+ * else as the ifunc's name. Ifuncs left unresolved are reported in one line each (unless @who
+ * is NULL), naming the implementations the symbols know; @unread (may be NULL) counts those
+ * whose choice could not be read. Returns the number of functions newly selected.
+ */
+size_t sym_module__resolve_ifuncs(struct sym_module *m, const char *const *globs, size_t nglobs,
+				  const char *const *excludes, size_t nexcludes, pid_t pid,
+				  const char *who, size_t *unread);
+
+/** sym_lib_name_matches - does library @name name file @file ("libc.so.6", "libc", "libc.so")? */
+bool sym_lib_name_matches(const char *file, const char *name);
+
+/** sym_elf_needs - does the ELF file at @path list a DT_NEEDED entry starting with @prefix? */
+bool sym_elf_needs(const char *path, const char *prefix);
+
+/**
+ * sym_resolve_needed - the file the dynamic loader will load for library @name (e.g.
+ * "libc.so.6") when it starts the program @exe with LD_LIBRARY_PATH @ld_library_path (NULL:
+ * unset): DT_NEEDED from @exe breadth first, each name looked up as ld.so does (DT_RPATH,
+ * LD_LIBRARY_PATH, DT_RUNPATH, /etc/ld.so.cache, default directories; $ORIGIN). Returns a
+ * malloc'd path, or NULL when @name is not among the libraries the program needs.
+ */
+char *sym_resolve_needed(const char *exe, const char *name, const char *ld_library_path);
+
+/* ---- separate debug files (user/probe/debuginfo.c) ---------------------------------------- */
+
+/** sym_debug_dir_add - also look for debug files under @dir (--debug-dir; copied). */
+int sym_debug_dir_add(const char *dir);
+void sym_debug_dirs_free(void);
+
+/**
+ * sym_debug_find - the debug file of the module @elf (opened from @path): by build-id under
+ * the --debug-dir directories and /usr/lib/debug/.build-id, by .gnu_debuglink beside it, in
+ * its .debug/ and under /usr/lib/debug/<dir>, then from debuginfod (DEBUGINFOD_URLS). Only a
+ * file with the module's build-id (or the debuglink's CRC when it has none) is taken.
+ * Returns an open fd with @found (malloc'd path) and @origin, or -ENOENT.
+ */
+struct Elf;
+int sym_debug_find(struct Elf *elf, const char *path, char **found, enum sym_origin *origin);
+
+/**
+ * sym_debug_package - the Debian package that ships @path (dpkg-query -S, also under its
+ * canonical and pre-usrmerge names), malloc'd, or NULL.
+ */
+char *sym_debug_package(const char *path);
+
+/** sym_module__report_stripped - one line when @m is stripped and no debug file was found. */
+void sym_module__report_stripped(const struct sym_module *m, const char *who);
 
 /**
  * sym_resolve_library - find the file of library @name (e.g. "libc.so.6") as mapped in @pid

@@ -7,6 +7,9 @@ PKGS=(
   make gcc g++ clang llvm            # build; clang/llvm-strip for the BPF object; g++ for C++ test targets
   libbpf-dev bpftool                 # libbpf 1.1 + skeleton generator
   libelf-dev libdw-dev               # ELF symbols, build-ids
+  libdebuginfod-dev                  # debug files from debuginfod servers (DEBUGINFOD_URLS)
+  libc6-dbg                          # libc's debug symbols (_int_malloc, __strlen_avx2) for e2e tests
+  debuginfod                         # a real debuginfod server for the e2e test of that lookup
   liblz4-dev zlib1g-dev              # ZTS0 compression, CRC32
   libjansson-dev                     # manifest.json
   libcmocka-dev                      # unit tests

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # fork_exec K M: the child calls child_work K times then execs /bin/true; the parent waits and
-# calls parent_work M times. With --follow-fork the child has its own pid_<PID>/ ending at its
-# exec; without it, only the parent is recorded.
+# calls parent_work M times. With --follow-fork the child has its own pid_<PID>/, which goes on
+# through its exec until /bin/true exits; without it, only the parent is recorded.
 source "$(dirname "$0")/lib.sh"
 need_bpf
 K=5 M=3
@@ -15,7 +15,7 @@ child=$(awk '$1 == "call" && $3 == "child_work" { print $2 }' "$T/stats")
 assert_eq $M "$(awk -v p=$parent '$1 == "call" && $2 == p && $3 == "parent_work" { print $4 }' "$T/stats")" "parent's calls"
 assert_eq "" "$(awk -v p=$parent '$1 == "call" && $2 == p && $3 == "child_work"' "$T/stats")" "child's calls in the parent's directory"
 assert_eq $K "$(awk -v p=$child '$1 == "call" && $2 == p && $3 == "child_work" { print $4 }' "$T/stats")" "child's calls"
-assert_eq "exec" "$(awk -v p=$child '$1 == "process" && $2 == p { print $18 }' "$T/stats")" "child's end reason"
+assert_eq "target exited" "$(awk -v p=$child '$1 == "process" && $2 == p { print $18, $19 }' "$T/stats")" "child's end reason"
 assert_eq "target exited" "$(awk -v p=$parent '$1 == "process" && $2 == p { print $18, $19 }' "$T/stats")" "parent's end reason"
 for d in "$T"/ff/pid_*; do "$ATF" verify "$d" >/dev/null || fail "verify $d"; done
 assert_contains "$T/err" "process $child called exec" "exec reported"

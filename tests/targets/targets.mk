@@ -33,3 +33,14 @@ $(OUTPUT)/targets/probe_sites_cet: tests/targets/probe_sites.c
 	$(Q)$(CC) $(TARGET_CFLAGS) -fcf-protection=full $< -o $@
 EXTRA_TARGETS += $(OUTPUT)/targets/probe_sites_cet
 TARGET_CFLAGS_tail_call := -O2 -fomit-frame-pointer -foptimize-sibling-calls
+
+# ---- real programs' symbols (debug files, ifuncs) ----
+# calls_libc: every strlen is a real call into libc (no builtin), so counts are exact.
+TARGET_CFLAGS_calls_libc := -fno-builtin
+# dlopen_user loads libatfplugin.so on command (dlopen), never through DT_NEEDED.
+$(OUTPUT)/targets/libatfplugin.so: tests/targets/libatfplugin.c
+	$(call msg,TARGET,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(TARGET_CFLAGS) -fPIC -shared $< -o $@
+TARGET_LDFLAGS_dlopen_user := -ldl
+EXTRA_TARGETS += $(OUTPUT)/targets/libatfplugin.so

@@ -10,6 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -144,7 +145,11 @@ static void test_indexes_stable(void **state)
 	struct sym_module *m1 = open_target("probe_plt"), *m2 = open_target("probe_plt");
 
 	assert_int_equal(m1->nfuncs, m2->nfuncs);
-	assert_int_equal(m1->module_id, atf_module_id(m1->path));
+	char canon[PATH_MAX];
+
+	/* the id hashes the canonical path: the same file named two ways has one id */
+	assert_non_null(realpath(m1->path, canon));
+	assert_int_equal(m1->module_id, atf_module_id(canon));
 	for (size_t i = 0; i < m1->nfuncs; i++) {
 		assert_int_equal(m1->funcs[i].symbol_index, i + 1);
 		assert_string_equal(m1->funcs[i].name, m2->funcs[i].name);
@@ -225,6 +230,58 @@ static void test_system_files(void **state)
 }
 
 /* Write @len bytes to a temp file and open it: must be 0 or -EINVAL, never a crash. */
+/* Libraries found as ld.so finds them: $ORIGIN RUNPATH, LD_LIBRARY_PATH first, the cache. */
+static void test_loader_search(void **state)
+{
+	char exe[1200], lib[1200], dir[] = "/tmp/atftrace-ldso.XXXXXX", copy[1300];
+	char canon_a[PATH_MAX], canon_b[PATH_MAX], *got;
+	uint8_t *bytes;
+	size_t len;
+	FILE *f;
+
+	target_path(exe, sizeof(exe), "shlib_user");
+	target_path(lib, sizeof(lib), "libatftest.so");
+	got = sym_resolve_needed(exe, "libatftest.so", NULL);      /* RUNPATH $ORIGIN */
+	assert_non_null(got);
+	assert_non_null(realpath(got, canon_a));
+	assert_non_null(realpath(lib, canon_b));
+	assert_string_equal(canon_a, canon_b);
+	free(got);
+	got = sym_resolve_needed(exe, "libc.so.6", NULL);          /* ld.so.cache or defaults */
+	assert_non_null(got);
+	assert_string_equal(strrchr(got, '/'), "/libc.so.6");
+	free(got);
+	got = sym_resolve_needed(exe, "libc", NULL);               /* a short name, as for -f */
+	assert_non_null(got);
+	free(got);
+	assert_null(sym_resolve_needed(exe, "libnosuch.so.9", NULL));
+	/* LD_LIBRARY_PATH comes before DT_RUNPATH */
+	assert_non_null(mkdtemp(dir));
+	snprintf(copy, sizeof(copy), "%s/libatftest.so", dir);
+	bytes = slurp(lib, &len);
+	assert_non_null(bytes);
+	f = fopen(copy, "w");
+	assert_non_null(f);
+	assert_int_equal(fwrite(bytes, 1, len, f), len);
+	fclose(f);
+	free(bytes);
+	got = sym_resolve_needed(exe, "libatftest.so", dir);
+	assert_non_null(got);
+	assert_string_equal(got, copy);
+	free(got);
+	/* a file of another class or machine is passed over, as ld.so does */
+	f = fopen(copy, "w");
+	assert_non_null(f);
+	fputs("not an ELF file", f);
+	fclose(f);
+	got = sym_resolve_needed(exe, "libatftest.so", dir);
+	assert_non_null(got);
+	assert_string_not_equal(got, copy);
+	free(got);
+	unlink(copy);
+	rmdir(dir);
+}
+
 static int open_bytes(const uint8_t *buf, size_t len)
 {
 	char path[] = "/tmp/atftrace-symtest.XXXXXX";
@@ -306,6 +363,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_skip_reasons),
 		cmocka_unit_test(test_indexes_stable),
 		cmocka_unit_test(test_select),
+		cmocka_unit_test(test_loader_search),
 		cmocka_unit_test(test_system_files),
 		cmocka_unit_test(test_malformed),
 	};

@@ -3,11 +3,15 @@
  * atftrace list-functions (-p PID | BINARY) [-f [MODULE:]GLOB]... [-x GLOB]... [--selected]
  *
  * Prints, for the main executable (and every module named as MODULE in -f), the module's path
- * and build id, then one line per function symbol: address, probe file offset, size, the
- * instruction at the probe site, and whether record would probe it or why not; then a summary
+ * and build id (and the separate debug file its names came from, if any), then one line per
+ * function symbol: address, probe file offset, where its name came from (dynsym, symtab,
+ * build-id, debuglink, debug-dir, debuginfod), size, the instruction at the probe site, and
+ * whether record would probe it or why not (an ifunc resolved to its implementation shows
+ * "-> ADDRESS"); a stripped module without a debug file gets one line on stderr; then a summary
  * with counts per reason. Module and glob rules are those of `atftrace record`: globs without
  * MODULE apply to the main executable; MODULE is a path or a library name resolved through
- * /proc/PID/maps (-p) or the library path; -x applies everywhere.
+ * /proc/PID/maps (-p) or as BINARY's dynamic loader will find it (else the host's library
+ * path, for a library it would dlopen); -x applies everywhere.
  */
 #include <argp.h>
 #include <errno.h>
@@ -38,6 +42,7 @@ static const struct argp_option options[] = {
 	{ "function", 'f', "[MODULE:]GLOB", 0, "select functions matching GLOB (repeatable)", 0 },
 	{ "exclude", 'x', "GLOB", 0, "exclude functions matching GLOB (repeatable)", 0 },
 	{ "selected", 's', NULL, 0, "print only the functions record would probe", 0 },
+	{ "debug-dir", 1000, "DIR", 0, "also look for separate debug files under DIR (repeatable)", 0 },
 	{ 0 },
 };
 
@@ -72,6 +77,10 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 		return push(&a->excludes, &a->nexcludes, arg);
 	case 's':
 		a->selected_only = true;
+		return 0;
+	case 1000:
+		if (sym_debug_dir_add(arg) < 0)
+			argp_failure(state, 1, ENOMEM, "--debug-dir");
 		return 0;
 	case ARGP_KEY_ARG:
 		if (a->binary)
@@ -130,9 +139,12 @@ static char *main_executable(const struct lf_args *a)
 static void print_module(const struct sym_module *m, bool selected_only, size_t *counts,
 			 size_t *nselected, size_t *nunmatched)
 {
-	printf("module %s build-id %s %s module-id 0x%08x functions %zu\n", m->path,
+	printf("module %s build-id %s %s module-id 0x%08x functions %zu", m->path,
 	       m->build_id ? m->build_id : "none", m->pie ? "pie" : "non-pie", m->module_id,
 	       m->nfuncs);
+	if (m->debug_path)
+		printf(" debug-file %s (%s)", m->debug_path, sym_origin_str(m->debug_origin));
+	printf("\n");
 	for (size_t i = 0; i < m->nfuncs; i++) {
 		const struct sym_func *f = &m->funcs[i];
 		const char *status = f->selected ? "selected" : f->skip ? sym_skip_str(f->skip)
@@ -149,9 +161,12 @@ static void print_module(const struct sym_module *m, bool selected_only, size_t 
 			continue;
 		snprintf(insn, sizeof(insn), "%s%s", f->endbr64 ? "endbr64+" : "",
 			 f->probe_offset || f->skip == SYM_OK ? sym_insn_str(f->insn) : "-");
-		printf("  0x%016llx 0x%08llx %8llu %-20s %-10s %s\n", (unsigned long long)f->addr,
-		       (unsigned long long)f->probe_offset, (unsigned long long)f->size, insn, status,
-		       f->demangled ? f->demangled : f->name);
+		printf("  0x%016llx 0x%08llx %-10s %8llu %-20s %-10s %s", (unsigned long long)f->addr,
+		       (unsigned long long)f->probe_offset, sym_origin_str(f->origin),
+		       (unsigned long long)f->size, insn, status, f->demangled ? f->demangled : f->name);
+		if (f->ifunc_impl)
+			printf(" -> 0x%llx", (unsigned long long)f->ifunc_impl);
+		printf("\n");
 	}
 }
 
@@ -170,6 +185,9 @@ static int list_module(const char *path, int fd, const char **globs, size_t nglo
 	if (err < 0)
 		return err;     /* sym_module__open has said why, in one line */
 	sym_module__select(m, globs, nglobs, a->excludes, a->nexcludes);
+	/* ifuncs: the implementation this process (or -p PID) runs */
+	sym_module__resolve_ifuncs(m, globs, nglobs, a->excludes, a->nexcludes, a->pid, WHO, NULL);
+	sym_module__report_stripped(m, WHO);
 	print_module(m, a->selected_only, counts, nsel, nunm);
 	sym_module__free(m);
 	return 0;
@@ -238,7 +256,12 @@ int cmd_list_functions(int argc, char **argv)
 			done[j] = true;
 		}
 		name = strndup(a.funcs[i], (size_t)len);
-		path = !name ? NULL : strchr(name, '/') ? strdup(name) : sym_resolve_library(a.pid, name);
+		/* as record finds it: mapped (-p), or as BINARY's loader will, else on the host */
+		path = !name ? NULL : strchr(name, '/') ? strdup(name)
+		       : a.pid ? sym_resolve_library(a.pid, name)
+		       : sym_resolve_needed(exe, name, getenv("LD_LIBRARY_PATH"));
+		if (name && !path && !a.pid)
+			path = sym_resolve_library(0, name);
 		if (!path) {
 			fprintf(stderr, "atftrace list-functions: %s: not found %s\n", name ? name : "?",
 				a.pid ? "in the process's mappings" : "on the library path");
@@ -264,5 +287,6 @@ cleanup:
 	free(exe);
 	free(a.funcs);
 	free(a.excludes);
+	sym_debug_dirs_free();
 	return err ? 1 : 0;
 }

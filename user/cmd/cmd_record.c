@@ -11,7 +11,10 @@
  */
 #include <argp.h>
 #include <errno.h>
+#include <dirent.h>
 #include <fcntl.h>
+#include <ftw.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,6 +27,7 @@
 #include <unistd.h>
 #include "clock.h"
 #include "commands.h"
+#include "container.h"
 #include "probes.h"
 #include "proc.h"
 #include "record_modules.h"
@@ -44,13 +48,16 @@ struct record_args {
 	size_t ring_size;
 	bool verbose;
 	const char *ready_file;
+	bool force;                 /* -o may name an earlier session: replace its processes */
+	bool kill_at_end;           /* SIGTERM the launched command when the session ends first */
 	char **cmd;
 	int ncmd;
 	struct detail_args detail;  /* --detail* and --stack-bytes (user/record/recorder_detail.c) */
 	struct rs_target sys;       /* -a, --comm, --pid-filter, --cgroup, --container (record_system.c) */
 };
 
-enum { OPT_FOLLOW_FORK = 1000, OPT_DURATION, OPT_RING_SIZE, OPT_READY_FILE };
+enum { OPT_FOLLOW_FORK = 1000, OPT_DURATION, OPT_RING_SIZE, OPT_READY_FILE, OPT_DEBUG_DIR, OPT_FORCE,
+       OPT_KILL_AT_END };
 
 static const struct argp_option options[] = {
 	{ "pid", 'p', "PID", 0, "Trace the running process PID instead of launching CMD", 0 },
@@ -60,9 +67,20 @@ static const struct argp_option options[] = {
 	  "Trace functions matching GLOB (repeatable); MODULE is a path or a library name such as "
 	  "libc.so.6. Default: every function of the main executable", 0 },
 	{ "exclude", 'x', "GLOB", 0, "Do not trace functions matching GLOB (repeatable)", 0 },
+	{ "debug-dir", OPT_DEBUG_DIR, "DIR", 0,
+	  "Also look for the debug files of stripped modules under DIR (repeatable; as "
+	  "/usr/lib/debug: .build-id/xx/rest.debug or the debuglink name)", 0 },
 	{ "output", 'o', "DIR", 0,
 	  "Session directory (default ada_traces/session_YYYYMMDD_HHMMSS)", 0 },
-	{ "duration", OPT_DURATION, "T", 0, "Stop after T: 10 (seconds), 500ms, 2.5s, 1m", 0 },
+	{ "duration", OPT_DURATION, "T", 0,
+	  "Stop after T: 10 (seconds), 500ms, 2.5s, 1m; a launched command goes on running, no "
+	  "longer traced (unless --kill-at-end)", 0 },
+	{ "kill-at-end", OPT_KILL_AT_END, NULL, 0,
+	  "When the session ends before the launched command (--duration, a signal), send it "
+	  "SIGTERM", 0 },
+	{ "force", OPT_FORCE, NULL, 0,
+	  "Let -o name the directory of an earlier session: its process directories and "
+	  "session.json are deleted first", 0 },
 	{ "ring-size", OPT_RING_SIZE, "SIZE", 0,
 	  "BPF ring buffer size, a power of two with optional K/M/G suffix (default 8M)", 0 },
 	{ "ready-file", OPT_READY_FILE, "PATH", 0,
@@ -126,6 +144,16 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 	case 'o':
 		a->outdir = arg;
 		break;
+	case OPT_FORCE:
+		a->force = true;
+		break;
+	case OPT_KILL_AT_END:
+		a->kill_at_end = true;
+		break;
+	case OPT_DEBUG_DIR:
+		if (sym_debug_dir_add(arg) < 0)
+			argp_failure(state, 1, ENOMEM, "--debug-dir");
+		break;
 	case OPT_DURATION:
 		if ((err = timefmt_parse(arg, TIMEFMT_S, &ns)) || !ns)
 			argp_error(state, "--duration: '%s' is not a positive duration: %s", arg,
@@ -177,6 +205,8 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 			argp_error(state, "--container needs -a (its processes) or -p PID (a pid inside it)");
 		if (a->sys.cgroup && a->sys.container)
 			argp_error(state, "give --cgroup or --container, not both");
+		if (a->kill_at_end && !a->cmd)
+			argp_error(state, "--kill-at-end ends a launched command: give -- CMD [ARGS...]");
 		if (!a->pid && !a->cmd && !a->sys.all)
 			argp_error(state, "give a command to launch (-- CMD [ARGS...]), -p PID or -a");
 		break;
@@ -207,6 +237,46 @@ static int mkdir_p(const char *path)
 	if (mkdir(tmp, 0755) < 0 && errno != EEXIST)
 		return -errno;
 	return 0;
+}
+
+static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+	return remove(path) < 0 && errno != ENOENT ? -1 : 0;
+}
+
+/*
+ * -o DIR naming an earlier session (it holds pid_* directories or a session.json) is refused,
+ * so a second recording never mixes its processes into the first; with --force, those are
+ * deleted first. Anything else in DIR is left alone.
+ */
+static int check_outdir(const char *outdir, bool force)
+{
+	DIR *d = opendir(outdir);
+	struct dirent *de;
+	int err = 0;
+
+	if (!d)
+		return 0;       /* absent (created later) or not a directory (mkdir says why) */
+	while (!err && (de = readdir(d))) {
+		char path[PATH_MAX];
+
+		if (strncmp(de->d_name, "pid_", 4) && strcmp(de->d_name, "session.json"))
+			continue;
+		if (!force) {
+			fprintf(stderr, "atftrace record: -o %s: holds an earlier session (%s); choose "
+				"another directory, or add --force to replace it\n", outdir, de->d_name);
+			err = -EEXIST;
+			break;
+		}
+		snprintf(path, sizeof(path), "%s/%s", outdir, de->d_name);
+		if (nftw(path, remove_entry, 16, FTW_DEPTH | FTW_PHYS) < 0) {
+			err = -errno;
+			fprintf(stderr, "atftrace record: --force: cannot delete %s: %s\n", path,
+				strerror(errno));
+		}
+	}
+	closedir(d);
+	return err;
 }
 
 /* -o DIR as given, or a fresh ada_traces/session_YYYYMMDD_HHMMSS[_N]. */
@@ -403,6 +473,8 @@ static int record_main(struct record_args *a)
 		fprintf(stderr, "atftrace record: -p %d: no such process\n", (int)a->pid);
 		goto cleanup;
 	}
+	if (a->outdir && check_outdir(a->outdir, a->force) < 0)
+		goto cleanup;
 	/* symbols first: a bad -f fails before anything is created */
 	if (rm_modules_open(&mods, &a->spec, a->pid, a->cmd ? a->cmd[0] : NULL, a->verbose) < 0)
 		goto cleanup;
@@ -458,6 +530,13 @@ static int record_main(struct record_args *a)
 	}
 	if (rm_modules_attach(&mods, probes, a->follow_fork || a->sys.all ? 0 : target) < 0)
 		goto cleanup;
+	/* the target's later programs (exec) and libraries (dlopen): user/record/record_live.c;
+	 * a container's files are never opened by host paths, so its modules stay as attached */
+	if (!a->sys.all && !container_other_root(target) &&
+	    rm_modules_watch(&mods, probes, rec, target, a->follow_fork ? 0 : target) < 0) {
+		fprintf(stderr, "atftrace record: out of memory\n");
+		goto cleanup;
+	}
 	if (a->cmd) {
 		err = proc_child__release(&child);
 		if (err < 0) {
@@ -482,6 +561,16 @@ static int record_main(struct record_args *a)
 	if (!reason || err < 0)
 		goto cleanup;
 	print_summary(rec, session_dir, reason, mono_s() - t0);
+	{
+		struct recorder_stats st;
+
+		recorder__stats(rec, &st);
+		rm_modules_report_end(&mods, st.events, st.lost_events, reason);
+	}
+	if (a->kill_at_end && a->cmd && proc_alive(target)) {
+		fprintf(stderr, "atftrace record: --kill-at-end: sending SIGTERM to %d\n", (int)target);
+		kill(target, SIGTERM);
+	}
 	status = a->cmd ? recorder__exit_status(rec, target) : -1;
 	if (status >= 0 && WIFEXITED(status) && WEXITSTATUS(status))
 		fprintf(stderr, "atftrace record: the target exited with status %d\n",
@@ -536,6 +625,7 @@ static int run(int argc, char **argv, bool attach_cmd)
 	else
 		ret = record_main(&a);
 	rm_spec_free(&a.spec);
+	sym_debug_dirs_free();
 	detail_args_free(&a.detail);
 	rs_target_free(&a.sys);
 	return ret;

@@ -426,6 +426,21 @@ int probes__attach_unwind_hooks(struct probes *p, const char *libstdcxx_path, pi
 	return n < 0 ? n : 0;
 }
 
+int probes__attach_dl_hook(struct probes *p, const char *ldso_path, pid_t pid)
+{
+	static const char *const names[] = { "_dl_debug_state" };
+	int n = attach_entry_hooks(p, p->skel->progs.atf_dl_state, ldso_path, names, 1, pid);
+
+	return n < 0 ? n : n == 0 ? -ENOENT : 0;
+}
+
+void probes__set_holds(struct probes *p, bool at_exec, bool at_dl_state)
+{
+	/* .bss is mmap'ed: the hooks read these on their next hit */
+	__atomic_store_n(&p->skel->bss->exec_hold, at_exec, __ATOMIC_SEQ_CST);
+	__atomic_store_n(&p->skel->bss->dl_hold, at_dl_state, __ATOMIC_SEQ_CST);
+}
+
 int probes__stop_unwind_holds(struct probes *p)
 {
 	struct timespec pause = { 0, 20 * 1000 };

@@ -489,3 +489,21 @@ cleanup:
 	free(buf);
 	return err;
 }
+
+char *proc_environ_get(pid_t pid, const char *name)
+{
+	size_t nlen = strlen(name), len = 0;
+	char path[64], *buf = NULL, *found = NULL;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/environ", (int)pid);
+	f = fopen(path, "re");
+	if (!f)
+		return NULL;
+	while (!found && getdelim(&buf, &len, '\0', f) > 0)
+		if (!strncmp(buf, name, nlen) && buf[nlen] == '=')
+			found = strdup(buf + nlen + 1);
+	free(buf);
+	fclose(f);
+	return found;
+}

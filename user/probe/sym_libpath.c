@@ -12,8 +12,7 @@
 
 /* ---- finding libraries ---------------------------------------------------------------- */
 
-/* "libc.so.6" names libc.so.6 itself; "libc" or "libc.so" also name libc.so.6. */
-static bool lib_name_matches(const char *file, const char *name)
+bool sym_lib_name_matches(const char *file, const char *name)
 {
 	const char *base = strrchr(file, '/');
 	size_t len = strlen(name);
@@ -45,7 +44,7 @@ static char *resolve_in_maps(int pid, const char *name)
 			*nl = '\0';
 		if (strstr(path, " (deleted)"))
 			continue;
-		if (strchr(name, '/') ? !strcmp(path, name) : lib_name_matches(path, name))
+		if (strchr(name, '/') ? !strcmp(path, name) : sym_lib_name_matches(path, name))
 			found = strdup(path);
 	}
 	fclose(f);
@@ -66,7 +65,7 @@ static char *resolve_in_dir(const char *dir, const char *name)
 	if (!d)
 		return NULL;
 	while (!found && (de = readdir(d))) {
-		if (!lib_name_matches(de->d_name, name) || !strstr(de->d_name, ".so"))
+		if (!sym_lib_name_matches(de->d_name, name) || !strstr(de->d_name, ".so"))
 			continue;
 		snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
 		if (access(path, R_OK) == 0)

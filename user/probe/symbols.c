@@ -12,12 +12,11 @@
  * The first instruction there decides the kernel's path (kernel-facts.md); a leading endbr64
  * is hopped over (probe at +4), since it would otherwise be single-stepped.
  */
-#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <fnmatch.h>
 #include <gelf.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,9 +29,10 @@
 struct raw_sym {
 	const char *name;           /* points into the ELF string table */
 	uint64_t addr, size;
-	size_t shndx;
+	size_t shndx;               /* section of the module itself (a debug file's: mapped) */
 	bool global;                /* STB_GLOBAL or STB_WEAK */
 	bool ifunc;
+	uint8_t origin;             /* enum sym_origin */
 };
 
 const char *sym_skip_str(enum sym_skip s)
@@ -61,39 +61,6 @@ const char *sym_insn_str(enum sym_insn i)
 	return "?";
 }
 
-/* ---- C++ demangling through the C++ runtime, when it is installed -------------------------- */
-
-typedef char *(*cxa_demangle_fn)(const char *, char *, size_t *, int *);
-static cxa_demangle_fn cxa_demangle;
-static pthread_once_t demangle_once = PTHREAD_ONCE_INIT;
-
-static void demangle_init(void)
-{
-	/* libstdc++ is not linked in (LIBS stays C-only); use it only if it is there. */
-	void *h = dlopen("libstdc++.so.6", RTLD_LAZY | RTLD_LOCAL);
-
-	if (h)
-		cxa_demangle = (cxa_demangle_fn)dlsym(h, "__cxa_demangle");
-}
-
-static char *demangle(const char *name)
-{
-	int status = -1;
-	char *out;
-
-	if (strncmp(name, "_Z", 2))
-		return NULL;
-	pthread_once(&demangle_once, demangle_init);
-	if (!cxa_demangle)
-		return NULL;
-	out = cxa_demangle(name, NULL, NULL, &status);
-	if (status != 0) {
-		free(out);
-		return NULL;
-	}
-	return out;
-}
-
 /* ---- first instruction ------------------------------------------------------------------- */
 
 /* Class of the instruction at @p (@avail bytes readable); -1 when uprobes refuse it. */
@@ -119,6 +86,12 @@ static bool is_endbr64(const uint8_t *p, size_t avail)
 	return avail >= 4 && p[0] == 0xf3 && p[1] == 0x0f && p[2] == 0x1e && p[3] == 0xfa;
 }
 
+int sym_probe_site(const uint8_t *code, size_t avail, size_t code_len, bool *endbr64)
+{
+	*endbr64 = is_endbr64(code, avail) && code_len > 4;
+	return classify_insn(code + (*endbr64 ? 4 : 0), avail - (*endbr64 ? 4 : 0));
+}
+
 /* ---- reading ------------------------------------------------------------------------------- */
 
 struct reader {
@@ -126,11 +99,15 @@ struct reader {
 	Elf *elf;
 	const uint8_t *file;        /* the raw file image */
 	size_t file_size;
+	int fd;                     /* the file, for its code bytes (pread) */
 	size_t nsec;
 	GElf_Shdr *shdrs;           /* section headers, [nsec] */
 	bool *is_plt;               /* [nsec] */
 	struct raw_sym *syms;
 	size_t nsyms, cap;
+	bool has_symtab;
+	struct sym_irel *irel;
+	size_t nirel, cap_irel;
 };
 
 static int bad_elf(const struct reader *r, const char *why)
@@ -154,15 +131,42 @@ static int add_sym(struct reader *r, const struct raw_sym *s)
 	return 0;
 }
 
-/* Collect the defined function symbols of one symbol table section. */
-static int read_symtab(struct reader *r, Elf_Scn *scn, const GElf_Shdr *sh)
+/* The module's own section holding address @addr (code first), or SHN_UNDEF. */
+static size_t section_of(const struct reader *r, uint64_t addr)
 {
+	size_t found = SHN_UNDEF;
+
+	for (size_t i = 1; i < r->nsec; i++) {
+		const GElf_Shdr *sh = &r->shdrs[i];
+
+		if (!(sh->sh_flags & SHF_ALLOC) || addr < sh->sh_addr || addr - sh->sh_addr >= sh->sh_size)
+			continue;
+		if (sh->sh_flags & SHF_EXECINSTR)
+			return i;
+		if (found == SHN_UNDEF)
+			found = i;
+	}
+	return found;
+}
+
+/*
+ * Collect the defined function symbols of one symbol table section of @elf: the module's own
+ * (@size bytes of file), or its debug file's, whose symbols are placed by address in the
+ * module's sections (a debug file has the same addresses, but no code).
+ */
+static int read_symtab(struct reader *r, Elf *elf, size_t size, Elf_Scn *scn,
+		       const GElf_Shdr *sh, uint8_t origin)
+{
+	bool debug = elf != r->elf;
+	size_t nsec = r->nsec;
 	Elf_Data *data;
 	size_t n;
 	int err;
 
-	if (sh->sh_entsize == 0 || sh->sh_link >= r->nsec ||
-	    sh->sh_offset > r->file_size || sh->sh_size > r->file_size - sh->sh_offset)
+	if (debug && elf_getshdrnum(elf, &nsec))
+		return bad_elf(r, "debug file without sections");
+	if (sh->sh_entsize == 0 || sh->sh_link >= nsec ||
+	    sh->sh_offset > size || sh->sh_size > size - sh->sh_offset)
 		return bad_elf(r, "symbol table out of bounds");
 	data = elf_getdata(scn, NULL);
 	if (!data)
@@ -178,12 +182,13 @@ static int read_symtab(struct reader *r, Elf_Scn *scn, const GElf_Shdr *sh)
 		type = GELF_ST_TYPE(sym.st_info);
 		if ((type != STT_FUNC && type != STT_GNU_IFUNC) || sym.st_shndx == SHN_UNDEF)
 			continue;       /* not a function, or imported from another module */
-		s.name = elf_strptr(r->elf, sh->sh_link, sym.st_name);
+		s.name = elf_strptr(elf, sh->sh_link, sym.st_name);
 		if (!s.name || !s.name[0])
 			continue;       /* nameless: nothing to select it by or report it as */
 		s.addr = sym.st_value;
 		s.size = sym.st_size;
-		s.shndx = sym.st_shndx;
+		s.shndx = debug ? section_of(r, sym.st_value) : sym.st_shndx;
+		s.origin = origin;
 		s.global = GELF_ST_BIND(sym.st_info) != STB_LOCAL;
 		s.ifunc = type == STT_GNU_IFUNC;
 		err = add_sym(r, &s);
@@ -201,7 +206,12 @@ static int cmp_raw_sym(const void *a, const void *b)
 		return x->addr < y->addr ? -1 : 1;
 	if (x->global != y->global)
 		return x->global ? -1 : 1;
-	return strcmp(x->name, y->name);
+	int c = strcmp(x->name, y->name);
+
+	if (c)
+		return c;
+	/* a name in both tables keeps the module's own origin (.dynsym, .symtab, debug file) */
+	return (int)x->origin - (int)y->origin;
 }
 
 /* Skip reason, probe offset and instruction class of one (non-alias) function. */
@@ -247,12 +257,23 @@ static void classify(const struct reader *r, const struct raw_sym *s, struct sym
 	end = sh->sh_offset + sh->sh_size;
 	if (s->size < end - off)
 		end = off + s->size;
-	if (is_endbr64(r->file + off, end - off) && end - off > 4) {
-		f->endbr64 = true;
+	/*
+	 * Read, not taken from the mapped image: a live uprobe (another tool's, or ours) on this
+	 * file shows as int3 in every new private mapping of it, never in the file itself.
+	 */
+	uint8_t code[16];
+	size_t avail = end - off < sizeof(code) ? (size_t)(end - off) : sizeof(code);
+	ssize_t got = pread(r->fd, code, avail, (off_t)off);
+
+	if (got <= 0) {
+		f->skip = SYM_SKIP_INSN;
+		return;
+	}
+	insn = sym_probe_site(code, (size_t)got, (size_t)(end - off), &f->endbr64);
+	if (f->endbr64) {
 		off += 4;
 		f->probe_offset = off;
 	}
-	insn = classify_insn(r->file + off, end - off);
 	if (insn < 0) {
 		f->skip = SYM_SKIP_INSN;
 		return;
@@ -290,9 +311,10 @@ static int build_funcs(struct reader *r, struct sym_module *m)
 			return -ENOMEM;
 		m->nfuncs = ++n;
 		f->symbol_index = (uint32_t)n;
-		f->demangled = demangle(s->name);
+		f->demangled = sym_demangle(s->name);
 		f->addr = s->addr;
 		f->size = s->size;
+		f->origin = s->origin;
 		if (alias) {
 			f->skip = SYM_SKIP_ALIAS;
 			/* Same code as the probed symbol: report where its probe is. */
@@ -308,6 +330,56 @@ static int build_funcs(struct reader *r, struct sym_module *m)
 			classify(r, s, f);
 		}
 next:;
+	}
+	return 0;
+}
+
+/* R_*_IRELATIVE: the GOT slots an ifunc resolver fills, with the resolver as addend. */
+static int read_irelative(struct reader *r, Elf_Scn *scn, const GElf_Shdr *sh)
+{
+#if defined(__x86_64__)
+	const uint32_t irelative = R_X86_64_IRELATIVE;
+#elif defined(__aarch64__)
+	const uint32_t irelative = R_AARCH64_IRELATIVE;
+#endif
+	Elf_Data *data;
+
+	if (!sh->sh_entsize || sh->sh_offset > r->file_size || sh->sh_size > r->file_size - sh->sh_offset)
+		return bad_elf(r, "relocations out of bounds");
+	data = elf_getdata(scn, NULL);
+	for (size_t i = 0; data && i < data->d_size / sh->sh_entsize; i++) {
+		GElf_Rela rela;
+
+		if (!gelf_getrela(data, (int)i, &rela) || GELF_R_TYPE(rela.r_info) != irelative)
+			continue;
+		if (r->nirel == r->cap_irel) {
+			size_t cap = r->cap_irel ? r->cap_irel * 2 : 64;
+			struct sym_irel *n = realloc(r->irel, cap * sizeof(*n));
+
+			if (!n)
+				return -ENOMEM;
+			r->irel = n;
+			r->cap_irel = cap;
+		}
+		r->irel[r->nirel++] = (struct sym_irel){ .slot = rela.r_offset,
+							  .resolver = (uint64_t)rela.r_addend };
+	}
+	return 0;
+}
+
+/* The executable sections, for probing an address no symbol names (an ifunc's target). */
+static int keep_text(const struct reader *r, struct sym_module *m)
+{
+	m->text = calloc(r->nsec ? r->nsec : 1, sizeof(*m->text));
+	if (!m->text)
+		return -ENOMEM;
+	for (size_t i = 1; i < r->nsec; i++) {
+		const GElf_Shdr *sh = &r->shdrs[i];
+
+		if (!(sh->sh_flags & SHF_EXECINSTR) || sh->sh_type == SHT_NOBITS || r->is_plt[i] ||
+		    sh->sh_offset > r->file_size || sh->sh_size > r->file_size - sh->sh_offset)
+			continue;
+		m->text[m->ntext++] = (struct sym_text){ sh->sh_addr, sh->sh_size, sh->sh_offset };
 	}
 	return 0;
 }
@@ -338,9 +410,45 @@ static int read_sections(struct reader *r)
 	while ((scn = elf_nextscn(r->elf, scn))) {
 		const GElf_Shdr *sh = &r->shdrs[elf_ndxscn(scn)];
 
+		if (sh->sh_type == SHT_RELA) {
+			err = read_irelative(r, scn, sh);
+			if (err)
+				return err;
+		}
 		if (sh->sh_type != SHT_SYMTAB && sh->sh_type != SHT_DYNSYM)
 			continue;
-		err = read_symtab(r, scn, sh);
+		r->has_symtab |= sh->sh_type == SHT_SYMTAB;
+		err = read_symtab(r, r->elf, r->file_size, scn, sh,
+				  sh->sh_type == SHT_SYMTAB ? SYM_ORIGIN_SYMTAB : SYM_ORIGIN_DYNSYM);
+		if (err)
+			return err;
+	}
+	return 0;
+}
+
+/* The function symbols of the separate debug file of a module without .symtab. */
+static int read_debug_file(struct reader *r, struct sym_module *m, Elf **delf, int *dfd)
+{
+	enum sym_origin origin = SYM_ORIGIN_BUILD_ID;
+	Elf_Scn *scn = NULL;
+	size_t size;
+	int err;
+
+	*dfd = sym_debug_find(r->elf, r->path, &m->debug_path, &origin);
+	if (*dfd < 0) {
+		m->stripped = true;
+		return 0;
+	}
+	m->debug_origin = (uint8_t)origin;
+	*delf = elf_begin(*dfd, ELF_C_READ_MMAP, NULL);
+	if (!*delf || !elf_rawfile(*delf, &size))
+		return bad_elf(r, "unreadable debug file");
+	while ((scn = elf_nextscn(*delf, scn))) {
+		GElf_Shdr sh;
+
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_SYMTAB)
+			continue;
+		err = read_symtab(r, *delf, size, scn, &sh, origin);
 		if (err)
 			return err;
 	}
@@ -384,11 +492,27 @@ static char *build_id_hex(Elf *elf)
 	return hex;
 }
 
+/*
+ * The module id hashes the file's canonical path (symlinks and usrmerge resolved), so the same
+ * file gets the same ids however it was named. A file given as an fd (a container's) is
+ * named as its process maps it, which is already canonical there.
+ */
+static uint32_t module_id(const char *path, bool host_path)
+{
+	char canon[PATH_MAX];
+
+	if (host_path && realpath(path, canon))
+		return atf_module_id(canon);
+	return atf_module_id(path);
+}
+
 int sym_module__open(struct sym_module **out, const char *path, int fd)
 {
 	struct reader r = { .path = path };
 	struct sym_module *m = NULL;
 	bool own_fd = fd < 0;
+	Elf *delf = NULL;
+	int dfd = -1;
 	GElf_Ehdr eh;
 	int err;
 
@@ -415,6 +539,7 @@ int sym_module__open(struct sym_module **out, const char *path, int fd)
 		err = bad_elf(&r, "neither an executable nor a shared library");
 		goto cleanup;
 	}
+	r.fd = fd;
 	r.file = (const uint8_t *)elf_rawfile(r.elf, &r.file_size);
 	if (!r.file) {
 		err = bad_elf(&r, elf_errmsg(-1));
@@ -436,11 +561,19 @@ int sym_module__open(struct sym_module **out, const char *path, int fd)
 		err = -ENOMEM;
 		goto cleanup;
 	}
-	m->module_id = atf_module_id(path);
+	m->module_id = module_id(path, own_fd);
 	m->build_id = build_id_hex(r.elf);
 	m->size = load_span(r.elf);
 	m->pie = eh.e_type == ET_DYN;
-	err = build_funcs(&r, m);
+	if (!r.has_symtab)
+		err = read_debug_file(&r, m, &delf, &dfd);
+	if (!err)
+		err = keep_text(&r, m);
+	if (!err)
+		err = build_funcs(&r, m);
+	m->irel = r.irel;
+	m->nirel = r.nirel;
+	r.irel = NULL;
 	if (err)
 		goto cleanup;
 	*out = m;
@@ -452,6 +585,11 @@ cleanup:
 	free(r.syms);
 	free(r.shdrs);
 	free(r.is_plt);
+	free(r.irel);
+	if (delf)
+		elf_end(delf);
+	if (dfd >= 0)
+		close(dfd);
 	if (r.elf)
 		elf_end(r.elf);
 	if (own_fd)
@@ -468,92 +606,11 @@ void sym_module__free(struct sym_module *m)
 		free(m->funcs[i].demangled);
 	}
 	free(m->funcs);
+	free(m->debug_path);
+	free(m->irel);
+	free(m->text);
 	free(m->path);
 	free(m->open_path);
 	free(m->build_id);
 	free(m);
-}
-
-/* ---- selection -------------------------------------------------------------------------- */
-
-/*
- * Does "[MODULE:]GLOB" apply to @f of module @path? MODULE (before a single ':', so C++ "::"
- * stays part of the function glob) is matched against the full path and its basename; the
- * function glob against the raw and the demangled name.
- */
-static bool glob_matches(const char *glob, const char *path, const struct sym_func *f)
-{
-	const char *colon = glob;
-	const char *fn = glob;
-
-	while ((colon = strchr(colon, ':'))) {
-		if (colon[1] == ':') {  /* "::" belongs to a C++ name */
-			colon += 2;
-			continue;
-		}
-		break;
-	}
-	if (colon) {
-		size_t len = (size_t)(colon - glob);
-		char mod[len + 1];
-		const char *base = strrchr(path, '/');
-
-		memcpy(mod, glob, len);
-		mod[len] = '\0';
-		base = base ? base + 1 : path;
-		if (fnmatch(mod, path, 0) && fnmatch(mod, base, 0))
-			return false;
-		fn = colon + 1;
-	}
-	return !fnmatch(fn, f->name, 0) || (f->demangled && !fnmatch(fn, f->demangled, 0));
-}
-
-size_t sym_module__select(struct sym_module *m, const char *const *globs, size_t nglobs,
-			  const char *const *excludes, size_t nexcludes)
-{
-	size_t count = 0;
-
-	for (size_t i = 0; i < m->nfuncs; i++) {
-		struct sym_func *f = &m->funcs[i];
-		bool want = nglobs == 0;
-
-		f->selected = false;
-		if (f->skip == SYM_SKIP_EXCLUDED)
-			f->skip = SYM_OK;       /* selection can be redone */
-		if (f->skip != SYM_OK)
-			continue;
-		for (size_t g = 0; g < nglobs && !want; g++)
-			want = glob_matches(globs[g], m->path, f);
-		for (size_t x = 0; x < nexcludes; x++) {
-			if (glob_matches(excludes[x], m->path, f)) {
-				f->skip = SYM_SKIP_EXCLUDED;
-				want = false;
-				break;
-			}
-		}
-		f->selected = want;
-		count += want;
-	}
-	/* A glob naming an alias (e.g. malloc for __libc_malloc) selects the probed symbol. */
-	for (size_t i = 1; i < m->nfuncs && nglobs; i++) {
-		struct sym_func *f = &m->funcs[i], *primary = NULL;
-		bool want = false, excluded = false;
-
-		if (f->skip != SYM_SKIP_ALIAS)
-			continue;
-		for (size_t j = i; j-- > 0 && m->funcs[j].addr == f->addr;)
-			if (m->funcs[j].skip != SYM_SKIP_ALIAS && m->funcs[j].skip != SYM_SKIP_IFUNC)
-				primary = &m->funcs[j];
-		if (!primary || primary->selected || primary->skip != SYM_OK)
-			continue;
-		for (size_t g = 0; g < nglobs && !want; g++)
-			want = glob_matches(globs[g], m->path, f);
-		for (size_t x = 0; x < nexcludes && want; x++)
-			excluded = glob_matches(excludes[x], m->path, f);
-		if (want && !excluded) {
-			primary->selected = true;
-			count++;
-		}
-	}
-	return count;
 }

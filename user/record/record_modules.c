@@ -62,42 +62,6 @@ int rm_split(const char *arg)
 	return -1;
 }
 
-/* Does the ELF file at @path list a DT_NEEDED entry starting with @prefix? */
-static bool elf_needs(const char *path, const char *prefix)
-{
-	bool found = false;
-	Elf_Scn *scn = NULL;
-	Elf *elf;
-	int fd;
-
-	if (elf_version(EV_CURRENT) == EV_NONE)
-		return false;
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return false;
-	elf = elf_begin(fd, ELF_C_READ, NULL);
-	while (elf && !found && (scn = elf_nextscn(elf, scn))) {
-		GElf_Shdr sh;
-		Elf_Data *d;
-
-		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_DYNAMIC || !sh.sh_entsize)
-			continue;
-		d = elf_getdata(scn, NULL);
-		for (size_t i = 0; d && i < sh.sh_size / sh.sh_entsize && !found; i++) {
-			GElf_Dyn dyn;
-			const char *name;
-
-			if (!gelf_getdyn(d, (int)i, &dyn) || dyn.d_tag != DT_NEEDED)
-				continue;
-			name = elf_strptr(elf, sh.sh_link, dyn.d_un.d_val);
-			found = name && !strncmp(name, prefix, strlen(prefix));
-		}
-	}
-	elf_end(elf);
-	close(fd);
-	return found;
-}
-
 /* The ELF entry point of @path (e_entry), or 0. */
 static uint64_t elf_entry(const char *path)
 {
@@ -164,7 +128,7 @@ static void report_skips(const struct sym_module *m, const char *const *globs, s
 		const struct sym_func *f = &m->funcs[i];
 		/* aliases are probed under another name; -x is what the user asked for */
 		if (f->skip == SYM_OK || f->skip == SYM_SKIP_ALIAS || f->skip == SYM_SKIP_EXCLUDED ||
-		    f->skip >= 16 || !func_matches(f, globs, nglobs))
+		    f->ifunc_impl || f->skip >= 16 || !func_matches(f, globs, nglobs))
 			continue;
 		counts[f->skip]++;
 		total++;
@@ -185,7 +149,7 @@ static void report_skips(const struct sym_module *m, const char *const *globs, s
 	fprintf(stderr, "%s%s\n", line, verbose ? "" : " (-v lists them)");
 }
 
-static bool same_file(const char *a, const char *b)
+bool rm_same_file(const char *a, const char *b)
 {
 	char ra[PATH_MAX], rb[PATH_MAX];
 
@@ -211,15 +175,16 @@ static int keep_fd(struct rm_modules *mods, int fd)
  * safely (a container's); it is owned from here on, and the probes attach through its
  * /proc/self/fd link.
  */
-static int add_module(struct rm_modules *mods, const char *path, const char *const *globs,
-		      size_t nglobs, const struct rm_spec *spec, pid_t pid, bool main_exe, int fd)
+int rm_module_add(struct rm_modules *mods, const char *path, const char *const *globs,
+		      size_t nglobs, const struct rm_spec *spec, pid_t pid, bool main_exe, int fd,
+		      bool optional)
 {
 	struct sym_module *m = NULL, **nm;
 	size_t sel;
 	int err;
 
 	for (size_t i = 0; i < mods->n; i++)
-		if (same_file(mods->m[i]->path, path)) {
+		if (rm_same_file(mods->m[i]->path, path)) {
 			fprintf(stderr, "atftrace record: %s is named twice; give all its -f globs with "
 				"one spelling\n", path);
 			if (fd >= 0)
@@ -240,27 +205,45 @@ static int add_module(struct rm_modules *mods, const char *path, const char *con
 		sym_module__free(m);
 		return -ENOMEM;
 	}
-	sel = sym_module__select(m, globs, nglobs, (const char *const *)spec->excludes,
-				 spec->nexcludes);
-	if (main_exe)
-		sel -= deselect_entry_point(m, m->open_path ? m->open_path : path,
-					    mods->verbose || nglobs);  /* asked for by name: say why */
-	report_skips(m, globs, nglobs, sel, mods->verbose);
-	if (pid > 0 && !m->base) {
+	if (pid > 0) {
 		struct proc_mapping *maps;
 		size_t nmaps;
 		if (!proc_maps(pid, &maps, &nmaps)) {
 			for (size_t i = 0; i < nmaps; i++)
-				if (same_file(maps[i].path, path))
+				if (rm_same_file(maps[i].path, path))
 					m->base = maps[i].start - maps[i].file_offset_at_start;
 			proc_maps_free(maps, nmaps);
 		}
 	}
-	if (!sel) {
-		fprintf(stderr, "atftrace record: %s: no probe-able function matches%s%s\n", path,
-			nglobs ? " " : "", nglobs ? globs[0] : "");
+	sel = sym_module__select(m, globs, nglobs, (const char *const *)spec->excludes,
+				 spec->nexcludes);
+	/*
+	 * An ifunc named by -f: the implementation the target runs (user/probe/ifunc.c). When it
+	 * cannot be read yet and the target is about to load the library (a launched command, an
+	 * exec), the library waits: its loader fills the GOT before any code of the program runs,
+	 * and ld.so's debug-state hook attaches it then (user/record/record_live.c).
+	 */
+	bool can_wait = fd < 0 && !main_exe && (pid > 0 ? !m->base : mods->launched);
+	size_t unread = 0;
+
+	sel += sym_module__resolve_ifuncs(m, globs, nglobs, (const char *const *)spec->excludes,
+					  spec->nexcludes, pid, can_wait ? NULL : "atftrace record",
+					  &unread);
+	if (can_wait && unread) {
 		sym_module__free(m);
-		return -ENOENT;
+		return 2;
+	}
+	sym_module__report_stripped(m, "atftrace record");
+	if (main_exe)
+		sel -= deselect_entry_point(m, m->open_path ? m->open_path : path,
+					    mods->verbose || nglobs);  /* asked for by name: say why */
+	report_skips(m, globs, nglobs, sel, mods->verbose);
+	if (!sel) {
+		fprintf(stderr, "atftrace record: %s: no probe-able function matches%s%s%s\n", path,
+			nglobs ? " " : "", nglobs ? globs[0] : "",
+			optional ? "; looked for again in each program it execs" : "");
+		sym_module__free(m);
+		return optional ? 1 : -ENOENT;
 	}
 	nm = realloc(mods->m, (mods->n + 1) * sizeof(*nm));
 	if (!nm) {
@@ -271,6 +254,46 @@ static int add_module(struct rm_modules *mods, const char *path, const char *con
 	mods->m[mods->n++] = m;
 	mods->selected += sel;
 	return 0;
+}
+
+/* A -f module not loaded yet: attached when the target maps it (user/record/record_live.c). */
+int rm_pending_add(struct rm_modules *mods, const char *name, const char *const *globs,
+		   size_t nglobs, const char *target)
+{
+	struct rm_pending *np, *pd;
+
+	for (size_t i = 0; i < mods->npending; i++)
+		if (!strcmp(mods->pending[i].name, name) && !mods->pending[i].loaded)
+			return 0;       /* already waited for */
+	np = realloc(mods->pending, (mods->npending + 1) * sizeof(*np));
+	if (!np)
+		return -ENOMEM;
+	mods->pending = np;
+	pd = &np[mods->npending];
+	*pd = (struct rm_pending){ .name = strdup(name), .nglobs = nglobs };
+	pd->globs = calloc(nglobs + 1, sizeof(*pd->globs));
+	if (!pd->name || !pd->globs) {
+		free(pd->name);
+		free(pd->globs);
+		return -ENOMEM;
+	}
+	memcpy(pd->globs, globs, nglobs * sizeof(*globs));
+	mods->npending++;
+	fprintf(stderr, "atftrace record: %s: not loaded by %s yet; attached when it maps it\n",
+		name, target);
+	return 0;
+}
+
+/* Does the file at @path start with "#!" (the kernel runs its interpreter instead)? */
+static bool is_script(const char *path)
+{
+	char head[2];
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	bool script = fd >= 0 && read(fd, head, 2) == 2 && head[0] == '#' && head[1] == '!';
+
+	if (fd >= 0)
+		close(fd);
+	return script;
 }
 
 static char *resolve_module(const char *name, pid_t pid)
@@ -289,6 +312,7 @@ int rm_modules_open(struct rm_modules *mods, const struct rm_spec *spec, pid_t p
 	const char **globs = calloc(spec->nfuncs + 1, sizeof(*globs));
 	bool *done = calloc(spec->nfuncs + 1, sizeof(*done));
 	bool system_wide = !cmd && pid <= 0, contained = pid > 0 && container_other_root(pid);
+	bool script = false;
 	size_t nglobs = 0;
 	int err = -ENOMEM, fd = -1;
 
@@ -313,6 +337,9 @@ int rm_modules_open(struct rm_modules *mods, const struct rm_spec *spec, pid_t p
 			mods->exe_path = abs;
 		}
 	}
+	mods->spec = spec;
+	mods->launched = cmd != NULL;
+	script = cmd && mods->exe_path && is_script(mods->exe_path);
 	if (!system_wide && !mods->exe_path) {
 		err = -ENOENT;
 		if (cmd)
@@ -328,13 +355,24 @@ int rm_modules_open(struct rm_modules *mods, const struct rm_spec *spec, pid_t p
 			globs[nglobs++] = spec->funcs[i];
 			done[i] = true;
 		}
-	if (!system_wide && (nglobs || !spec->nfuncs)) {
+	/* kept for each program the target execs (user/record/record_live.c) */
+	mods->main_all = !spec->nfuncs;
+	mods->nmain = nglobs;
+	mods->main_globs = calloc(nglobs + 1, sizeof(*mods->main_globs));
+	if (!mods->main_globs)
+		goto cleanup;
+	memcpy(mods->main_globs, globs, nglobs * sizeof(*globs));
+	if (script)
+		fprintf(stderr, "atftrace record: %s is a script: functions are looked for in the "
+			"programs it runs\n", mods->exe_path);
+	if (!system_wide && !script && (nglobs || !spec->nfuncs)) {
 		/* a container's executable: the inode it runs, through /proc/PID/exe */
 		if (contained && (fd = container_open_file(pid, NULL, NULL, "atftrace record")) < 0) {
 			err = fd;
 			goto cleanup;
 		}
-		err = add_module(mods, mods->exe_path, globs, nglobs, spec, pid, true, fd);
+		/* a launched wrapper (env, sh -c) may match nothing: its program comes at exec */
+		err = rm_module_add(mods, mods->exe_path, globs, nglobs, spec, pid, true, fd, cmd != NULL);
 		if (err < 0)
 			goto cleanup;
 	}
@@ -364,17 +402,32 @@ int rm_modules_open(struct rm_modules *mods, const struct rm_spec *spec, pid_t p
 			path = fd < 0 ? NULL : shown ? shown : strdup(name);
 			if (fd >= 0 && !path)
 				close(fd);
+		} else if (strchr(name, '/')) {
+			path = strdup(name);
+		} else if (system_wide) {
+			path = resolve_module(name, pid);
 		} else {
-			path = strchr(name, '/') ? strdup(name) : resolve_module(name, pid);
+			/* as the target's loader finds it: mapped (-p), or ld.so's search (launched) */
+			path = pid > 0 ? sym_resolve_library(pid, name)
+			       : script ? NULL : sym_resolve_needed(mods->exe_path, name, getenv("LD_LIBRARY_PATH"));
+			if (!path) {
+				err = rm_pending_add(mods, name, globs, nglobs, pid > 0 ? "the process" : cmd);
+				free(name);
+				if (err < 0)
+					goto cleanup;
+				continue;
+			}
 		}
 		free(name);
 		if (!path) {
 			err = fd < -1 ? fd : -ENOENT;
 			goto cleanup;
 		}
-		err = add_module(mods, path, globs, nglobs, spec, pid,
+		err = rm_module_add(mods, path, globs, nglobs, spec, pid,
 				 system_wide || (contained ? !strcmp(path, mods->exe_path)
-						 : same_file(path, mods->exe_path)), fd);
+						 : rm_same_file(path, mods->exe_path)), fd, false);
+		if (err == 2)   /* its ifuncs are read once the target has loaded it */
+			err = rm_pending_add(mods, path, globs, nglobs, pid > 0 ? "the process" : cmd);
 		free(path);
 		if (err < 0)
 			goto cleanup;
@@ -393,11 +446,11 @@ int rm_modules_open(struct rm_modules *mods, const struct rm_spec *spec, pid_t p
 		}
 	} else if (pid > 0) {
 		mods->cxx_path = sym_resolve_library(pid, "libstdc++.so.6");
-	} else if (!system_wide && elf_needs(mods->exe_path, "libstdc++")) {
+	} else if (!system_wide && sym_elf_needs(mods->exe_path, "libstdc++")) {
 		mods->cxx_path = sym_resolve_library(0, "libstdc++.so.6");
 	}
 	for (size_t i = 0; system_wide && !mods->cxx_path && i < mods->n; i++)
-		if (elf_needs(mods->m[i]->path, "libstdc++"))
+		if (sym_elf_needs(mods->m[i]->path, "libstdc++"))
 			mods->cxx_path = sym_resolve_library(0, "libstdc++.so.6");
 	err = 0;
 cleanup:
@@ -443,5 +496,14 @@ void rm_modules_free(struct rm_modules *mods)
 	for (size_t i = 0; i < mods->nfds; i++)
 		close(mods->fds[i]);
 	free(mods->fds);
+	for (size_t i = 0; i < mods->npending; i++) {
+		free(mods->pending[i].name);
+		free(mods->pending[i].globs);
+	}
+	free(mods->pending);
+	free(mods->main_globs);
+	for (size_t i = 0; i < mods->nldso; i++)
+		free(mods->ldso[i]);
+	free(mods->ldso);
 	*mods = (struct rm_modules){ .verbose = mods->verbose };
 }

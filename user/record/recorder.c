@@ -378,6 +378,18 @@ int recorder__add_module(struct recorder *r, const struct sym_module *m)
 		return -ENOMEM;
 	r->modules = nm;
 	r->modules[r->nmodules++] = m;
+	/* a module attached while recording (exec, dlopen): every live manifest lists it */
+	for (size_t i = 0; i < r->nprocs; i++) {
+		struct rec_process *p = r->procs[i];
+
+		if (p->state == REC_PROC_ENDED)
+			continue;
+		int err = rec_manifest_add_module(p->man, m);
+
+		if (err)
+			return err;
+		p->manifest_dirty = true;
+	}
 	return 0;
 }
 
@@ -401,6 +413,7 @@ static int drain(struct recorder *r)
 	int n = ring_buffer__consume(r->rb);
 
 	rec_unwind_resume(r);   /* every fix-up of a held process was in this drain */
+	rec_watch_resume(r);    /* and every module it was held for is attached */
 	if (n < 0 && n != -EINTR)
 		return n;
 	for (size_t i = 0; i < r->nprocs; i++)
@@ -542,6 +555,7 @@ void recorder__free(struct recorder *r)
 	}
 	free(r->procs);
 	rec_unwind_free(r);
+	rec_watch_free(r);
 	ring_buffer__free(r->rb);
 	if (r->epfd >= 0)
 		close(r->epfd);

@@ -74,6 +74,7 @@ struct recorder {
 	struct rec_unwind *unwind;  /* C++ unwind fix-ups (user/record/recorder_unwind.c), lazily made */
 	bool lost_final;            /* finished: lost holds the counts the manifests were written with */
 	struct probe_losses lost;
+	struct rec_watch *watch;    /* modules that appear later (user/record/record_watch.c), lazily */
 };
 
 /* user/record/recorder.c: tables and lifecycle */
@@ -111,6 +112,22 @@ void rec_unwind_resume(struct recorder *r);
 void rec_unwind_stop_holds(struct recorder *r);
 /** rec_unwind_free - resume anything still held and release. */
 void rec_unwind_free(struct recorder *r);
+
+/* user/record/record_watch.c: modules that appear while recording (exec, dlopen) */
+struct rec_watch;
+/** rec_watch_on_dl_state - REC_DL_STATE: announce newly mapped files; resume a held process later. */
+void rec_watch_on_dl_state(struct recorder *r, const void *data, size_t size);
+/**
+ * rec_watch_on_exec - process @pid called exec: with @new_image, run the exec hooks and announce
+ * its mappings; @held: resume it after this drain.
+ */
+void rec_watch_on_exec(struct recorder *r, pid_t pid, bool new_image, bool held);
+/** rec_watch_resume - SIGCONT the processes held since the last call (after each drain). */
+void rec_watch_resume(struct recorder *r);
+void rec_watch_free(struct recorder *r);
+
+/** rec_manifest_add_module - list @m and its selected functions in @man. */
+int rec_manifest_add_module(struct atf_manifest *man, const struct sym_module *m);
 
 /** rec_manifest_build - the first manifest of @p: identity, host, modules, symbols. */
 int rec_manifest_build(struct recorder *r, struct rec_process *p, char *const *argv, size_t argc);

@@ -26,34 +26,42 @@ static int set_str(char **dst, const char *src)
 	return 0;
 }
 
+int rec_manifest_add_module(struct atf_manifest *man, const struct sym_module *m)
+{
+	struct atf_module *am = atf_manifest__add_module(man, m->path);
+
+	if (!am)
+		return -ENOMEM;
+	/* module ids come from the symbol side (the canonical path of the file probed) */
+	am->module_id = m->module_id;
+	am->base_address = m->base;
+	am->size = m->size;
+	if (set_str(&am->build_id, m->build_id))
+		return -ENOMEM;
+	for (size_t j = 0; j < m->nfuncs; j++) {
+		const struct sym_func *f = &m->funcs[j];
+		struct atf_symbol *s;
+
+		if (!f->selected)
+			continue;
+		s = atf_manifest__add_symbol(man, m->module_id, f->symbol_index, f->name);
+		if (!s)
+			return -ENOMEM;
+		s->address = f->ifunc_impl ? f->ifunc_impl : f->addr;
+		s->size = f->size;
+		if (set_str(&s->demangled, f->demangled))
+			return -ENOMEM;
+	}
+	return 0;
+}
+
 static int add_modules(struct recorder *r, struct atf_manifest *man)
 {
 	for (size_t i = 0; i < r->nmodules; i++) {
-		const struct sym_module *m = r->modules[i];
-		struct atf_module *am = atf_manifest__add_module(man, m->path);
+		int err = rec_manifest_add_module(man, r->modules[i]);
 
-		if (!am)
-			return -ENOMEM;
-		/* module ids come from the symbol side (the path the probe used) */
-		am->module_id = m->module_id;
-		am->base_address = m->base;
-		am->size = m->size;
-		if (set_str(&am->build_id, m->build_id))
-			return -ENOMEM;
-		for (size_t j = 0; j < m->nfuncs; j++) {
-			const struct sym_func *f = &m->funcs[j];
-			struct atf_symbol *s;
-
-			if (!f->selected)
-				continue;
-			s = atf_manifest__add_symbol(man, m->module_id, f->symbol_index, f->name);
-			if (!s)
-				return -ENOMEM;
-			s->address = f->addr;
-			s->size = f->size;
-			if (set_str(&s->demangled, f->demangled))
-				return -ENOMEM;
-		}
+		if (err)
+			return err;
 	}
 	return 0;
 }

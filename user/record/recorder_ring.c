@@ -2,7 +2,7 @@
 /*
  * Ring records -> writers: one switch on the record's type tag. Events go to their thread's
  * writer (a one-entry cache in front of the tid table, since events come in bursts per thread);
- * task records end threads, announce forked children and end a process at its exec.
+ * task records end threads, announce forked children and carry a process on through its exec.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -147,8 +147,10 @@ static void on_task(struct recorder *r, const void *data, size_t size)
 		break;
 	case REC_TASK_EXEC:
 		p = rec_proc_find(r, (pid_t)tk.pid);
-		if (!p || p->state == REC_PROC_ENDED)
+		if (!p || p->state == REC_PROC_ENDED) {
+			rec_watch_on_exec(r, (pid_t)tk.pid, false, tk.child_pid == REC_TASK_HELD);
 			break;
+		}
 		if (p->expect_exec) {
 			char comm[64];
 			p->expect_exec = false;     /* the gated child became the target */
@@ -156,15 +158,20 @@ static void on_task(struct recorder *r, const void *data, size_t size)
 				free(p->man->process_name);
 				p->man->process_name = strdup(comm);
 			}
+			/* its first image: modules attached before the release are not attached
+			 * twice; a #! script's interpreter is read only now */
+			rec_watch_on_exec(r, p->pid, true, tk.child_pid == REC_TASK_HELD);
 			break;
 		}
-		if (r->opts.system_wide) {     /* -a: the process goes on with its new image */
-			rec_session_process_exec(r, p);
-			break;
-		}
-		fprintf(stderr, "atftrace record: process %d called exec; its recording ends there "
-			"(%s)\n", (int)tk.pid, p->dir);
-		rec_process_end(r, p, "exec");
+		/* the process goes on with its new image, in the same pid_<PID>/ (a wrapper, a
+		 * #! script, a shim): the old image's threads end here, the new one's modules are
+		 * attached while the process is held (user/record/record_watch.c) */
+		rec_session_process_exec(r, p);
+		if (!r->opts.system_wide)
+			fprintf(stderr, "atftrace record: process %d called exec (%s); recording goes on "
+				"in %s\n", (int)tk.pid, p->man->process_name ? p->man->process_name : "?",
+				p->dir);
+		rec_watch_on_exec(r, p->pid, !r->opts.system_wide, tk.child_pid == REC_TASK_HELD);
 		break;
 	}
 }
@@ -193,6 +200,9 @@ int rec_on_record(void *ctx, void *data, size_t size)
 		break;
 	case REC_UNWIND_FIXUP:
 		rec_unwind_on_fixup(r, data, size);
+		break;
+	case REC_DL_STATE:
+		rec_watch_on_dl_state(r, data, size);
 		break;
 	case REC_PROC_INFO:
 		rec_session_on_info(r, data, size);

@@ -1,0 +1,54 @@
+// SPDX-License-Identifier: MIT
+/*
+ * dlopen_user CMD_FIFO PLUGIN: prints its pid, then reads commands from CMD_FIFO, one a line:
+ * "l K" dlopens PLUGIN, calls its plugin_work K times at once and prints "loaded K"; "c K" calls
+ * plugin_work K times more and prints "done K"; "q" exits. The calls right after dlopen show
+ * whether the plugin's probes were in place when dlopen returned.
+ */
+#include <dlfcn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+int main(int argc, char **argv)
+{
+	void (*work)(int) = NULL;
+	char line[64];
+	FILE *in;
+
+	if (argc != 3) {
+		fprintf(stderr, "usage: dlopen_user CMD_FIFO PLUGIN\n");
+		return 2;
+	}
+	printf("pid %d\n", (int)getpid());
+	fflush(stdout);
+	in = fopen(argv[1], "r");
+	if (!in) {
+		perror(argv[1]);
+		return 1;
+	}
+	while (fgets(line, sizeof(line), in) && line[0] != 'q') {
+		if (line[0] == 'l') {
+			void *h = dlopen(argv[2], RTLD_NOW);
+
+			if (!h || !(work = (void (*)(int))dlsym(h, "plugin_work"))) {
+				fprintf(stderr, "dlopen_user: %s\n", dlerror());
+				return 1;
+			}
+			int k = atoi(line + 1);
+
+			for (int i = 0; i < k; i++)
+				work(i);
+			printf("loaded %d\n", k);
+		} else if (line[0] == 'c' && work) {
+			int k = atoi(line + 1);
+
+			for (int i = 0; i < k; i++)
+				work(i);
+			printf("done %d\n", k);
+		}
+		fflush(stdout);
+	}
+	fclose(in);
+	return 0;
+}
