@@ -36,7 +36,7 @@ check_frames() {
 		want_fp=$(awk -v c=$caller '{ for (i = 1; i < NF; i++) if ($i == "frame" && $(i + 1) == c) print $(i + 2) }' "$T/$1.out")
 		assert_eq "$(printf %x $((want_fp)))" "$(field "$1" C $f fp)" "$1: $f's fp at CALL = $caller's rbp"
 		assert_eq "$(field "$1" C $f fp)" "$(field "$1" R $f fp)" "$1: $f's fp at RETURN = at CALL"
-		read -r va size <<<"$(awk -v c=$caller '$NF == c { print $1, $3 }' "$T/funcs")"
+		read -r va size <<<"$(awk -v c=$caller '$NF == c { print $1, $4 }' "$T/funcs")"  # VA, file offset, source, size
 		[ -n "$size" ] || fail "list-functions did not list $caller"
 		lo=$((main_rt - $(awk '$NF == "main" { print $1 }' "$T/funcs") + va))
 		lr=$((0x$(field "$1" C $f lr)))
