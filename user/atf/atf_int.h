@@ -1,5 +1,8 @@
 /* SPDX-License-Identifier: MIT */
-/* Private helpers of libatf's file code (atf_reader.c, atf_recover.c, atf_writer.c, manifest_save.c). */
+/*
+ * Private helpers of libatf's file code (atf_reader.c, atf_recover.c, atf_writer.c, manifest_save.c).
+ * Creating files safely is atf_file.h, which the recorder and the exporters use too.
+ */
 #ifndef ATFTRACE_ATF_INT_H
 #define ATFTRACE_ATF_INT_H
 
@@ -20,8 +23,5 @@ int atf_diag_set(struct atf_diag *d, const char *path, int err, uint64_t offset,
  * bytes that did reach the file, also on failure.
  */
 int atf_write_all(int fd, const void *buf, size_t len, size_t *done);
-
-/** atf_fsync_parent_dir - fsync the directory holding @path, so a rename into it is durable. */
-int atf_fsync_parent_dir(const char *path);
 
 #endif

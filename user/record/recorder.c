@@ -27,6 +27,7 @@
 #include <time.h>
 #include <unistd.h>
 #include <bpf/libbpf.h>
+#include "atf_file.h"
 #include "atftrace.h"
 #include "container.h"
 #include "proc.h"
@@ -205,10 +206,16 @@ int recorder__add_process(struct recorder *r, pid_t pid, char *const *argv, size
 		err = -ENOMEM;
 		goto cleanup;
 	}
-	if (mkdir(p->dir, 0755) < 0) {
-		err = -errno;
-		fprintf(stderr, "atftrace record: cannot create %s: %s\n", p->dir, strerror(errno));
-		goto cleanup;
+	{
+		struct atf_diag diag = { 0 };
+		int fd = atf_dir_create(p->dir, ATF_DIR_NEW, &diag);
+
+		if (fd < 0) {
+			err = fd;
+			fprintf(stderr, "atftrace record: cannot create %s: %s\n", p->dir, diag.msg);
+			goto cleanup;
+		}
+		close(fd);
 	}
 	err = rec_manifest_build(r, p, argv, argc);
 	if (err < 0)
