@@ -200,7 +200,7 @@ int recorder__add_process(struct recorder *r, pid_t pid, char *const *argv, size
 	p->pid = pid;
 	p->pidfd = -1;
 	p->expect_exec = launched_gated;
-	p->exit_status = -1;
+	p->exit_status = p->exit_code = -1;
 	if (asprintf(&p->dir, "%s/pid_%d", r->session_dir, (int)pid) < 0) {
 		p->dir = NULL;
 		err = -ENOMEM;
@@ -398,6 +398,23 @@ static void reap(struct rec_process *p)
 	}
 }
 
+/*
+ * Why a process that is gone ended: "target exited", or the signal that killed it, from the
+ * wait status of our own child, else from the exit code its last thread had in the kernel.
+ */
+static const char *gone_reason(struct rec_process *p)
+{
+	int status;
+
+	reap(p);
+	status = p->reaped ? p->exit_status : p->exit_code;
+	if (status < 0 || !WIFSIGNALED(status))
+		return "target exited";
+	snprintf(p->end_buf, sizeof(p->end_buf), "target killed by SIG%s",
+		 sigabbrev_np(WTERMSIG(status)) ?: "?");
+	return p->end_buf;
+}
+
 /* Drain the ring, then finalize what ended, flush what was written, save what changed. */
 static int drain(struct recorder *r)
 {
@@ -409,7 +426,7 @@ static int drain(struct recorder *r)
 		return n;
 	for (size_t i = 0; i < r->nprocs; i++)
 		if (r->procs[i]->state == REC_PROC_GONE)
-			rec_process_end(r, r->procs[i], "target exited");
+			rec_process_end(r, r->procs[i], gone_reason(r->procs[i]));
 	for (size_t i = 0; i < r->ndirty; i++) {
 		struct rec_thread *t = r->dirty[i];
 		int err;
@@ -488,7 +505,7 @@ int recorder__finish(struct recorder *r, const char *end_reason)
 		struct rec_process *p = r->procs[i];
 		if (p->state == REC_PROC_LIVE && !proc_alive(p->pid))
 			p->state = REC_PROC_GONE;
-		rec_process_end(r, p, p->state == REC_PROC_GONE ? "target exited" : end_reason);
+		rec_process_end(r, p, p->state == REC_PROC_GONE ? gone_reason(p) : end_reason);
 		reap(p);
 	}
 	r->end_reason = end_reason;

@@ -42,7 +42,9 @@ struct rec_process {
 	bool reaped;
 	int exit_status;
 	uint64_t last_save_ns;      /* CLOCK_MONOTONIC of the last manifest write */
-	const char *end_reason;     /* static string */
+	const char *end_reason;     /* static string, or end_buf */
+	char end_buf[48];           /* "target killed by SIGKILL" */
+	int exit_code;              /* last exit code of a thread (REC_TASK_EXIT), -1 before */
 	uint64_t start_ticks;       /* system-wide: /proc/PID/stat start time, 0 if unknown */
 };
 

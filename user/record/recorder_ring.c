@@ -128,6 +128,7 @@ static void on_task(struct recorder *r, const void *data, size_t size)
 	case REC_TASK_EXIT:
 		t = rec_tid_lookup(r, tk.tid);
 		if (t && t->proc->pid == (pid_t)tk.pid) {
+			t->proc->exit_code = (int)tk.exit_code;
 			rec_thread_name_late(r, t, tk.comm, sizeof(tk.comm));
 			rec_thread_end(r, t);
 		}
