@@ -17,6 +17,10 @@ bad "either -p PID or a command" record -p 1 -- /bin/true
 bad "--ring-size: '3M' is not a power of two" record --ring-size 3M -- /bin/true
 bad "--ring-size: '2K' is not a power of two" record --ring-size 2K -- /bin/true
 bad "--duration: '-1' is not a positive number" record --duration -1 -- /bin/true
+bad "^atftrace record: --duration: '1e18' is too large \(at most 1e9 seconds\)$" record --duration 1e18 -- /bin/true
+bad "--mode: '0644x' is not an octal file mode" record --mode 0644x -- /bin/true
+bad "--mode: '0400' is not an octal file mode from 0600 to 0777" record --mode 0400 -- /bin/true
+bad "--mode: '01777' is not an octal file mode" record --mode 01777 -- /bin/true
 bad "--pid: 'abc' is not a process id" record -p abc
 bad "attach traces a running process" attach -- /bin/true x
 bad "^atftrace attach: '/bin/true' is not a process id$" attach /bin/true

@@ -132,7 +132,9 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 	case OPT_DURATION:
 		errno = 0;
 		a->duration = strtod(arg, &end);
-		if (errno || *end || !(a->duration > 0) || a->duration > 1e9)
+		if ((!errno || errno == ERANGE) && end != arg && !*end && a->duration > 1e9)
+			argp_error(state, "--duration: '%s' is too large (at most 1e9 seconds)", arg);
+		if (errno || *end || !(a->duration > 0))
 			argp_error(state, "--duration: '%s' is not a positive number of seconds", arg);
 		break;
 	case OPT_MODE: {
