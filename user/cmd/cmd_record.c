@@ -510,7 +510,7 @@ static int record_main(struct record_args *a)
 	{
 		struct recorder_stats st;
 		recorder__stats(rec, &st);
-		ret = st.write_errors ? 1 : 0;
+		ret = st.write_errors || st.write_failed ? 1 : 0;
 	}
 cleanup:
 	if (child.gate_fd >= 0)

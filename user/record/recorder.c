@@ -104,7 +104,7 @@ struct rec_process *rec_proc_find(struct recorder *r, pid_t pid)
 
 void rec_report_write_error(struct recorder *r, const char *what, const char *path, int err)
 {
-	r->st.write_errors++;
+	r->st.write_failed = true;  /* events it cost are counted where they are lost, once */
 	if (r->write_error_reported)
 		return;
 	r->write_error_reported = true;

@@ -87,7 +87,10 @@ void rec_thread_name_late(struct recorder *r, struct rec_thread *t, const char *
 /** rec_process_end - finalize every thread of @p and write its manifest with @reason (static). */
 void rec_process_end(struct recorder *r, struct rec_process *p, const char *reason);
 void rec_mark_dirty(struct recorder *r, struct rec_thread *t);
-/** rec_report_write_error - count a lost write; the first one is printed. */
+/**
+ * rec_report_write_error - note a failed write; the first one is printed. The events it lost
+ * are counted by the caller (write_errors), so none is counted twice.
+ */
 void rec_report_write_error(struct recorder *r, const char *what, const char *path, int err);
 
 /* user/record/recorder_ring.c */

@@ -94,6 +94,7 @@ static void on_event(struct recorder *r, const void *data, size_t size, bool wit
 	seq = atf_thread_writer__append(t->w, &ev, dp);
 	if (seq < 0) {
 		rec_report_write_error(r, "cannot write events in", t->proc->dir, (int)seq);
+		r->st.write_errors++;   /* this event; earlier buffered ones are counted at finalize */
 		return;
 	}
 	if (!t->events)
