@@ -8,9 +8,12 @@
  * compile time. The rest of the union is zero, as the kernel requires.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <stddef.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <linux/bpf.h>
 #include <bpf/bpf.h>
@@ -108,4 +111,68 @@ bool uprobe_multi_supported(uint32_t attach_type)
 	if (!*state)
 		*state = probe_attach_type(attach_type) ? 2 : 1;
 	return *state == 2;
+}
+
+bool uprobe_insn_refused(int err)
+{
+	return err == -ATF_ENOTSUPP || err == -ENOEXEC;
+}
+
+struct refusal_check {
+	int prog_fd;
+	const char *path;
+	const uint64_t *offsets;
+};
+
+/* A do-nothing link on offsets [first, first + count) in this process, closed at once. */
+static int check_range(const struct refusal_check *c, uint32_t first, uint32_t count)
+{
+	int fd = uprobe_multi_link_create(c->prog_fd, ATF_BPF_TRACE_UPROBE_MULTI, c->path,
+					  c->offsets + first, NULL, count, 0, getpid());
+
+	if (fd < 0)
+		return fd;
+	close(fd);
+	return 0;
+}
+
+static int bisect(const struct refusal_check *c, uint32_t first, uint32_t count, uint32_t *refused,
+		  uint32_t *nrefused)
+{
+	int err = check_range(c, first, count);
+
+	if (!uprobe_insn_refused(err))
+		return err;
+	if (count == 1) {
+		refused[(*nrefused)++] = first;
+		return 0;
+	}
+	err = bisect(c, first, count / 2, refused, nrefused);
+	return err ?: bisect(c, first + count / 2, count - count / 2, refused, nrefused);
+}
+
+void uprobe_refused_offsets(const char *path, const uint64_t *offsets, uint32_t n, uint32_t *refused,
+			    uint32_t *nrefused)
+{
+	struct refusal_check c = { .prog_fd = -1, .path = path, .offsets = offsets };
+	void *map = MAP_FAILED;
+	struct stat st;
+	int fd;
+
+	*nrefused = 0;
+	if (!n || !uprobe_multi_supported(ATF_BPF_TRACE_UPROBE_MULTI))
+		return;
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd >= 0 && !fstat(fd, &st) && st.st_size > 0)
+		map = mmap(NULL, (size_t)st.st_size, PROT_READ | PROT_EXEC, MAP_PRIVATE, fd, 0);
+	if (map != MAP_FAILED)
+		c.prog_fd = load_trivial_prog(ATF_BPF_TRACE_UPROBE_MULTI);
+	if (c.prog_fd >= 0 && bisect(&c, 0, n, refused, nrefused))
+		*nrefused = 0;          /* another error: the real attach reports it */
+	if (c.prog_fd >= 0)
+		close(c.prog_fd);
+	if (map != MAP_FAILED)
+		munmap(map, (size_t)st.st_size);
+	if (fd >= 0)
+		close(fd);
 }
