@@ -111,70 +111,94 @@ static int subdir_open(int dirfd, const char *name, const char *shown, bool crea
 	return fd;
 }
 
-/* Open the first @n bytes of @buf (cut there) as a directory, "/" or "." when @n is 0. */
-static int prefix_open(char *buf, size_t n, const char **shown)
+/*
+ * Whether the symbolic link @name in the directory @dirfd may be followed: in a directory others
+ * may write to, only a link of this user or of the directory's owner (the kernel's
+ * fs.protected_symlinks rule, which may be off, as it is on many machines).
+ */
+static int link_check(int dirfd, const char *name, const struct stat *lst, const char *shown,
+		      struct atf_diag *diag)
 {
-	int fd;
+	struct stat dst;
 
-	buf[n] = '\0';
-	*shown = n ? buf : buf[0] == '/' ? "/" : ".";
-	fd = open(*shown, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	return fd < 0 ? -errno : fd;
+	if (fstat(dirfd, &dst) < 0)
+		return atf_diag_set(diag, shown, -errno, 0, "%s: %s", shown, strerror(errno));
+	if (!(dst.st_mode & (S_IWGRP | S_IWOTH)) || lst->st_uid == geteuid() || lst->st_uid == dst.st_uid)
+		return 0;
+	return atf_diag_set(diag, shown, -EPERM, 0, "%s is a symbolic link of uid %u in a directory others "
+			    "may write to: refusing to follow it", shown, (unsigned)lst->st_uid);
+}
+
+/* atf_dir_check_fd() on @fd, the directory buf[0, pos) names (the parent of a new component). */
+static int parent_check(int fd, char *buf, size_t pos, struct atf_diag *diag)
+{
+	size_t len = pos;
+	char saved;
+	int err;
+
+	while (len > 1 && buf[len - 1] == '/')
+		len--;
+	saved = buf[len];
+	buf[len] = '\0';
+	err = atf_dir_check_fd(fd, len ? buf : ".", diag);
+	buf[len] = saved;
+	return err;
 }
 
 int atf_dir_create(const char *path, unsigned flags, struct atf_diag *diag)
 {
 	char buf[PATH_MAX];
-	const char *shown;
-	size_t len = strlen(path), base;
-	int fd, err;
+	size_t len = strlen(path), pos = 0;
+	bool created = false;
+	int fd, err = 0;
 
-	while (len > 1 && path[len - 1] == '/')
-		len--;
 	if (len == 0 || len >= sizeof(buf))
 		return atf_diag_set(diag, path, -ENAMETOOLONG, 0, "%s: %s", path, strerror(ENAMETOOLONG));
-	/* the deepest directory that exists: the components up to it are resolved as usual */
-	for (base = len;; ) {
-		memcpy(buf, path, len);
-		buf[len] = '\0';
-		fd = prefix_open(buf, base, &shown);
-		if (fd >= 0 || fd != -ENOENT || base == 0)
-			break;
-		while (base > 0 && buf[base - 1] != '/')
-			base--;
-		while (base > 0 && buf[base - 1] == '/')
-			base--;
-	}
+	memcpy(buf, path, len + 1);
+	fd = open(buf[0] == '/' ? "/" : ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (fd < 0)
-		return atf_diag_set(diag, path, fd, 0, "%s: %s", shown, strerror(-fd));
-	err = base == len && (flags & ATF_DIR_NEW) ? atf_diag_set(diag, path, -EEXIST, 0, "%s: %s", path,
-								   strerror(EEXIST))
-						   : atf_dir_check_fd(fd, shown, diag);
-	memcpy(buf, path, len);
-	/* create the rest, one component at a time, each relative to its parent's fd */
-	while (!err && base < len) {
+		return atf_diag_set(diag, path, -errno, 0, "%s: %s", path, strerror(errno));
+	/* one component at a time, each relative to its parent's fd; buf[0, end) names the current one */
+	while (!err) {
+		struct stat lst;
 		size_t end;
-		bool created;
 		int sub;
 
-		while (buf[base] == '/')
-			base++;
-		for (end = base; end < len && buf[end] != '/'; end++)
-			;
-		buf[end] = '\0';
-		created = mkdirat(fd, buf + base, 0700) == 0;
-		if (!created && (errno != EEXIST || (end == len && (flags & ATF_DIR_NEW)))) {
-			err = atf_diag_set(diag, path, -errno, 0, "%s: %s", buf, strerror(errno));
+		while (buf[pos] == '/')
+			pos++;
+		if (!buf[pos])
 			break;
+		for (end = pos; buf[end] && buf[end] != '/'; end++)
+			;
+		char saved = buf[end];
+
+		buf[end] = '\0';
+		if (fstatat(fd, buf + pos, &lst, AT_SYMLINK_NOFOLLOW) < 0 && errno == ENOENT) {
+			/* created here, in a directory that must be safe to create in */
+			err = parent_check(fd, buf, pos, diag);
+			created = !err && mkdirat(fd, buf + pos, 0700) == 0;
+			if (!err && !created && errno != EEXIST)    /* EEXIST: made meanwhile, opened */
+				err = atf_diag_set(diag, path, -errno, 0, "%s: %s", buf, strerror(errno));
+			sub = err ? -1 : subdir_open(fd, buf + pos, buf, created, diag);
+		} else if (S_ISLNK(lst.st_mode) && (err = link_check(fd, buf + pos, &lst, buf, diag))) {
+			sub = -1;
+		} else {
+			created = false;
+			sub = openat(fd, buf + pos, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+			if (sub < 0)
+				err = atf_diag_set(diag, path, -errno, 0, "%s: %s", buf, strerror(errno));
 		}
-		sub = subdir_open(fd, buf + base, buf, created, diag);
 		close(fd);
 		fd = sub;
-		err = sub < 0 ? sub : 0;
-		if (end < len)
-			buf[end] = '/';
-		base = end;
+		if (sub < 0 && !err)
+			err = sub;
+		buf[end] = saved;
+		pos = end;
 	}
+	if (!err && !created && (flags & ATF_DIR_NEW))
+		err = atf_diag_set(diag, path, -EEXIST, 0, "%s: %s", path, strerror(EEXIST));
+	else if (!err && !created)
+		err = atf_dir_check_fd(fd, path, diag);
 	if (err && fd >= 0)
 		close(fd);
 	return err ? err : fd;
