@@ -71,7 +71,8 @@ static int recover_index(const char *path, struct atf_diag *diag)
 	uint64_t len;
 	int err;
 
-	err = atf_index_open(&f, path, 0, diag);
+	/* a complete file whose events do not match its footer's CRC is corrupt: reported, not resealed */
+	err = atf_index_open(&f, path, ATF_OPEN_CHECK_CRC, diag);
 	if (err)
 		return err;
 	if (!f.recovered) {
@@ -120,7 +121,7 @@ static int recover_detail(const char *path, struct atf_diag *diag)
 	uint8_t hdr[ATF_HEADER_SIZE], ftr[ATF_FOOTER_SIZE];
 	int err;
 
-	err = atf_detail_open(&f, path, 0, diag);
+	err = atf_detail_open(&f, path, ATF_OPEN_CHECK_CRC, diag);
 	if (err)
 		return err;
 	if (!f.recovered) {
@@ -164,8 +165,8 @@ cleanup:
  *
  * Returns 1 if the file was rewritten, 0 if it was already complete, or a negative error:
  * -ATF_E_MAGIC for a file that is neither, -ATF_E_TRUNCATED for one shorter than a header,
- * and the readers' errors for a complete-looking file whose footer contradicts its header
- * (those are reported, not papered over).
+ * and the readers' errors for a complete-looking file whose footer contradicts its header or
+ * whose events do not match the footer's CRC (-ATF_E_CRC): those are reported, not papered over.
  */
 int atf_file_recover(const char *path, struct atf_diag *diag)
 {
