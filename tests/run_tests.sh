@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs the cmocka unit tests (built with ASan+UBSan), the end-to-end tests and a few seconds of
-# each fuzz target (tests/fuzz/run.sh), then prints one closing line "N passed, N failed, N skipped". An e2e test exits 0 (pass), 77 (skip: no root or
-# no BTF) or anything else (fail). Under ATFTRACE_REQUIRE_BPF=1 a skip is a failure.
+# each fuzz target (tests/fuzz/run.sh), then prints one closing line "N passed, N failed,
+# N skipped". An e2e test exits 0 (pass), 77 (skip: no root or no BTF) or anything else (fail).
+# Under ATFTRACE_REQUIRE_BPF=1 a skip is a failure.
 #   tests/run_tests.sh [unit|e2e|fuzz] [NAME-FILTER]
 set -u
 cd "$(dirname "$0")/.."
