@@ -27,22 +27,6 @@ struct obuf {
 	uint64_t flushed;       /* bytes already in the file */
 };
 
-static int write_all(int fd, const uint8_t *p, size_t n)
-{
-	while (n) {
-		ssize_t w = write(fd, p, n);
-
-		if (w < 0) {
-			if (errno == EINTR)
-				continue;
-			return -errno;
-		}
-		p += w;
-		n -= (size_t)w;
-	}
-	return 0;
-}
-
 static int pwrite_all(int fd, const uint8_t *p, size_t n, uint64_t off)
 {
 	while (n) {
@@ -97,7 +81,7 @@ static int obuf_flush(struct obuf *o)
 {
 	if (o->err || !o->len)
 		return o->err;
-	o->err = write_all(o->fd, o->buf, o->len);
+	o->err = atf_write_all(o->fd, o->buf, o->len, NULL);
 	o->flushed += o->len;
 	o->len = 0;
 	return o->err;
@@ -112,7 +96,7 @@ int obuf__write(struct obuf *o, const void *data, size_t len)
 	if (len >= o->cap) {    /* large blocks bypass the buffer */
 		if (obuf_flush(o))
 			return o->err;
-		o->err = write_all(o->fd, p, len);
+		o->err = atf_write_all(o->fd, p, len, NULL);
 		o->flushed += len;
 		return o->err;
 	}

@@ -22,6 +22,13 @@
 #include <sys/types.h>
 #include "atf.h"
 
+/**
+ * atf_write_all - write all @len bytes of @buf to @fd, retrying short writes and EINTR.
+ * Returns 0 or -errno (-EIO when write() makes no progress); *@done (if not NULL) gets the
+ * bytes that did reach the file, also on failure.
+ */
+int atf_write_all(int fd, const void *buf, size_t len, size_t *done);
+
 #define ATF_FILE_MODE_DEFAULT 0600
 
 /** atf_file_mode_set - mode of every file created from now on (directories: atf_dir_mode()). */

@@ -9,6 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "atf.h"
+#include "atf_file.h"     /* atf_write_all */
 
 /**
  * atf_diag_set - fill @d (when not NULL) with @err, @path, @offset and a printf message.
@@ -16,12 +17,5 @@
  */
 int atf_diag_set(struct atf_diag *d, const char *path, int err, uint64_t offset, const char *fmt, ...)
 	__attribute__((format(printf, 5, 6)));
-
-/**
- * atf_write_all - write all @len bytes of @buf to @fd, retrying short writes and EINTR.
- * Returns 0 or -errno (-EIO when write() makes no progress); *@done (if not NULL) gets the
- * bytes that did reach the file, also on failure.
- */
-int atf_write_all(int fd, const void *buf, size_t len, size_t *done);
 
 #endif
