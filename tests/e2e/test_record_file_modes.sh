@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Sessions hold stack memory and command lines: 0700 directories of 0600 files by default, whatever
 # the umask; record --mode MODE sets the files' mode exactly (directories get the matching x
-# bits); exports take the mode of the session they come from; recover keeps a file's mode.
+# bits); exports take the mode of the session they come from; recover keeps a file's mode. And
+# -o refuses a non-empty directory that is not a session.
 source "$(dirname "$0")/lib.sh"
 need_bpf
 
@@ -36,4 +37,15 @@ p=$(ls -d "$T/grp"/pid_*)
 truncate -s -16 "$p/thread_0/index.atf"
 "$ATF" recover "$T/grp" >/dev/null || fail "recover"
 assert_eq "640 f 2;750 d 3;" "$(modes "$T/grp")" "modes after recover"
+# -o takes a new or empty directory, or a session; anything else is refused, untouched
+mkdir "$T/notes" && echo keep >"$T/notes/todo.txt"
+rc=0; "$ATF" record -o "$T/notes" -- "$TARGETS/call_chain" 1 >/dev/null 2>"$T/err" || rc=$?
+assert_eq 1 "$rc" "exit status of -o into a directory that is not a session"
+assert_eq "atftrace record: -o $T/notes: not empty and not a session (it holds 'todo.txt'); give a new or empty directory" \
+	"$(tail -n 1 "$T/err")" "the refusal"
+assert_eq "todo.txt" "$(ls "$T/notes")" "the directory's contents"
+mkdir "$T/empty"
+"$ATF" record -o "$T/empty" -- "$TARGETS/call_chain" 1 >/dev/null 2>&1 || fail "-o into an empty directory"
+"$ATF" record -o "$T/empty" -- "$TARGETS/call_chain" 1 >/dev/null 2>&1 || fail "-o into a session again"
+assert_eq 2 "$(ls -d "$T/empty"/pid_* | wc -l)" "two processes in the session"
 echo "ok"
