@@ -220,8 +220,12 @@ static int check_outdir_contents(int fd, const char *dir)
 		unsigned pid;
 		char tail;
 
+		size_t n = strlen(de->d_name);
+
+		/* ".session.json.<random>.tmp": a temporary a killed recorder left (atf_file.h) */
 		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, "..") ||
-		    !strcmp(de->d_name, "session.json") || sscanf(de->d_name, "pid_%u%c", &pid, &tail) == 1)
+		    !strcmp(de->d_name, "session.json") || sscanf(de->d_name, "pid_%u%c", &pid, &tail) == 1 ||
+		    (!strncmp(de->d_name, ".session.json.", 14) && n > 18 && !strcmp(de->d_name + n - 4, ".tmp")))
 			continue;
 		fprintf(stderr, "atftrace record: -o %s: not empty and not a session (it holds '%s'); "
 			"give a new or empty directory\n", dir, de->d_name);
