@@ -51,11 +51,12 @@ bool uprobe_insn_refused(int err);
  * uprobe_refused_offsets - which of @n @offsets of ELF file @path would the kernel refuse?
  * The kernel looks at a probed instruction only when it places the breakpoint in a process that
  * maps the file: a link for a process that has not mapped it yet (a launched target before its
- * exec) succeeds, and the refused functions then never fire, silently. So the file is mapped
- * (read, exec, private) into this process and a do-nothing uprobe_multi link is created for this
- * process only; the kernel analyses every instruction then, and a refused range is halved until
+ * exec) succeeds, and the refused functions then never fire, silently. So a short-lived
+ * grandchild maps the file (read, exec, private) and creates a do-nothing uprobe_multi link for
+ * itself only; the kernel analyses every instruction then, and a refused range is halved until
  * each refused offset is alone (O(k log n) link creations for k refused offsets). Nothing ever
- * executes the mapping. Fills @refused with their indexes (room for @n), sets *@nrefused; when
+ * executes the mapping, and the grandchild's exit (which detaches its links, an RCU grace period
+ * each) is waited for by nobody. Fills @refused with their indexes (room for @n), sets *@nrefused; when
  * the check cannot be made (no uprobe_multi, a noexec mount) nothing is known to be refused.
  */
 void uprobe_refused_offsets(const char *path, const uint64_t *offsets, uint32_t n, uint32_t *refused,
