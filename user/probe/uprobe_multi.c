@@ -20,6 +20,8 @@
 #include <sys/wait.h>
 #include <linux/bpf.h>
 #include <bpf/bpf.h>
+#include "atf_file.h"
+#include "proc.h"
 #include "uprobe_multi.h"
 
 /* union bpf_attr as BPF_LINK_CREATE reads it for uprobe_multi links. */
@@ -170,22 +172,6 @@ static void close_all_but(int a, int b, int c)
 	close_range(lo, ~0u, 0);
 }
 
-static ssize_t io_full(int fd, void *buf, size_t len, bool out)
-{
-	size_t done = 0;
-
-	while (done < len) {
-		ssize_t n = out ? write(fd, (char *)buf + done, len - done) : read(fd, (char *)buf + done, len - done);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			break;
-		done += (size_t)n;
-	}
-	return (ssize_t)done;
-}
-
 /*
  * The check, in a grandchild of the recorder: it maps the file, bisects, writes the refused indexes
  * to @wfd and exits. Its successful check links are closed by its exit: each costs an RCU grace
@@ -204,8 +190,8 @@ static void __attribute__((noreturn)) check_in_grandchild(int wfd, int prog_fd, 
 	if (mmap(NULL, size, PROT_READ | PROT_EXEC, MAP_PRIVATE, file_fd, 0) == MAP_FAILED ||
 	    bisect(&c, 0, n, refused, &nrefused))
 		nrefused = 0;   /* no check (a noexec mount), or another error: the real attach says it */
-	io_full(wfd, &nrefused, sizeof(nrefused), true);
-	io_full(wfd, refused, nrefused * sizeof(*refused), true);
+	atf_write_all(wfd, &nrefused, sizeof(nrefused), NULL);
+	atf_write_all(wfd, refused, nrefused * sizeof(*refused), NULL);
 	_exit(0);
 }
 
@@ -234,8 +220,8 @@ void uprobe_refused_offsets(const char *path, const uint64_t *offsets, uint32_t 
 	if (pid > 0) {
 		while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
 			;
-		if (io_full(pfd[0], &got, sizeof(got), false) == (ssize_t)sizeof(got) && got <= n &&
-		    io_full(pfd[0], refused, got * sizeof(*refused), false) == (ssize_t)(got * sizeof(*refused)))
+		if (proc_read_full(pfd[0], &got, sizeof(got)) == (ssize_t)sizeof(got) && got <= n &&
+		    proc_read_full(pfd[0], refused, got * sizeof(*refused)) == (ssize_t)(got * sizeof(*refused)))
 			*nrefused = got;
 	}
 	if (pfd[0] >= 0)
