@@ -2,7 +2,8 @@
 # atftrace build. Everything goes to $(OUTPUT); quiet unless V=1.
 #   make            build .output/atftrace
 #   make demo       trace the bundled sample and write every export
-#   make test       unit tests (ASan+UBSan) and end-to-end tests with real BPF
+#   make test       unit tests (ASan+UBSan), end-to-end tests with real BPF, short fuzz runs
+#   make fuzz       each libFuzzer target for FUZZ_SECONDS (default 60)
 #   make bench      benchmarks (figures, never assertions)
 .DELETE_ON_ERROR:
 .DEFAULT_GOAL := all
@@ -26,7 +27,9 @@ DEP_FILES := /usr/include/bpf/libbpf.h /usr/include/gelf.h /usr/include/elfutils
 	     /usr/include/lz4.h /usr/include/zlib.h /usr/include/jansson.h /usr/include/cmocka.h \
 	     /usr/include/cbor.h /usr/include/elfutils/debuginfod.h /usr/share/doc/libc6-dbg
 DEP_CMDS  := clang llvm-strip bpftool protoc bpftrace node npm g++ jq chromium debuginfod
-DEPS_MISSING := $(strip $(foreach f,$(DEP_FILES),$(if $(wildcard $(f)),,$(f))) \
+# clang's libFuzzer runtime (libclang-rt-dev): make fuzz, and the fuzz runs of make test
+DEP_FUZZ_RT := $(if $(shell command -v clang 2>/dev/null),$(shell clang -print-resource-dir)/lib/linux/libclang_rt.fuzzer-$(shell uname -m).a)
+DEPS_MISSING := $(strip $(foreach f,$(DEP_FILES) $(DEP_FUZZ_RT),$(if $(wildcard $(f)),,$(f))) \
 		$(foreach c,$(DEP_CMDS),$(if $(shell command -v $(c) 2>/dev/null),,$(c))))
 ifneq ($(DEPS_MISSING),)
 $(info deps: missing $(DEPS_MISSING); running scripts/deps.sh)
@@ -86,7 +89,7 @@ TARGET_SRCS   := $(wildcard tests/targets/*.c)
 TARGETS       := $(patsubst tests/targets/%.c,$(OUTPUT)/targets/%,$(filter-out tests/targets/lib%.c,$(TARGET_SRCS)))
 -include tests/targets/targets.mk
 
-.PHONY: all lib tools targets test unit e2e demo bench clean check-bpf-arm64
+.PHONY: all lib tools targets test unit e2e fuzz demo bench clean check-bpf-arm64
 # Skeletons and BPF objects are intermediate files of a pattern chain: keep them.
 .SECONDARY: $(SKELS) $(patsubst bpf/%.bpf.c,$(OUTPUT)/bpf/%.bpf.o,$(BPF_SRCS))
 all: $(BIN)
@@ -171,6 +174,29 @@ $(OUTPUT)/targets/%: tests/targets/%.c
 $(OUTPUT)/bpf $(OUTPUT)/arm64:
 	$(Q)mkdir -p $@
 
+# ---- fuzzing: libFuzzer targets over libatf's readers (tests/fuzz/), clang with ASan+UBSan ------
+# libatf is built again for them with coverage instrumentation (fuzzer-no-link).
+FUZZ_SRCS := $(wildcard tests/fuzz/fuzz_*.c)
+FUZZ_BINS := $(patsubst tests/fuzz/%.c,$(OUTPUT)/fuzz/%,$(FUZZ_SRCS))
+FUZZ_SAN  := -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
+FUZZ_CFLAGS := -g -O1 -std=gnu11 -D_GNU_SOURCE -Iinclude -Iuser/atf $(FUZZ_SAN)
+FUZZ_LIB_OBJS := $(patsubst %.c,$(OUTPUT)/fuzz/obj/%.o,$(wildcard user/atf/*.c))
+FUZZ_SECONDS ?= 60
+
+$(OUTPUT)/fuzz/obj/%.o: %.c
+	$(call msg,CC-FUZZ,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CLANG) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link -MMD -MP -c $< -o $@
+
+$(OUTPUT)/fuzz/%: tests/fuzz/%.c tests/fuzz/fuzz_common.h $(FUZZ_LIB_OBJS)
+	$(call msg,FUZZ,$@)
+	$(Q)$(CLANG) $(FUZZ_CFLAGS) -fsanitize=fuzzer $< $(FUZZ_LIB_OBJS) -ljansson -lz -o $@
+
+# make fuzz: each target for FUZZ_SECONDS, growing a corpus under $(OUTPUT)/fuzz/corpus/ from the
+# checked-in seeds (tests/fuzz/corpus/<target>/, never written); make test runs each for seconds.
+fuzz: $(FUZZ_BINS)
+	$(Q)OUTPUT=$(OUTPUT) bash tests/fuzz/run.sh $(FUZZ_SECONDS) $(notdir $(FUZZ_BINS))
+
 tools: $(TOOL_BINS)
 targets: $(TARGETS) $(EXTRA_TARGETS)
 
@@ -184,13 +210,13 @@ $(WTF_LOADER): scripts/deps.sh
 
 # speedscope (npm, pinned) for the real-browser test; deps.sh installs it beside the loader.
 SPEEDSCOPE := .output/npm/node_modules/speedscope/dist/release/index.html
-$(SPEEDSCOPE): scripts/deps.sh
+$(SPEEDSCOPE) $(FUZZ_BINS): scripts/deps.sh
 	$(call msg,DEPS,speedscope (npm))
 	$(Q)bash scripts/deps.sh
 	$(Q)test -f $@ && touch $@
 
 TEST_DEPS := $(BIN) $(BIN_ASAN) $(UNIT_BINS) $(TOOL_BINS) $(TARGETS) $(EXTRA_TARGETS) $(ARM64_BPF) $(WTF_LOADER) \
-	     $(SPEEDSCOPE)
+	     $(SPEEDSCOPE) $(FUZZ_BINS)
 
 test: $(TEST_DEPS)
 	$(Q)OUTPUT=$(OUTPUT) bash tests/run_tests.sh

@@ -546,7 +546,7 @@ int atf_unwind_catch(struct pt_regs *ctx)
 
 /* ---- process lifecycle ----------------------------------------------------------------- */
 
-static __always_inline void emit_task(__u32 type, __u32 tgid, __u32 tid, __u32 child)
+static __always_inline void emit_task(__u32 type, __u32 tgid, __u32 tid, __u32 arg)
 {
 	struct rec_task *r = bpf_ringbuf_reserve(&rb, sizeof(*r), 0);
 
@@ -557,7 +557,7 @@ static __always_inline void emit_task(__u32 type, __u32 tgid, __u32 tid, __u32 c
 	r->type = type;
 	r->pid = tgid;
 	r->tid = tid;
-	r->child_pid = child;
+	r->child_pid = arg;     /* or exit_code */
 	r->ts = bpf_ktime_get_boot_ns();
 	/* every caller runs in the context of the thread the record is about */
 	bpf_get_current_comm(r->comm, sizeof(r->comm));
@@ -589,7 +589,8 @@ int BPF_PROG(atf_exit, struct task_struct *p)
 
 	if (!tgid_traced(tgid))
 		return 0;
-	emit_task(REC_TASK_EXIT, tgid, p->pid, 0);
+	/* do_exit() has set exit_code: the signal that killed the group, or the exit status << 8 */
+	emit_task(REC_TASK_EXIT, tgid, p->pid, (__u32)p->exit_code);
 	/* signal->live is decremented before this tracepoint: 0 means the whole group is dead. */
 	if (!system_wide && BPF_CORE_READ(p, signal, live.counter) == 0)
 		bpf_map_delete_elem(&tgid_filter, &tgid);

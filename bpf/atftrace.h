@@ -81,7 +81,10 @@ struct rec_task {
 	__u32 type;
 	__u32 pid;              /* tgid */
 	__u32 tid;
-	__u32 child_pid;        /* REC_TASK_FORK: the new process; EXEC/DL_STATE: REC_TASK_HELD or 0 */
+	union {
+		__u32 child_pid;        /* REC_TASK_FORK: the new process; EXEC/DL_STATE: REC_TASK_HELD or 0 */
+		__u32 exit_code;        /* REC_TASK_EXIT: the thread's exit code, as a wait status */
+	};
 	__u64 ts;
 	char comm[16];          /* the thread's name (REC_TASK_EXIT: its last one) */
 };

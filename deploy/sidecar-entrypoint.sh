@@ -12,6 +12,9 @@ while [ -z "$pid" ]; do
 	pid=$(pgrep -o -x "$TARGET_COMM" || true)
 	[ -n "$pid" ] || sleep 1
 done
+# An emptyDir is 0777: sticky, like /tmp, so atftrace creates its session there (it refuses a
+# directory others may write to without the sticky bit) and no other container can touch it.
+[ -d "$out" ] && [ -n "$(find "$out" -maxdepth 0 -perm -0002 ! -perm -1000)" ] && chmod +t "$out"
 set --
 for f in ${ATF_FUNCTIONS:-}; do set -- "$@" -f "$f"; done
 exec /usr/local/bin/atftrace record -p "$pid" --follow-fork -o "$out/session_$(date -u +%Y%m%d_%H%M%S)" "$@"

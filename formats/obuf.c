@@ -7,39 +7,25 @@
  * user already had. Anything else (a pipe, /dev/stdout) is written directly and never removed.
  */
 #include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include "atf_file.h"
 #include "obuf.h"
 
 struct obuf {
 	int fd;
 	int err;                /* first error, sticky */
-	char *path;             /* the destination */
-	char *tmp;              /* the temporary written instead, or NULL when writing directly */
+	bool direct;            /* written in place (a pipe, a device), not through a temporary */
+	struct atf_tmpfile tmp; /* the temporary beside the destination (atf_file.h) */
 	uint8_t *buf;
 	size_t cap, len;
 	uint64_t flushed;       /* bytes already in the file */
 };
-
-static int write_all(int fd, const uint8_t *p, size_t n)
-{
-	while (n) {
-		ssize_t w = write(fd, p, n);
-
-		if (w < 0) {
-			if (errno == EINTR)
-				continue;
-			return -errno;
-		}
-		p += w;
-		n -= (size_t)w;
-	}
-	return 0;
-}
 
 static int pwrite_all(int fd, const uint8_t *p, size_t n, uint64_t off)
 {
@@ -61,44 +47,32 @@ static int pwrite_all(int fd, const uint8_t *p, size_t n, uint64_t off)
 int obuf__open(struct obuf **out, const char *path, size_t bufsize)
 {
 	struct obuf *o = calloc(1, sizeof(*o));
+	struct stat st;
 	int err;
 
 	if (!o)
 		return -ENOMEM;
-	struct stat st;
-
 	o->cap = bufsize ? bufsize : 1u << 20;
 	o->buf = malloc(o->cap);
-	o->path = strdup(path);
-	if (!o->buf || !o->path) {
+	if (!o->buf) {
 		err = -ENOMEM;
 		goto cleanup;
 	}
-	if (stat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
+	o->direct = stat(path, &st) == 0 && !S_ISREG(st.st_mode);
+	if (o->direct) {
 		o->fd = open(path, O_WRONLY | O_CLOEXEC);
+		err = o->fd < 0 ? -errno : 0;
 	} else {
-		mode_t mask = umask(0);
-
-		umask(mask);
-		if (asprintf(&o->tmp, "%s.tmp.XXXXXX", path) < 0) {
-			o->tmp = NULL;
-			err = -ENOMEM;
-			goto cleanup;
-		}
-		o->fd = mkostemp(o->tmp, O_CLOEXEC);
-		if (o->fd >= 0)
-			fchmod(o->fd, 0666 & ~mask);
+		/* a random name (O_EXCL|O_NOFOLLOW), renamed over the path once the export succeeded */
+		err = atf_tmpfile_open(&o->tmp, path);
+		o->fd = o->tmp.fd;
 	}
-	if (o->fd < 0) {
-		err = -errno;
+	if (err)
 		goto cleanup;
-	}
 	*out = o;
 	return 0;
 cleanup:
 	free(o->buf);
-	free(o->path);
-	free(o->tmp);
 	free(o);
 	return err;
 }
@@ -107,7 +81,7 @@ static int obuf_flush(struct obuf *o)
 {
 	if (o->err || !o->len)
 		return o->err;
-	o->err = write_all(o->fd, o->buf, o->len);
+	o->err = atf_write_all(o->fd, o->buf, o->len, NULL);
 	o->flushed += o->len;
 	o->len = 0;
 	return o->err;
@@ -122,7 +96,7 @@ int obuf__write(struct obuf *o, const void *data, size_t len)
 	if (len >= o->cap) {    /* large blocks bypass the buffer */
 		if (obuf_flush(o))
 			return o->err;
-		o->err = write_all(o->fd, p, len);
+		o->err = atf_write_all(o->fd, p, len, NULL);
 		o->flushed += len;
 		return o->err;
 	}
@@ -162,14 +136,6 @@ uint64_t obuf__offset(const struct obuf *o)
 	return o->flushed + o->len;
 }
 
-static void obuf_free(struct obuf *o)
-{
-	free(o->buf);
-	free(o->path);
-	free(o->tmp);
-	free(o);
-}
-
 int obuf__close(struct obuf *o)
 {
 	int err;
@@ -177,16 +143,19 @@ int obuf__close(struct obuf *o)
 	if (!o)
 		return 0;
 	obuf_flush(o);
-	if (!o->err && fsync(o->fd) && errno != EINVAL)
-		o->err = -errno;
-	if (close(o->fd) && !o->err)
-		o->err = -errno;
-	if (o->tmp && !o->err && rename(o->tmp, o->path))
-		o->err = -errno;
-	if (o->tmp && o->err)
-		unlink(o->tmp);
+	if (o->direct) {
+		if (!o->err && fsync(o->fd) && errno != EINVAL)
+			o->err = -errno;
+		if (close(o->fd) && !o->err)
+			o->err = -errno;
+	} else if (o->err) {
+		atf_tmpfile_abort(&o->tmp);
+	} else {
+		o->err = atf_tmpfile_commit(&o->tmp);
+	}
 	err = o->err;
-	obuf_free(o);
+	free(o->buf);
+	free(o);
 	return err;
 }
 
@@ -194,8 +163,10 @@ void obuf__abort(struct obuf *o)
 {
 	if (!o)
 		return;
-	close(o->fd);
-	if (o->tmp)
-		unlink(o->tmp);
-	obuf_free(o);
+	if (o->direct)
+		close(o->fd);
+	else
+		atf_tmpfile_abort(&o->tmp);
+	free(o->buf);
+	free(o);
 }

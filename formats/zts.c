@@ -26,6 +26,7 @@
 #include <time.h>
 #include <unistd.h>
 #include <zlib.h>
+#include "atf_file.h"
 #include "byteorder.h"
 #include "cbor_writer.h"
 #include "format.h"
@@ -310,10 +311,15 @@ static int zts_begin(struct export_ctx *ctx)
 	    asprintf(&w->data_path, "%s/traces.dat", w->store_dir) < 0 ||
 	    asprintf(&w->props_path, "%s/config.props", w->store_dir) < 0)
 		return -ENOMEM;
-	if ((mkdir(ctx->opts->out_path, 0755) && errno != EEXIST) || (mkdir(w->store_dir, 0755) && errno != EEXIST)) {
-		err = -errno;
-		export_error(ctx, "%s: %s", w->store_dir, strerror(errno));
-		return err;
+	{
+		struct atf_diag diag = { 0 };
+		int fd = atf_dir_create(w->store_dir, 0, &diag);     /* and out_path: atf_file.h */
+
+		if (fd < 0) {
+			export_error(ctx, "%s", diag.msg);
+			return fd;
+		}
+		close(fd);
 	}
 	if ((err = obuf__open(&w->out, w->data_path, 0)))
 		return err;
@@ -370,7 +376,7 @@ static int zts_thread_end(struct export_ctx *ctx, const struct atf_thread *t)
 static int zts_end(struct export_ctx *ctx)
 {
 	struct zts_writer *w = ctx->priv;
-	FILE *f;
+	char *props;
 	int err;
 
 	if ((err = flush_chunk(w)))
@@ -379,19 +385,16 @@ static int zts_end(struct export_ctx *ctx)
 	w->out = NULL;
 	if (err)
 		return err;
-	f = fopen(w->props_path, "w");
-	if (!f)
-		return -errno;
-	fprintf(f, "# atftrace ZTS0 trace store (zorka-tdb layout), store id %s\n"
-		"store.iflags=1\nstore.dflags=%u\n"
-		"atftrace.data-file=traces.dat\natftrace.compression=%s\natftrace.ticks=ns-boottime\n"
-		"atftrace.names=attributes\natftrace.chunks=%llu\natftrace.traces=%llu\n"
-		"atftrace.orphan-returns=%llu\n", ZTS_STORE_ID, w->flags, w->compress,
-		(unsigned long long)w->nchunks, (unsigned long long)w->ntraces,
-		(unsigned long long)ctx->dropped_returns);
-	err = fflush(f) || fsync(fileno(f)) ? -errno : 0;
-	if (fclose(f) && !err)
-		err = -errno;
+	if (asprintf(&props, "# atftrace ZTS0 trace store (zorka-tdb layout), store id %s\n"
+		     "store.iflags=1\nstore.dflags=%u\n"
+		     "atftrace.data-file=traces.dat\natftrace.compression=%s\natftrace.ticks=ns-boottime\n"
+		     "atftrace.names=attributes\natftrace.chunks=%llu\natftrace.traces=%llu\n"
+		     "atftrace.orphan-returns=%llu\n", ZTS_STORE_ID, w->flags, w->compress,
+		     (unsigned long long)w->nchunks, (unsigned long long)w->ntraces,
+		     (unsigned long long)ctx->dropped_returns) < 0)
+		return -ENOMEM;
+	err = atf_file_replace(w->props_path, props, strlen(props));
+	free(props);
 	if (!err)
 		w->finished = true;
 	return err;

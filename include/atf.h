@@ -349,7 +349,8 @@ int atf_session_verify(const char *dir, struct atf_diag *diag);
 /**
  * atf_file_recover - rewrite the header and footer of an index or detail file from its whole
  * records, dropping a torn tail; atomic (new file, fsync, rename). Returns 1 if the file was
- * rewritten, 0 if it was already valid.
+ * rewritten, 0 if it was already valid, -ATF_E_CRC (file left as it is) if it has a footer that
+ * its events do not match: corruption, which recovery must not seal with a new checksum.
  */
 int atf_file_recover(const char *path, struct atf_diag *diag);
 

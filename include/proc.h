@@ -40,6 +40,9 @@ void proc_child__abort(struct proc_child *c);
  */
 char *proc_find_in_path(const char *cmd);
 
+/** proc_read_full - read @len bytes, retrying short reads and EINTR; fewer only at EOF. -errno on error. */
+ssize_t proc_read_full(int fd, void *buf, size_t len);
+
 /** proc_comm - /proc/PID/task/TID/comm (@tid 0: /proc/PID/comm) into @buf without newline. */
 int proc_comm(pid_t pid, pid_t tid, char *buf, size_t len);
 

@@ -42,6 +42,7 @@ struct recorder_stats {
 	uint64_t bad_records;       /* malformed ring records, skipped and counted */
 	uint64_t ignored_events;    /* events of a process whose recording had ended (after exec) */
 	uint64_t write_errors;      /* events that could not be written (reported as errors) */
+	bool write_failed;          /* any write failed: an event, a manifest, session.json */
 	uint32_t threads;           /* thread directories created */
 	uint32_t processes;         /* process directories created */
 	uint32_t live_processes;    /* processes still being recorded */

@@ -5,6 +5,7 @@ set -euo pipefail
 
 PKGS=(
   make gcc g++ clang llvm            # build; clang/llvm-strip for the BPF object; g++ for C++ test targets
+  libclang-rt-dev                    # clang's libFuzzer and sanitizer runtimes (tests/fuzz/)
   libbpf-dev bpftool                 # libbpf 1.1 + skeleton generator
   libelf-dev libdw-dev               # ELF symbols, build-ids
   libdebuginfod-dev                  # debug files from debuginfod servers (DEBUGINFOD_URLS)

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# Runs the cmocka unit tests (built with ASan+UBSan) and the end-to-end tests, then prints one
-# closing line "N passed, N failed, N skipped". An e2e test exits 0 (pass), 77 (skip: no root or
-# no BTF) or anything else (fail). Under ATFTRACE_REQUIRE_BPF=1 a skip is a failure.
-#   tests/run_tests.sh [unit|e2e] [NAME-FILTER]
+# Runs the cmocka unit tests (built with ASan+UBSan), the end-to-end tests and a few seconds of
+# each fuzz target (tests/fuzz/run.sh), then prints one closing line "N passed, N failed,
+# N skipped". An e2e test exits 0 (pass), 77 (skip: no root or no BTF) or anything else (fail).
+# Under ATFTRACE_REQUIRE_BPF=1 a skip is a failure.
+#   tests/run_tests.sh [unit|e2e|fuzz] [NAME-FILTER]
 set -u
 cd "$(dirname "$0")/.."
 OUTPUT=${OUTPUT:-.output}
@@ -51,6 +52,17 @@ if [ "$what" = all ] || [ "$what" = e2e ]; then
 		[ -f "$t" ] || continue
 		n=$(basename "$t" .sh); [[ -z $filter || $n == *$filter* ]] || continue
 		run_one "e2e/$n" bash "$t"
+	done
+fi
+
+if [ "$what" = all ] || [ "$what" = fuzz ]; then
+	echo "== fuzz targets (libFuzzer, ASan+UBSan), ${FUZZ_SMOKE_SECONDS:-3}s each over tests/fuzz/corpus/"
+	mkdir -p "$logdir/fuzz"
+	for t in "$OUTPUT"/fuzz/fuzz_*; do
+		[ -x "$t" ] && [ -f "$t" ] || continue
+		n=$(basename "$t"); [[ -z $filter || $n == *$filter* ]] || continue
+		run_one "fuzz/$n" bash tests/fuzz/run.sh "${FUZZ_SMOKE_SECONDS:-3}" "$n"
+		sed 's/^/      /' "$logdir/fuzz/$n.log"
 	done
 fi
 

@@ -90,6 +90,23 @@ rc=0
 assert_eq 1 "$rc" "exit status when the output cannot be created"
 assert_contains "$T/err" "^atftrace export: $T/nodir/x.json: " "error line for the output"
 
+# an output that is, or lies inside, the session being read is refused, however it is spelt
+cp -r "$S" "$T/one.orig"
+ln -s "$S/pid_4242" "$T/into"
+for out in "$S/pid_4242/thread_0/index.atf" "$S/pid_4242/manifest.json" "$S" "$S/x.json" \
+	   "$S/pid_4242/../new/x.json" "$T/into/x.json"; do
+	for fmt in chrome zts; do
+		failure "atftrace export: -o $out: lies inside the session being read ($S); write it elsewhere" \
+			"$S" -F $fmt -o "$out"
+	done
+done
+for out in "$S/pid_4242/thread_0/index.atf" "$S/pid_4242/manifest.json" "$T/into/x.json" "$S/pid_4242/thread_1"; do
+	failure "atftrace export: -o $out: lies inside the session being read ($S/pid_4242); write it elsewhere" \
+		"$S/pid_4242" -F zts -o "$out"
+done
+diff -r "$T/one.orig" "$S" >/dev/null || fail "a refused export changed the session"
+rm -rf "$T/one.orig"
+
 # SESSION forms: session dir, pid dir, --pid among several.
 "$ATF" export "$S" -F chrome -o "$T/a.json"
 "$ATF" export "$S/pid_4242" -F chrome -o "$T/b.json"

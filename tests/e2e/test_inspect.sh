@@ -101,6 +101,14 @@ assert_contains "$T/v.err" 'directory thread_2 is not listed in "threads"' "unli
 assert_contains "$T/r.out" '^manifest: thread_2 was not listed, added$' "recover adds thread_2"
 grep -q '"tid": 4244' "$dir/manifest.json" || fail "recovered thread_2 lacks its tid from the index header"
 
+# verify refuses a manifest that lists one function id twice
+dir=$T/dup_symbol
+gen "$dir" --threads 1 --seed 3 >/dev/null
+jq '.symbols += [.symbols[0]]' "$dir/manifest.json" >"$T/m.json" && mv "$T/m.json" "$dir/manifest.json"
+rc=0; "$ATF_ASAN" verify "$dir" 2>"$T/v.err" >/dev/null || rc=$?
+assert_eq 1 "$rc" "verify with a duplicated symbol"
+assert_contains "$T/v.err" 'symbols: function id 0x[0-9a-f]{16} \(.*\) listed twice' "duplicated symbol message"
+
 # ---- dump: the call tree of a small fixed-seed session ----------------------------------------
 dir=$T/small
 gen "$dir" --threads 2 --calls 2 --depth 2 --recursion 2 --detail --detail-every 5 --stack-bytes 8 --seed 16 >/dev/null

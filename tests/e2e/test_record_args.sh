@@ -19,6 +19,9 @@ bad "--ring-size: '2K' is not a power of two" record --ring-size 2K -- /bin/true
 bad "--duration: '-1' is not a positive duration" record --duration -1 -- /bin/true
 bad "--duration: '1000000000000000000s' is not a positive duration: too large" record --duration 1000000000000000000s -- /bin/true
 bad "--detail-for: '2parsecs' is not a positive duration" record --detail-on main --detail-for 2parsecs -- /bin/true
+bad "--mode: '0644x' is not an octal file mode" record --mode 0644x -- /bin/true
+bad "--mode: '0400' is not an octal file mode from 0600 to 0777" record --mode 0400 -- /bin/true
+bad "--mode: '01777' is not an octal file mode" record --mode 01777 -- /bin/true
 bad "--pid: 'abc' is not a process id" record -p abc
 bad "attach traces a running process" attach -- /bin/true x
 bad "^atftrace attach: '/bin/true' is not a process id$" attach /bin/true

@@ -15,6 +15,13 @@ assert_contains "$T/err" "events could not be written" "the count of unwritten e
 n=$(sed -n 's/^atftrace record: \([0-9]*\) events (.*/\1/p' "$T/err")
 [ -n "$n" ] && [ "$n" -gt 0 ] || fail "no summary line with an event count: $(cat "$T/err")"
 
+# written + unwritten + lost in the ring = what the target generated (the same run on a roomy disk)
+"$ATF" record -o "$T/ref" -- "$TARGETS/call_chain" 20000 >/dev/null 2>"$T/ref.err" || fail "reference run"
+generated=$(sed -n 's/^atftrace record: \([0-9]*\) events (.*/\1/p' "$T/ref.err")
+unwritten=$(sed -n 's/^atftrace record: \([0-9]*\) events could not be written$/\1/p' "$T/err")
+lost=$(sed -n 's/^atftrace record: .*, \([0-9]*\) lost, .*/\1/p' "$T/err")
+assert_eq "$generated" "$((n + unwritten + lost))" "written $n + unwritten $unwritten + lost $lost vs generated"
+
 # what reached the disk, read back elsewhere after recovery, is exactly what the summary counted
 cp -r "$T/small/s" "$T/copy"
 "$ATF" recover "$T/copy" >/dev/null || fail "recover"

@@ -28,6 +28,24 @@ wait $rec && fail "the recorder survived kill -9"
 echo q >&3
 exec 3>&-
 
+# the recorder never finished: its loss count is not known (what was in the ring is gone)
+"$ATF" info "$T/s" >"$T/info" || fail "info after kill -9"
+assert_contains "$T/info" "^lost: +unknown" "info's loss line after kill -9"
+
+# a copy with a torn last event, whose manifest was saved after that event (as the recorder does
+# when any thread starts or ends): recover ends the session at the last whole event
+cp -r "$T/s" "$T/torn"
+m="$T/torn/pid_$target/manifest.json"
+end=$(od -An -t u8 -j $((want - 32)) -N 8 "$idx" | tr -d ' ')      # the last event's timestamp
+jq ".time_end_ns = $end" "$m" >"$m.new" && mv "$m.new" "$m"
+truncate -s -16 "$T/torn/pid_$target/thread_0/index.atf"
+"$ATF" recover "$T/torn" >/dev/null || fail "recover of the torn copy"
+last=$("$ATF" info "$T/torn" | sed -n 's/.* time=[0-9]*[.][.]\([0-9]*\) .*/\1/p')
+[ "$last" -lt "$end" ] || fail "the torn copy's last whole event is not earlier ($last, $end)"
+assert_eq "$last" "$(jq .time_end_ns "$m")" "time_end_ns after recover = last whole event"
+assert_eq $((2 * K - 1)) "$("$ATF" info "$T/torn" | sed -n 's/^events: *\([0-9]*\) index.*/\1/p')" \
+	"whole events of the torn copy"
+
 # placeholder header and no footer: verify refuses it until it is recovered
 if "$ATF" verify "$T/s" >/dev/null 2>&1; then fail "verify passed on a session killed mid-way"; fi
 "$ATF" recover "$T/s" >"$T/recover" 2>&1 || { cat "$T/recover" >&2; fail "recover failed"; }

@@ -1,11 +1,15 @@
 /* SPDX-License-Identifier: MIT */
-/* Private helpers of libatf's file code (atf_reader.c, atf_recover.c, atf_writer.c, manifest_save.c). */
+/*
+ * Private helpers of libatf's file code (atf_reader.c, atf_recover.c, atf_writer.c, manifest_save.c).
+ * Creating files safely is atf_file.h, which the recorder and the exporters use too.
+ */
 #ifndef ATFTRACE_ATF_INT_H
 #define ATFTRACE_ATF_INT_H
 
 #include <stddef.h>
 #include <stdint.h>
 #include "atf.h"
+#include "atf_file.h"     /* atf_write_all */
 
 /**
  * atf_diag_set - fill @d (when not NULL) with @err, @path, @offset and a printf message.
@@ -13,15 +17,5 @@
  */
 int atf_diag_set(struct atf_diag *d, const char *path, int err, uint64_t offset, const char *fmt, ...)
 	__attribute__((format(printf, 5, 6)));
-
-/**
- * atf_write_all - write all @len bytes of @buf to @fd, retrying short writes and EINTR.
- * Returns 0 or -errno (-EIO when write() makes no progress); *@done (if not NULL) gets the
- * bytes that did reach the file, also on failure.
- */
-int atf_write_all(int fd, const void *buf, size_t len, size_t *done);
-
-/** atf_fsync_parent_dir - fsync the directory holding @path, so a rename into it is durable. */
-int atf_fsync_parent_dir(const char *path);
 
 #endif

@@ -3,9 +3,9 @@
  * atf_file_recover: turn an index or detail file whose recorder died into a complete file.
  *
  * The non-strict readers already know which records are whole; recovery writes those records
- * to <path>.recover.tmp with a header and footer that describe them (counts, times, CRC),
- * fsyncs it and renames it over the original, then fsyncs the directory so the rename itself
- * survives a crash. At every moment either the old or the new file is in place. Nothing is
+ * to a random temporary name beside the file (atf_tmpfile_open: O_EXCL|O_NOFOLLOW) with a header
+ * and footer that describe them (counts, times, CRC), fsyncs it and renames it over the original,
+ * then fsyncs the directory so the rename itself survives a crash. At every moment either the old or the new file is in place. Nothing is
  * invented: a file whose header cannot be read is an error, not a recovery.
  */
 #include <errno.h>
@@ -19,46 +19,33 @@
 #include <unistd.h>
 
 #include "atf.h"
+#include "atf_file.h"
 #include "atf_int.h"
 #include "byteorder.h"
 
-/* Write header + events + footer to <path>.recover.tmp, then atomically replace @path. */
+/* Write header + events + footer to a temporary beside @path, then atomically replace @path. */
 static int replace_file(const char *path, const uint8_t hdr[ATF_HEADER_SIZE], const uint8_t *events,
 			uint64_t events_len, const uint8_t ftr[ATF_FOOTER_SIZE], struct atf_diag *diag)
 {
-	char tmp[PATH_MAX];
-	struct stat st;
-	mode_t mode = 0644;
-	int fd, err;
+	struct atf_tmpfile t;
+	int err = atf_tmpfile_open(&t, path);
 
-	if (snprintf(tmp, sizeof(tmp), "%s.recover.tmp", path) >= (int)sizeof(tmp))
-		return atf_diag_set(diag, path, -ENAMETOOLONG, 0, "path too long for the temporary file");
-	if (stat(path, &st) == 0)
-		mode = st.st_mode & 07777;
-	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
-	if (fd < 0)
-		return atf_diag_set(diag, tmp, -errno, 0, "cannot create: %s", strerror(errno));
-	err = atf_write_all(fd, hdr, ATF_HEADER_SIZE, NULL);
-	if (!err)
-		err = atf_write_all(fd, events, events_len, NULL);
-	if (!err)
-		err = atf_write_all(fd, ftr, ATF_FOOTER_SIZE, NULL);
-	if (!err && fsync(fd) < 0)
-		err = -errno;
-	if (close(fd) < 0 && !err)
-		err = -errno;
-	if (err) {
-		unlink(tmp);
-		return atf_diag_set(diag, tmp, err, 0, "cannot write: %s", strerror(-err));
-	}
-	if (rename(tmp, path) < 0) {
-		err = -errno;
-		unlink(tmp);
-		return atf_diag_set(diag, path, err, 0, "cannot rename the recovered file: %s", strerror(-err));
-	}
-	err = atf_fsync_parent_dir(path);
 	if (err)
-		return atf_diag_set(diag, path, err, 0, "cannot sync the directory: %s", strerror(-err));
+		return atf_diag_set(diag, path, err, 0, "cannot create a temporary file beside it: %s",
+				    strerror(-err));
+	err = atf_write_all(t.fd, hdr, ATF_HEADER_SIZE, NULL);
+	if (!err)
+		err = atf_write_all(t.fd, events, events_len, NULL);
+	if (!err)
+		err = atf_write_all(t.fd, ftr, ATF_FOOTER_SIZE, NULL);
+	if (err) {
+		atf_tmpfile_abort(&t);
+		return atf_diag_set(diag, path, err, 0, "cannot write the recovered file: %s", strerror(-err));
+	}
+	err = atf_tmpfile_commit(&t);
+	if (err)
+		return atf_diag_set(diag, path, err, 0, "cannot replace it with the recovered file: %s",
+				    strerror(-err));
 	return 1;
 }
 
@@ -84,7 +71,8 @@ static int recover_index(const char *path, struct atf_diag *diag)
 	uint64_t len;
 	int err;
 
-	err = atf_index_open(&f, path, 0, diag);
+	/* a complete file whose events do not match its footer's CRC is corrupt: reported, not resealed */
+	err = atf_index_open(&f, path, ATF_OPEN_CHECK_CRC, diag);
 	if (err)
 		return err;
 	if (!f.recovered) {
@@ -133,7 +121,7 @@ static int recover_detail(const char *path, struct atf_diag *diag)
 	uint8_t hdr[ATF_HEADER_SIZE], ftr[ATF_FOOTER_SIZE];
 	int err;
 
-	err = atf_detail_open(&f, path, 0, diag);
+	err = atf_detail_open(&f, path, ATF_OPEN_CHECK_CRC, diag);
 	if (err)
 		return err;
 	if (!f.recovered) {
@@ -177,8 +165,8 @@ cleanup:
  *
  * Returns 1 if the file was rewritten, 0 if it was already complete, or a negative error:
  * -ATF_E_MAGIC for a file that is neither, -ATF_E_TRUNCATED for one shorter than a header,
- * and the readers' errors for a complete-looking file whose footer contradicts its header
- * (those are reported, not papered over).
+ * and the readers' errors for a complete-looking file whose footer contradicts its header or
+ * whose events do not match the footer's CRC (-ATF_E_CRC): those are reported, not papered over.
  */
 int atf_file_recover(const char *path, struct atf_diag *diag)
 {

@@ -386,6 +386,18 @@ cleanup:
 	return err;
 }
 
+/* A function id names one symbol: a second entry for it makes the name of its events ambiguous. */
+static int check_duplicate_symbols(struct atf_manifest *m, const char *mpath, struct atf_diag *diag)
+{
+	atf_manifest__symbol(m, 0);         /* sorts the symbols by function id */
+	for (size_t i = 1; i < m->nsymbols; i++)
+		if (m->symbols[i].function_id == m->symbols[i - 1].function_id)
+			return vfail(diag, -ATF_E_MANIFEST, mpath, 0,
+				     "symbols: function id 0x%016llx (%s) listed twice",
+				     (ull)m->symbols[i].function_id, m->symbols[i].name ? m->symbols[i].name : "?");
+	return 0;
+}
+
 /* Every thread_<id> directory on disk must be listed in the manifest (else recover is needed). */
 static int check_unlisted_threads(const struct atf_manifest *m, const char *dir, const char *mpath,
 				  struct atf_diag *diag)
@@ -432,6 +444,7 @@ int atf_session_verify(const char *dir, struct atf_diag *diag)
 			if (m->threads[i].id == m->threads[j].id)
 				err = vfail(diag, -ATF_E_MANIFEST, mpath, 0, "threads[%zu]: id %u listed twice", i,
 					    m->threads[i].id);
+	err = err ?: check_duplicate_symbols(m, mpath, diag);
 	err = err ?: check_unlisted_threads(m, dir, mpath, diag);
 	for (size_t i = 0; i < m->nthreads && !err; i++)
 		err = verify_thread(m, dir, &m->threads[i], diag);

@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "atf.h"
+#include "atf_file.h"
 #include "atf_int.h"
 #include "byteorder.h"
 
@@ -120,34 +121,6 @@ static int out_init(struct atf_out *o)
 	return o->buf ? 0 : -ENOMEM;
 }
 
-/* mkdir -p: create every missing component of @path. */
-static int mkdir_p(const char *path)
-{
-	char tmp[PATH_MAX];
-	size_t len = strlen(path);
-
-	if (len == 0 || len >= sizeof(tmp))
-		return -ENAMETOOLONG;
-	memcpy(tmp, path, len + 1);
-	for (char *p = tmp + 1; ; p++) {
-		if (*p != '/' && *p != '\0')
-			continue;
-		char saved = *p;
-
-		*p = '\0';
-		if (mkdir(tmp, 0755) < 0 && errno != EEXIST)
-			return -errno;
-		*p = saved;
-		if (saved == '\0')
-			break;
-	}
-	struct stat st;
-
-	if (stat(path, &st) < 0)
-		return -errno;
-	return S_ISDIR(st.st_mode) ? 0 : -ENOTDIR;
-}
-
 static void index_header_fill(const struct atf_thread_writer *w, struct atf_index_header *h, bool final)
 {
 	memset(h, 0, sizeof(*h));
@@ -195,10 +168,10 @@ static int open_new_file(const struct atf_thread_writer *w, const char *name, co
 	int fd, err;
 
 	snprintf(path, sizeof(path), "%s/%s", w->dir, name);
-	/* O_EXCL: a writer never clobbers a file that may hold another recording. */
-	fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+	/* new (O_EXCL): never clobbers a file that may hold another recording, nor follows a link */
+	fd = atf_file_create(path);
 	if (fd < 0)
-		return -errno;
+		return fd;
 	err = atf_write_all(fd, hdr, ATF_HEADER_SIZE, &done);
 	if (err) {
 		close(fd);
@@ -239,9 +212,12 @@ int atf_thread_writer__new(struct atf_thread_writer **out, const char *session_d
 	err = out_init(&w->index);
 	if (err)
 		goto cleanup;
-	err = mkdir_p(w->dir);
-	if (err)
+	fd = atf_dir_create(w->dir, 0, NULL);
+	if (fd < 0) {
+		err = fd;
 		goto cleanup;
+	}
+	close(fd);
 	index_header_fill(w, &h, false);
 	atf_index_header_encode(hdr, &h);
 	fd = open_new_file(w, "index.atf", hdr);

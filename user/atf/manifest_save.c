@@ -12,6 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 #include "atf.h"
+#include "atf_file.h"
 #include "atf_int.h"
 #include "manifest_int.h"
 #include "utf8.h"
@@ -211,42 +212,20 @@ static json_t *build_root(const struct atf_manifest *m)
 int atf_manifest__save(const struct atf_manifest *m, const char *path)
 {
 	json_t *root = build_root(m);
-	char *text = NULL, tmp[4096];
-	int fd = -1, err = 0;
+	char *text = NULL;
+	size_t len;
+	int err;
 
 	if (!root)
 		return -ENOMEM;
-	if (snprintf(tmp, sizeof(tmp), "%s.tmp", path) >= (int)sizeof(tmp)) {
-		err = -ENAMETOOLONG;
-		goto cleanup;
-	}
 	text = json_dumps(root, JSON_INDENT(2));
-	if (!text) {
-		err = -ENOMEM;
-		goto cleanup;
-	}
-	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-	if (fd < 0) {
-		err = -errno;
-		goto cleanup;
-	}
-	err = atf_write_all(fd, text, strlen(text), NULL);
-	err = err ?: atf_write_all(fd, "\n", 1, NULL);
-	if (!err && fsync(fd))
-		err = -errno;
-	if (close(fd) && !err)
-		err = -errno;
-	fd = -1;
-	if (!err && rename(tmp, path))
-		err = -errno;
-	err = err ?: atf_fsync_parent_dir(path);
-cleanup:
-	if (fd >= 0)
-		close(fd);
-	if (err)
-		unlink(tmp);
-	free(text);
 	json_decref(root);
+	if (!text)
+		return -ENOMEM;
+	/* the trailing newline takes the place of the string's NUL */
+	len = strlen(text);
+	text[len] = '\n';
+	err = atf_file_replace(path, text, len + 1);
+	free(text);
 	return err;
 }
-

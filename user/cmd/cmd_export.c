@@ -14,12 +14,16 @@
 #include <argp.h>
 #include <ctype.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <libgen.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include "atf.h"
+#include "atf_file.h"
 #include "commands.h"
 #include "cmd_select.h"
 #include "format.h"
@@ -204,6 +208,68 @@ static void list_formats(void)
 		printf("  %-10s %s\n", (*f)->name, (*f)->description ? (*f)->description : "");
 }
 
+/* The deepest existing directory on @path's way: @path itself, or the parent it will be created in. */
+static int open_deepest_dir(const char *path)
+{
+	char *buf = strdup(path);
+	int fd = -1;
+
+	while (buf && fd < 0) {
+		fd = open(buf, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		if (fd >= 0 || !strcmp(buf, "/") || !strcmp(buf, "."))
+			break;
+		char *up = dirname(buf);     /* in place, or a static "." or "/" */
+
+		memmove(buf, up, strlen(up) + 1);
+	}
+	free(buf);
+	return fd;
+}
+
+/*
+ * Is the output @out the session directory @session, or does it lie inside it (a process
+ * directory, a thread file, the manifest)? Compared by device and inode along the output's
+ * physical parent chain (".." of each directory), so no spelling of the path (links, "..", bind
+ * mounts of the same inode) gets past it.
+ */
+static bool output_in_session(const char *out, const char *session)
+{
+	struct stat in, st, up;
+	int fd = open_deepest_dir(out);
+	bool inside = false;
+
+	if (fd < 0 || stat(session, &in) < 0) {
+		if (fd >= 0)
+			close(fd);
+		return false;
+	}
+	while (!inside && fstat(fd, &st) == 0) {
+		int parent;
+
+		inside = st.st_dev == in.st_dev && st.st_ino == in.st_ino;
+		parent = openat(fd, "..", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		if (parent < 0 || fstat(parent, &up) < 0 || (up.st_dev == st.st_dev && up.st_ino == st.st_ino)) {
+			if (parent >= 0)
+				close(parent);
+			break;          /* the root */
+		}
+		close(fd);
+		fd = parent;
+	}
+	close(fd);
+	return inside;
+}
+
+/* Exports are as private as the session they come from: its manifest's mode (atf_file.h). */
+static void inherit_session_mode(const char *dir)
+{
+	char path[4096];
+	struct stat st;
+
+	snprintf(path, sizeof(path), "%s/manifest.json", dir);
+	atf_file_mode_set(stat(path, &st) == 0 ? st.st_mode & 0777 : ATF_FILE_MODE_DEFAULT);
+}
+
 /**
  * cmd_export - `atftrace export`: see the comment at the top of this file.
  * Returns the process exit status: 0 on success, 1 on failure, 2 on a usage error.
@@ -247,6 +313,12 @@ int cmd_export(int argc, char **argv)
 	if (cmd_select("export", a.session, &a.sel, !ops->processes, why_one, &sel))
 		goto cleanup;
 
+	if (output_in_session(a.out, a.session)) {
+		fprintf(stderr, CMD ": -o %s: lies inside the session being read (%s); write it elsewhere\n",
+			a.out, a.session);
+		goto cleanup;
+	}
+	inherit_session_mode(sel.n ? sel.s[0]->dir : a.session);
 	a.opts.out_path = a.out;
 	a.opts.thread_id = sel.thread_id;
 	a.opts.from_ns = sel.from_ns;

@@ -60,7 +60,11 @@ static void print_session(struct atf_session *s)
 	printf("time:       %llu..%llu ns (%.3f ms, clock %u)\n", (ull)m->time_start_ns, (ull)m->time_end_ns,
 	       m->time_end_ns >= m->time_start_ns ? (double)(m->time_end_ns - m->time_start_ns) / 1e6 : 0.0,
 	       m->clock_type);
-	printf("lost:       %llu events, %llu detail records\n", (ull)m->lost_events, (ull)m->lost_detail);
+	/* a session its recorder never finished (kill -9) lost what was in the ring, uncounted */
+	if (!m->end_reason || !strcmp(m->end_reason, "recovered"))
+		printf("lost:       unknown (the recorder did not finish this session)\n");
+	else
+		printf("lost:       %llu events, %llu detail records\n", (ull)m->lost_events, (ull)m->lost_detail);
 	printf("modules:    %zu\n", m->nmodules);
 	printf("symbols:    %zu\n", m->nsymbols);
 	for (size_t i = 0; i < s->nthreads; i++) {

@@ -10,6 +10,7 @@
  * second one ends the recorder at once, leaving files that were flushed at every drain tick.
  */
 #include <argp.h>
+#include <dirent.h>
 #include <errno.h>
 #include <dirent.h>
 #include <fcntl.h>
@@ -25,6 +26,7 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
+#include "atf_file.h"
 #include "clock.h"
 #include "commands.h"
 #include "container.h"
@@ -45,6 +47,7 @@ struct record_args {
 	struct rm_spec spec;        /* -f / -x */
 	const char *outdir;
 	double duration;
+	int mode;                   /* --mode, or -1: ATF_FILE_MODE_DEFAULT */
 	size_t ring_size;
 	bool verbose;
 	const char *ready_file;
@@ -57,7 +60,7 @@ struct record_args {
 };
 
 enum { OPT_FOLLOW_FORK = 1000, OPT_DURATION, OPT_RING_SIZE, OPT_READY_FILE, OPT_DEBUG_DIR, OPT_FORCE,
-       OPT_KILL_AT_END };
+       OPT_KILL_AT_END, OPT_MODE };
 
 static const struct argp_option options[] = {
 	{ "pid", 'p', "PID", 0, "Trace the running process PID instead of launching CMD", 0 },
@@ -81,6 +84,9 @@ static const struct argp_option options[] = {
 	{ "force", OPT_FORCE, NULL, 0,
 	  "Let -o name the directory of an earlier session: its process directories and "
 	  "session.json are deleted first", 0 },
+	{ "mode", OPT_MODE, "MODE", 0,
+	  "Octal mode of the session's files (default 0600: stacks and command lines are private); "
+	  "directories get the matching x bits (0700)", 0 },
 	{ "ring-size", OPT_RING_SIZE, "SIZE", 0,
 	  "BPF ring buffer size, a power of two with optional K/M/G suffix (default 8M)", 0 },
 	{ "ready-file", OPT_READY_FILE, "PATH", 0,
@@ -160,6 +166,17 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 				   err ? timefmt_strerror(err) : "zero");
 		a->duration = (double)ns / 1e9;
 		break;
+	case OPT_MODE: {
+		unsigned long v;
+
+		errno = 0;
+		v = strtoul(arg, &end, 8);
+		if (errno || *end || end == arg || v > 0777 || (v & 0600) != 0600)
+			argp_error(state, "--mode: '%s' is not an octal file mode from 0600 to 0777 "
+				   "(the owner must read and write)", arg);
+		a->mode = (int)v;
+		break;
+	}
 	case OPT_RING_SIZE:
 		if (parse_size(arg, &a->ring_size))
 			argp_error(state, "--ring-size: '%s' is not a power of two between 4K and 1G", arg);
@@ -218,25 +235,35 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 
 /* ---- session directory ---------------------------------------------------------------------- */
 
-static int mkdir_p(const char *path)
+/* -o may name a new or empty directory, or a session (pid_* directories, session.json): nothing else. */
+static int check_outdir_contents(int fd, const char *dir)
 {
-	char tmp[4096];
-	size_t len = strlen(path);
+	DIR *d = fdopendir(fd);
+	struct dirent *de;
+	int err = 0;
 
-	if (len >= sizeof(tmp))
-		return -ENAMETOOLONG;
-	memcpy(tmp, path, len + 1);
-	for (char *p = tmp + 1; *p; p++) {
-		if (*p != '/')
-			continue;
-		*p = '\0';
-		if (mkdir(tmp, 0755) < 0 && errno != EEXIST)
-			return -errno;
-		*p = '/';
-	}
-	if (mkdir(tmp, 0755) < 0 && errno != EEXIST)
+	if (!d) {
+		fprintf(stderr, "atftrace record: %s: %s\n", dir, strerror(errno));
+		close(fd);
 		return -errno;
-	return 0;
+	}
+	while (!err && (de = readdir(d))) {
+		unsigned pid;
+		char tail;
+
+		size_t n = strlen(de->d_name);
+
+		/* ".session.json.<random>.tmp": a temporary a killed recorder left (atf_file.h) */
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, "..") ||
+		    !strcmp(de->d_name, "session.json") || sscanf(de->d_name, "pid_%u%c", &pid, &tail) == 1 ||
+		    (!strncmp(de->d_name, ".session.json.", 14) && n > 18 && !strcmp(de->d_name + n - 4, ".tmp")))
+			continue;
+		fprintf(stderr, "atftrace record: -o %s: not empty and not a session (it holds '%s'); "
+			"give a new or empty directory\n", dir, de->d_name);
+		err = -EEXIST;
+	}
+	closedir(d);
+	return err;
 }
 
 static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
@@ -279,38 +306,38 @@ static int check_outdir(const char *outdir, bool force)
 	return err;
 }
 
-/* -o DIR as given, or a fresh ada_traces/session_YYYYMMDD_HHMMSS[_N]. */
+/* -o DIR as given, or a fresh ada_traces/session_YYYYMMDD_HHMMSS[_N]; created safely (atf_file.h). */
 static char *make_session_dir(const char *outdir)
 {
+	struct atf_diag diag = { 0 };
 	char base[64], *dir = NULL;
 	time_t now = time(NULL);
 	struct tm tm;
-	int err;
+	int fd;
 
 	if (outdir) {
-		err = mkdir_p(outdir);
-		if (err < 0) {
-			fprintf(stderr, "atftrace record: %s: %s\n", outdir, strerror(-err));
+		fd = atf_dir_create(outdir, 0, &diag);
+		if (fd < 0) {
+			fprintf(stderr, "atftrace record: -o %s: %s\n", outdir, diag.msg);
 			return NULL;
 		}
-		return strdup(outdir);
+		return check_outdir_contents(fd, outdir) ? NULL : strdup(outdir);
 	}
 	localtime_r(&now, &tm);
 	strftime(base, sizeof(base), "ada_traces/session_%Y%m%d_%H%M%S", &tm);
-	if (mkdir_p("ada_traces") < 0) {
-		fprintf(stderr, "atftrace record: ada_traces: %s\n", strerror(errno));
-		return NULL;
-	}
 	for (int n = 1; n < 1000; n++) {
 		free(dir);
 		if ((n == 1 ? asprintf(&dir, "%s", base) : asprintf(&dir, "%s_%d", base, n)) < 0)
 			return NULL;
-		if (mkdir(dir, 0755) == 0)
+		fd = atf_dir_create(dir, ATF_DIR_NEW, &diag);
+		if (fd >= 0) {
+			close(fd);
 			return dir;
-		if (errno != EEXIST)
+		}
+		if (fd != -EEXIST)
 			break;
 	}
-	fprintf(stderr, "atftrace record: %s: %s\n", dir, strerror(errno));
+	fprintf(stderr, "atftrace record: %s\n", diag.msg);
 	free(dir);
 	return NULL;
 }
@@ -430,7 +457,8 @@ static void raise_nofile_limit(void)
 
 static int write_ready_file(const char *path)
 {
-	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	/* never through a link; an existing file (or FIFO) is only opened and closed */
+	int fd = open(path, O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, atf_file_mode());
 
 	if (fd < 0) {
 		fprintf(stderr, "atftrace record: --ready-file %s: %s\n", path, strerror(errno));
@@ -455,6 +483,7 @@ static int record_main(struct record_args *a)
 	double t0;
 
 	raise_nofile_limit();
+	atf_file_mode_set(a->mode >= 0 ? (mode_t)a->mode : ATF_FILE_MODE_DEFAULT);
 	sigemptyset(&sigs);
 	sigaddset(&sigs, SIGINT);
 	sigaddset(&sigs, SIGTERM);
@@ -581,7 +610,7 @@ static int record_main(struct record_args *a)
 	{
 		struct recorder_stats st;
 		recorder__stats(rec, &st);
-		ret = st.write_errors ? 1 : 0;
+		ret = st.write_errors || st.write_failed ? 1 : 0;
 	}
 cleanup:
 	if (child.gate_fd >= 0)
@@ -597,7 +626,7 @@ cleanup:
 
 static int run(int argc, char **argv, bool attach_cmd)
 {
-	struct record_args a = { .attach_cmd = attach_cmd };
+	struct record_args a = { .attach_cmd = attach_cmd, .mode = -1 };
 	const struct argp_child children[] = {
 		{ &detail_argp, 0, "Registers and stack (detail):", 0 },
 		{ &system_argp, 0, "System-wide sessions and containers:", 0 },

@@ -202,14 +202,18 @@ static int recover_dir(const char *dir)
 	}
 	for (size_t j = 0; j < m->nthreads; j++)
 		changed |= refresh_thread(dir, &m->threads[j], &tmin, &tmax);
-	if (tmin != UINT64_MAX && (!m->time_start_ns || m->time_start_ns > tmin || m->time_end_ns < tmax)) {
-		uint64_t start = !m->time_start_ns || m->time_start_ns > tmin ? tmin : m->time_start_ns;
-		uint64_t end = m->time_end_ns < tmax ? tmax : m->time_end_ns;
+	if (tmin != UINT64_MAX) {
+		/* files cut short: the session ends at their last whole event; else the range only widens */
+		bool cut = repaired || fresh;
+		uint64_t start = cut || !m->time_start_ns || m->time_start_ns > tmin ? tmin : m->time_start_ns;
+		uint64_t end = cut || m->time_end_ns < tmax ? tmax : m->time_end_ns;
 
-		printf("manifest: time range %llu..%llu -> %llu..%llu\n", (ull)m->time_start_ns, (ull)m->time_end_ns,
-		       (ull)start, (ull)end);
-		m->time_start_ns = start, m->time_end_ns = end;
-		changed = true;
+		if (start != m->time_start_ns || end != m->time_end_ns) {
+			printf("manifest: time range %llu..%llu -> %llu..%llu\n", (ull)m->time_start_ns,
+			       (ull)m->time_end_ns, (ull)start, (ull)end);
+			m->time_start_ns = start, m->time_end_ns = end;
+			changed = true;
+		}
 	}
 	if (changed) {
 		err = atf_manifest__save(m, mpath);

@@ -11,6 +11,7 @@
  * ATFTRACE_LINK=session|multi|perf in the environment picks one (tests and benchmarks).
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -282,17 +283,46 @@ static int attach_perf(struct probes *p, struct bpf_program *prog, const char *p
 	return err;
 }
 
+/* One line per function the kernel would not probe, with the bytes it refuses and why. */
+static void report_refused(const struct sym_module *m, const char *path, const uint32_t *func,
+			   const uint32_t *refused, uint32_t nrefused, uint32_t n)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+	fprintf(stderr, "atftrace: %s: %u of %u functions not traced: the kernel refuses to probe their "
+		"first instruction\n", m->path, nrefused, n);
+	for (uint32_t i = 0; i < nrefused; i++) {
+		const struct sym_func *f = &m->funcs[func[refused[i]]];
+		uint8_t b[4] = { 0 };
+		ssize_t got = fd >= 0 ? pread(fd, b, sizeof(b), (off_t)f->probe_offset) : -1;
+		/* arch/x86/kernel/uprobes.c: is_prefix_bad() refuses LOCK and segment prefixes */
+		bool prefix = got > 0 && (b[0] == 0xf0 || b[0] == 0x26 || b[0] == 0x2e || b[0] == 0x36 ||
+					  b[0] == 0x3e);
+
+		fprintf(stderr, "atftrace:   %s at offset 0x%llx", f->name, (unsigned long long)f->probe_offset);
+		for (ssize_t k = 0; k < got; k++)
+			fprintf(stderr, "%s%02x", k ? " " : ": ", b[k]);
+		fprintf(stderr, "%s\n", prefix ? ": a LOCK or segment prefix" : got > 0 ?
+			": an instruction uprobes neither emulate nor single-step" : "");
+	}
+	if (fd >= 0)
+		close(fd);
+}
+
 int probes__attach_module(struct probes *p, const struct sym_module *m, pid_t pid)
 {
 	const char *path = m->open_path ? m->open_path : m->path;
 	struct atftrace_bpf *s = p->skel;
 	uint64_t *offsets = NULL, *cookies = NULL;
-	uint32_t n = 0;
+	uint32_t *func = NULL, *refused = NULL, n = 0, nrefused = 0;
+	size_t cap = m->nfuncs ? m->nfuncs : 1;
 	int err = 0;
 
-	offsets = malloc((m->nfuncs ? m->nfuncs : 1) * sizeof(*offsets));
-	cookies = malloc((m->nfuncs ? m->nfuncs : 1) * sizeof(*cookies));
-	if (!offsets || !cookies) {
+	offsets = malloc(cap * sizeof(*offsets));
+	cookies = malloc(cap * sizeof(*cookies));
+	func = malloc(cap * sizeof(*func));
+	refused = malloc(cap * sizeof(*refused));
+	if (!offsets || !cookies || !func || !refused) {
 		err = -ENOMEM;
 		goto cleanup;
 	}
@@ -302,9 +332,25 @@ int probes__attach_module(struct probes *p, const struct sym_module *m, pid_t pi
 		if (!f->selected || f->skip != 0)
 			continue;
 		offsets[n] = f->probe_offset;
-		cookies[n] = (uint64_t)m->module_id << 32 | f->symbol_index;
-		n++;
+		func[n++] = (uint32_t)i;
 	}
+	if (n == 0)
+		goto cleanup;
+	/* the functions whose first instruction the kernel refuses are left out, each said */
+	uprobe_refused_offsets(path, offsets, n, refused, &nrefused);
+	if (nrefused)
+		report_refused(m, path, func, refused, nrefused, n);
+	for (uint32_t i = 0, r = 0, k = 0; i < n; i++) {
+		const struct sym_func *f = &m->funcs[func[i]];
+
+		if (r < nrefused && refused[r] == i) {      /* ascending, as the bisection found them */
+			r++;
+			continue;
+		}
+		offsets[k] = f->probe_offset;
+		cookies[k++] = (uint64_t)m->module_id << 32 | f->symbol_index;
+	}
+	n -= nrefused;
 	if (n == 0)
 		goto cleanup;
 
@@ -336,6 +382,8 @@ int probes__attach_module(struct probes *p, const struct sym_module *m, pid_t pi
 cleanup:
 	free(offsets);
 	free(cookies);
+	free(func);
+	free(refused);
 	return err ? err : (int)n;
 }
 

@@ -20,7 +20,7 @@
 #include <unistd.h>
 #include "proc.h"
 
-static ssize_t read_full(int fd, void *buf, size_t len)
+ssize_t proc_read_full(int fd, void *buf, size_t len)
 {
 	size_t got = 0;
 
@@ -121,7 +121,7 @@ int proc_child__spawn_gated(struct proc_child *c, const char *path, char *const 
 				signal(s, SIG_DFL);
 		sigemptyset(&none);
 		sigprocmask(SIG_SETMASK, &none, NULL);
-		if (read_full(gate[0], &go, 1) != 1)
+		if (proc_read_full(gate[0], &go, 1) != 1)
 			_exit(127);     /* the parent gave up before releasing us */
 		close(gate[0]);
 		execv(path, argv);
@@ -152,7 +152,7 @@ int proc_child__release(struct proc_child *c)
 	c->gate_fd = -1;
 	if (n != 1)
 		return -EPIPE;
-	n = read_full(c->exec_err_fd, &e, sizeof(e));
+	n = proc_read_full(c->exec_err_fd, &e, sizeof(e));
 	close(c->exec_err_fd);
 	c->exec_err_fd = -1;
 	if (n == (ssize_t)sizeof(e))
@@ -221,7 +221,7 @@ int proc_comm(pid_t pid, pid_t tid, char *buf, size_t len)
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return -errno;
-	n = read_full(fd, buf, len - 1);
+	n = proc_read_full(fd, buf, len - 1);
 	close(fd);
 	if (n < 0)
 		return (int)n;

@@ -8,12 +8,20 @@
  * compile time. The rest of the union is zero, as the kernel requires.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <linux/bpf.h>
 #include <bpf/bpf.h>
+#include "atf_file.h"
+#include "proc.h"
 #include "uprobe_multi.h"
 
 /* union bpf_attr as BPF_LINK_CREATE reads it for uprobe_multi links. */
@@ -108,4 +116,118 @@ bool uprobe_multi_supported(uint32_t attach_type)
 	if (!*state)
 		*state = probe_attach_type(attach_type) ? 2 : 1;
 	return *state == 2;
+}
+
+bool uprobe_insn_refused(int err)
+{
+	return err == -ATF_ENOTSUPP || err == -ENOEXEC;
+}
+
+struct refusal_check {
+	int prog_fd;
+	const char *path;
+	const uint64_t *offsets;
+};
+
+/* A do-nothing link on offsets [first, first + count) in this process, left open (see below). */
+static int check_range(const struct refusal_check *c, uint32_t first, uint32_t count)
+{
+	int fd = uprobe_multi_link_create(c->prog_fd, ATF_BPF_TRACE_UPROBE_MULTI, c->path,
+					  c->offsets + first, NULL, count, 0, getpid());
+
+	return fd < 0 ? fd : 0;
+}
+
+static int bisect(const struct refusal_check *c, uint32_t first, uint32_t count, uint32_t *refused,
+		  uint32_t *nrefused)
+{
+	int err = check_range(c, first, count);
+
+	if (!uprobe_insn_refused(err))
+		return err;
+	if (count == 1) {
+		refused[(*nrefused)++] = first;
+		return 0;
+	}
+	err = bisect(c, first, count / 2, refused, nrefused);
+	return err ?: bisect(c, first + count / 2, count - count / 2, refused, nrefused);
+}
+
+static int cmp_int(const void *a, const void *b)
+{
+	return *(const int *)a - *(const int *)b;
+}
+
+static void close_all_but(int a, int b, int c)
+{
+	int keep[3] = { a, b, c };
+	unsigned lo = 3;
+
+	qsort(keep, 3, sizeof(keep[0]), cmp_int);
+	for (int i = 0; i < 3; i++) {
+		if ((unsigned)keep[i] > lo)
+			close_range(lo, (unsigned)keep[i] - 1, 0);
+		lo = (unsigned)keep[i] + 1;
+	}
+	close_range(lo, ~0u, 0);
+}
+
+/*
+ * The check, in a grandchild of the recorder: it maps the file, bisects, writes the refused indexes
+ * to @wfd and exits. Its successful check links are closed by its exit: each costs an RCU grace
+ * period (100-200 ms here) that nobody waits for. It holds none of the recorder's other files
+ * (a launched target's gate pipe must close when the recorder closes it).
+ */
+static void __attribute__((noreturn)) check_in_grandchild(int wfd, int prog_fd, int file_fd, size_t size,
+							  const uint64_t *offsets, uint32_t n, uint32_t *refused)
+{
+	char path[32];
+	struct refusal_check c = { .prog_fd = prog_fd, .path = path, .offsets = offsets };
+	uint32_t nrefused = 0;
+
+	close_all_but(wfd, prog_fd, file_fd);
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", file_fd);
+	if (mmap(NULL, size, PROT_READ | PROT_EXEC, MAP_PRIVATE, file_fd, 0) == MAP_FAILED ||
+	    bisect(&c, 0, n, refused, &nrefused))
+		nrefused = 0;   /* no check (a noexec mount), or another error: the real attach says it */
+	atf_write_all(wfd, &nrefused, sizeof(nrefused), NULL);
+	atf_write_all(wfd, refused, nrefused * sizeof(*refused), NULL);
+	_exit(0);
+}
+
+void uprobe_refused_offsets(const char *path, const uint64_t *offsets, uint32_t n, uint32_t *refused,
+			    uint32_t *nrefused)
+{
+	int pfd[2] = { -1, -1 }, prog_fd = -1, fd;
+	struct stat st;
+	uint32_t got = 0;
+	pid_t pid = -1;
+
+	*nrefused = 0;
+	if (!n || !uprobe_multi_supported(ATF_BPF_TRACE_UPROBE_MULTI))
+		return;
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd >= 0 && !fstat(fd, &st) && st.st_size > 0 && !pipe2(pfd, O_CLOEXEC) &&
+	    (prog_fd = load_trivial_prog(ATF_BPF_TRACE_UPROBE_MULTI)) >= 0)
+		pid = fork();
+	if (pid == 0) {
+		if (fork() != 0)
+			_exit(0);       /* the grandchild is nobody's to reap */
+		check_in_grandchild(pfd[1], prog_fd, fd, (size_t)st.st_size, offsets, n, refused);
+	}
+	if (pfd[1] >= 0)
+		close(pfd[1]);
+	if (pid > 0) {
+		while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+			;
+		if (proc_read_full(pfd[0], &got, sizeof(got)) == (ssize_t)sizeof(got) && got <= n &&
+		    proc_read_full(pfd[0], refused, got * sizeof(*refused)) == (ssize_t)(got * sizeof(*refused)))
+			*nrefused = got;
+	}
+	if (pfd[0] >= 0)
+		close(pfd[0]);
+	if (prog_fd >= 0)
+		close(prog_fd);
+	if (fd >= 0)
+		close(fd);
 }

@@ -37,4 +37,29 @@ int uprobe_multi_link_create(int prog_fd, uint32_t attach_type, const char *path
  */
 bool uprobe_multi_supported(uint32_t attach_type);
 
+/* The kernel's ENOTSUPP, which is not in the UAPI errno range ("Unknown error 524"). */
+#define ATF_ENOTSUPP 524
+
+/**
+ * uprobe_insn_refused - is @err the kernel refusing the instruction at a probed offset?
+ * arch_uprobe_analyze_insn() returns -ENOEXEC for bytes it cannot decode and -ENOTSUPP for an
+ * instruction it will neither emulate nor single-step (a LOCK or segment prefix, I/O, a trap).
+ */
+bool uprobe_insn_refused(int err);
+
+/**
+ * uprobe_refused_offsets - which of @n @offsets of ELF file @path would the kernel refuse?
+ * The kernel looks at a probed instruction only when it places the breakpoint in a process that
+ * maps the file: a link for a process that has not mapped it yet (a launched target before its
+ * exec) succeeds, and the refused functions then never fire, silently. So a short-lived
+ * grandchild maps the file (read, exec, private) and creates a do-nothing uprobe_multi link for
+ * itself only; the kernel analyses every instruction then, and a refused range is halved until
+ * each refused offset is alone (O(k log n) link creations for k refused offsets). Nothing ever
+ * executes the mapping, and the grandchild's exit (which detaches its links, an RCU grace period
+ * each) is waited for by nobody. Fills @refused with their indexes (room for @n), sets *@nrefused; when
+ * the check cannot be made (no uprobe_multi, a noexec mount) nothing is known to be refused.
+ */
+void uprobe_refused_offsets(const char *path, const uint64_t *offsets, uint32_t n, uint32_t *refused,
+			   uint32_t *nrefused);
+
 #endif

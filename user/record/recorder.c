@@ -27,6 +27,7 @@
 #include <time.h>
 #include <unistd.h>
 #include <bpf/libbpf.h>
+#include "atf_file.h"
 #include "atftrace.h"
 #include "container.h"
 #include "proc.h"
@@ -103,7 +104,7 @@ struct rec_process *rec_proc_find(struct recorder *r, pid_t pid)
 
 void rec_report_write_error(struct recorder *r, const char *what, const char *path, int err)
 {
-	r->st.write_errors++;
+	r->st.write_failed = true;  /* events it cost are counted where they are lost, once */
 	if (r->write_error_reported)
 		return;
 	r->write_error_reported = true;
@@ -202,16 +203,22 @@ int recorder__add_process(struct recorder *r, pid_t pid, char *const *argv, size
 	p->pid = pid;
 	p->pidfd = -1;
 	p->expect_exec = launched_gated;
-	p->exit_status = -1;
+	p->exit_status = p->exit_code = -1;
 	if (asprintf(&p->dir, "%s/pid_%d", r->session_dir, (int)pid) < 0) {
 		p->dir = NULL;
 		err = -ENOMEM;
 		goto cleanup;
 	}
-	if (mkdir(p->dir, 0755) < 0) {
-		err = -errno;
-		fprintf(stderr, "atftrace record: cannot create %s: %s\n", p->dir, strerror(errno));
-		goto cleanup;
+	{
+		struct atf_diag diag = { 0 };
+		int fd = atf_dir_create(p->dir, ATF_DIR_NEW, &diag);
+
+		if (fd < 0) {
+			err = fd;
+			fprintf(stderr, "atftrace record: cannot create %s: %s\n", p->dir, diag.msg);
+			goto cleanup;
+		}
+		close(fd);
 	}
 	err = rec_manifest_build(r, p, argv, argc);
 	if (err < 0)
@@ -406,6 +413,23 @@ static void reap(struct rec_process *p)
 	}
 }
 
+/*
+ * Why a process that is gone ended: "target exited", or the signal that killed it, from the
+ * wait status of our own child, else from the exit code its last thread had in the kernel.
+ */
+static const char *gone_reason(struct rec_process *p)
+{
+	int status;
+
+	reap(p);
+	status = p->reaped ? p->exit_status : p->exit_code;
+	if (status < 0 || !WIFSIGNALED(status))
+		return "target exited";
+	snprintf(p->end_buf, sizeof(p->end_buf), "target killed by SIG%s",
+		 sigabbrev_np(WTERMSIG(status)) ?: "?");
+	return p->end_buf;
+}
+
 /* Drain the ring, then finalize what ended, flush what was written, save what changed. */
 static int drain(struct recorder *r)
 {
@@ -418,7 +442,7 @@ static int drain(struct recorder *r)
 		return n;
 	for (size_t i = 0; i < r->nprocs; i++)
 		if (r->procs[i]->state == REC_PROC_GONE)
-			rec_process_end(r, r->procs[i], "target exited");
+			rec_process_end(r, r->procs[i], gone_reason(r->procs[i]));
 	for (size_t i = 0; i < r->ndirty; i++) {
 		struct rec_thread *t = r->dirty[i];
 		int err;
@@ -500,7 +524,7 @@ int recorder__finish(struct recorder *r, const char *end_reason)
 		struct rec_process *p = r->procs[i];
 		if (p->state == REC_PROC_LIVE && !proc_alive(p->pid))
 			p->state = REC_PROC_GONE;
-		rec_process_end(r, p, p->state == REC_PROC_GONE ? "target exited" : end_reason);
+		rec_process_end(r, p, p->state == REC_PROC_GONE ? gone_reason(p) : end_reason);
 		reap(p);
 	}
 	r->end_reason = end_reason;

@@ -43,7 +43,9 @@ struct rec_process {
 	bool reaped;
 	int exit_status;
 	uint64_t last_save_ns;      /* CLOCK_MONOTONIC of the last manifest write */
-	const char *end_reason;     /* static string */
+	const char *end_reason;     /* static string, or end_buf */
+	char end_buf[48];           /* "target killed by SIGKILL" */
+	int exit_code;              /* last exit code of a thread (REC_TASK_EXIT), -1 before */
 	uint64_t start_ticks;       /* system-wide: /proc/PID/stat start time, 0 if unknown */
 };
 
@@ -89,7 +91,10 @@ void rec_thread_name_late(struct recorder *r, struct rec_thread *t, const char *
 /** rec_process_end - finalize every thread of @p and write its manifest with @reason (static). */
 void rec_process_end(struct recorder *r, struct rec_process *p, const char *reason);
 void rec_mark_dirty(struct recorder *r, struct rec_thread *t);
-/** rec_report_write_error - count a lost write; the first one is printed. */
+/**
+ * rec_report_write_error - note a failed write; the first one is printed. The events it lost
+ * are counted by the caller (write_errors), so none is counted twice.
+ */
 void rec_report_write_error(struct recorder *r, const char *what, const char *path, int err);
 
 /* user/record/recorder_ring.c */

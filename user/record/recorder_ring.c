@@ -94,6 +94,7 @@ static void on_event(struct recorder *r, const void *data, size_t size, bool wit
 	seq = atf_thread_writer__append(t->w, &ev, dp);
 	if (seq < 0) {
 		rec_report_write_error(r, "cannot write events in", t->proc->dir, (int)seq);
+		r->st.write_errors++;   /* this event; earlier buffered ones are counted at finalize */
 		return;
 	}
 	if (!t->events)
@@ -128,6 +129,7 @@ static void on_task(struct recorder *r, const void *data, size_t size)
 	case REC_TASK_EXIT:
 		t = rec_tid_lookup(r, tk.tid);
 		if (t && t->proc->pid == (pid_t)tk.pid) {
+			t->proc->exit_code = (int)tk.exit_code;
 			rec_thread_name_late(r, t, tk.comm, sizeof(tk.comm));
 			rec_thread_end(r, t);
 		}

@@ -105,10 +105,9 @@ void rec_session_on_info(struct recorder *r, const void *data, size_t size)
 		return;
 	p = rec_proc_find(r, (pid_t)info.pid);
 	if (!p) {
-		if (recorder__add_process(r, (pid_t)info.pid, NULL, 0, false) < 0) {
-			r->st.write_errors++;
+		/* not an event: the process's events are counted if they cannot be written */
+		if (recorder__add_process(r, (pid_t)info.pid, NULL, 0, false) < 0)
 			return;
-		}
 		p = rec_proc_find(r, (pid_t)info.pid);
 	}
 	if (!p->man->process_name && info.comm[0]) {

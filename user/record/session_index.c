@@ -15,6 +15,7 @@
 #include <string.h>
 #include <sys/utsname.h>
 #include <unistd.h>
+#include "atf_file.h"
 #include "session_index.h"
 
 void session_index_iso_utc(time_t t, char *buf, size_t len)
@@ -101,26 +102,24 @@ static json_t *build_index(const struct session_index *idx)
 int session_index__write(const char *session_dir, const struct session_index *idx)
 {
 	json_t *root = build_index(idx);
-	char path[4096], tmp[4200];
-	int fd = -1, err = 0;
+	char path[4096], *text;
+	size_t len;
+	int err;
 
 	if (!root)
 		return -ENOMEM;
-	snprintf(path, sizeof(path), "%s/session.json", session_dir);
-	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
-	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-	if (fd < 0)
-		err = -errno;
-	if (!err && json_dumpfd(root, fd, JSON_INDENT(2)))
-		err = -EIO;
-	if (!err && (write(fd, "\n", 1) != 1 || fsync(fd)))
-		err = -errno ? -errno : -EIO;
-	if (fd >= 0 && close(fd) && !err)
-		err = -errno;
-	if (!err && rename(tmp, path))
-		err = -errno;
-	if (err)
-		unlink(tmp);
+	text = json_dumps(root, JSON_INDENT(2));
 	json_decref(root);
+	if (!text)
+		return -ENOMEM;
+	if (snprintf(path, sizeof(path), "%s/session.json", session_dir) >= (int)sizeof(path)) {
+		free(text);
+		return -ENAMETOOLONG;
+	}
+	/* the trailing newline takes the place of the string's NUL */
+	len = strlen(text);
+	text[len] = '\n';
+	err = atf_file_replace(path, text, len + 1);
+	free(text);
 	return err;
 }
