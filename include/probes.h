@@ -93,6 +93,13 @@ void probes__detail_set(struct probes *p, bool on);
 /** probes__detail_get - the global detail switch as it is now. */
 bool probes__detail_get(const struct probes *p);
 
+/**
+ * probes__detach_functions - detach every function probe (probes__attach_module); the unwind
+ * hooks, the tracepoints and the ring stay. No new uretprobe is pending in any thread after
+ * this returns; the ones pending already return through the kernel's trampoline as before.
+ */
+void probes__detach_functions(struct probes *p);
+
 /** probes__free - detach everything and release. NULL is ignored. */
 void probes__free(struct probes *p);
 

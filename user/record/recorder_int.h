@@ -102,6 +102,16 @@ void rec_unwind_resume(struct recorder *r);
 void rec_unwind_stop_holds(struct recorder *r);
 /** rec_unwind_free - resume anything still held and release. */
 void rec_unwind_free(struct recorder *r);
+struct rec_unwind_slot;
+/** rec_unwind_write_slot - write one return-address slot if it still holds what is expected. */
+int rec_unwind_write_slot(pid_t pid, const struct rec_unwind_slot *s, bool *changed);
+
+/* user/record/recorder_detach.c: detach without leaving uretprobe trampolines in the target */
+struct rec_detach;
+/** rec_detach_freeze - detach the function probes; stop the processes with frames still open. */
+struct rec_detach *rec_detach_freeze(struct recorder *r);
+/** rec_detach_thaw - after the last drain: put their real return addresses back, resume. */
+void rec_detach_thaw(struct recorder *r, struct rec_detach *d);
 
 /** rec_manifest_build - the first manifest of @p: identity, host, modules, symbols. */
 int rec_manifest_build(struct recorder *r, struct rec_process *p, char *const *argv, size_t argc);

@@ -208,8 +208,12 @@ static struct rec_unwind *unwind_state(struct recorder *r)
 	return r->unwind;
 }
 
-/* Compare-and-write of one slot; the whole process is stopped, so nothing races with us. */
-static int write_slot(pid_t pid, const struct rec_unwind_slot *s, bool *changed)
+/**
+ * rec_unwind_write_slot - compare-and-write of one return-address slot of process @pid: @s->value
+ * is written only if the slot still holds @s->expect (*@changed says it did not). The caller has
+ * the thread stopped, so nothing races with us. 0, or a negative errno.
+ */
+int rec_unwind_write_slot(pid_t pid, const struct rec_unwind_slot *s, bool *changed)
 {
 	uint64_t now = 0, value = s->value;
 	struct iovec local = { &now, sizeof(now) };
@@ -284,7 +288,7 @@ void rec_unwind_on_fixup(struct recorder *r, const void *data, size_t size)
 	for (uint32_t i = 0; i < fx.count; i++) {
 		bool changed;
 
-		err = write_slot(pid, &fx.pairs[i], &changed);
+		err = rec_unwind_write_slot(pid, &fx.pairs[i], &changed);
 		if (err == -ESRCH)
 			return;
 		if (err < 0) {
