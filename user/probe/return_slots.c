@@ -36,7 +36,8 @@ int return_slots__open(struct return_slots **out)
 	*out = rs;
 	return 0;
 cleanup:
-	fprintf(stderr, "atftrace: cannot load the return-slot iterator: %s\n", strerror(-err));
+	fprintf(stderr, "atftrace: cannot load the iterator of pending return probes: %s\n",
+		strerror(-err));
 	return_slots__free(rs);
 	return err;
 }

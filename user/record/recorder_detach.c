@@ -204,19 +204,25 @@ struct rec_detach *rec_detach_freeze(struct recorder *r)
 	struct return_slot *slots = NULL;
 	struct rec_detach *d;
 	size_t nslots = 0;
+	int err = 0;
 
 	probes__detach_functions(r->opts.probes);
 #if !defined(__x86_64__)
 	return NULL;
 #endif
 	d = calloc(1, sizeof(*d));
-	if (!d || return_slots__open(&d->rs) < 0 || return_slots__read(d->rs, &slots, &nslots) < 0 ||
-	    !nslots || !(d->procs = calloc(r->nprocs, sizeof(*d->procs))))
+	if (!d || (err = return_slots__open(&d->rs)) < 0 ||
+	    (err = return_slots__read(d->rs, &slots, &nslots)) < 0 || !nslots ||
+	    !(d->procs = calloc(r->nprocs, sizeof(*d->procs)))) {
+		if (err || nslots)
+			fprintf(stderr, "atftrace record: cannot look for traced frames still open (%s); a "
+				"C++ exception thrown through one later may terminate the program\n",
+				strerror(err ? -err : ENOMEM));
 		goto none;
+	}
 	for (size_t i = 0; i < r->nprocs; i++) {
 		struct rec_process *p = r->procs[i];
 		struct frozen_proc *f = &d->procs[d->nprocs];
-		int err;
 
 		if (p->state != REC_PROC_LIVE || !slots_of(slots, nslots, p->pid))
 			continue;
@@ -322,9 +328,10 @@ void rec_detach_thaw(struct recorder *r, struct rec_detach *d)
 			"exception thrown through their frames may terminate the program\n",
 			(unsigned long long)d->failed);
 	if (r->opts.verbose)
-		fprintf(stderr, "atftrace record: detach: %llu threads of %zu processes stopped for "
+		fprintf(stderr, "atftrace record: detach: %llu threads in %zu process%s stopped for "
 			"%.3f ms; %llu return addresses put back, %llu slots without the trampoline "
-			"left alone, %llu instances below the stack pointer\n", (unsigned long long)d->threads, d->nprocs,
+			"left alone, %llu instances below the stack pointer\n",
+			(unsigned long long)d->threads, d->nprocs, d->nprocs == 1 ? "" : "es",
 			(double)(clock_mono_ns() - d->stopped_ns) / 1e6,
 			(unsigned long long)d->written, (unsigned long long)d->changed,
 			(unsigned long long)d->skipped);
