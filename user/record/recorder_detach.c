@@ -89,29 +89,37 @@ static bool is_frozen(const struct frozen_proc *f, pid_t tid)
 }
 
 /*
- * Seize @tid and wait until it is in a ptrace stop. 0, -ESRCH if it exited meanwhile, or a
- * negative errno (e.g. -EPERM: a debugger traces it).
+ * Seize @tid and wait (at most REC_STOP_WAIT_NS) until it is in a ptrace stop. 0, -ESRCH if it
+ * exited meanwhile, or a negative errno (-EPERM: a debugger traces it; -ETIMEDOUT: it did not
+ * stop, and stays seized until it does and the recorder exits, which detaches it).
  */
 static int seize_thread(struct rec_process *p, pid_t tid, int *resume_sig)
 {
+	uint64_t started = clock_mono_ns();
+	long pause_ns = 10 * 1000;
 	int status;
 
 	*resume_sig = 0;
+	/* a zombie leader (it called pthread_exit) reports no stop until the whole group exits */
+	if (rec_state_gone(rec_thread_state(p->pid, tid, NULL)))
+		return -ESRCH;
 	if (ptrace(PTRACE_SEIZE, tid, NULL, NULL) < 0)
 		return -errno;
-	if (ptrace(PTRACE_INTERRUPT, tid, NULL, NULL) < 0) {
-		int err = -errno;
-
-		ptrace(PTRACE_DETACH, tid, NULL, NULL);
-		return err;
-	}
+	if (ptrace(PTRACE_INTERRUPT, tid, NULL, NULL) < 0)
+		return -errno;  /* it is exiting: the seize ends with it */
 	for (;;) {
+		pid_t w = waitpid(tid, &status, __WALL | WNOHANG);
 		siginfo_t si;
 
-		if (waitpid(tid, &status, __WALL) < 0) {
-			if (errno == EINTR)
-				continue;
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w < 0)
 			return -errno;
+		if (w == 0) {
+			if (clock_mono_ns() - started > REC_STOP_WAIT_NS)
+				return -ETIMEDOUT;
+			rec_backoff(started, &pause_ns);
+			continue;
 		}
 		if (WIFEXITED(status) || WIFSIGNALED(status)) {
 			if (tid == p->pid) {        /* we reaped it: keep its status for the recorder */

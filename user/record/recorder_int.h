@@ -94,6 +94,11 @@ int rec_on_record(void *ctx, void *data, size_t size);
 
 /* user/record/recorder_unwind.c: C++ exceptions through uretprobed frames */
 struct rec_unwind;
+/* How long to wait for a thread to stop (an unwind hold, the detach) before giving up. */
+#define REC_STOP_WAIT_NS (2ull * 1000 * 1000 * 1000)
+char rec_thread_state(pid_t pid, pid_t tid, long *nthreads);
+bool rec_state_gone(char s);
+void rec_backoff(uint64_t started_ns, long *pause_ns);
 /** rec_unwind_on_fixup - REC_UNWIND_FIXUP: wait for the stop, write the slots; stays held. */
 void rec_unwind_on_fixup(struct recorder *r, const void *data, size_t size);
 /** rec_unwind_resume - SIGCONT the processes held since the last call (after each drain). */
