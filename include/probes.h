@@ -63,8 +63,9 @@ int probes__attach_module(struct probes *p, const struct sym_module *m, pid_t pi
  * that raises or catches an exception with uretprobes pending is stopped (SIGSTOP) and a
  * REC_UNWIND_FIXUP record asks the ring's reader to rewrite its return-address slots and send
  * SIGCONT (user/record/recorder_unwind.c): only a reader that does so may attach these hooks.
- * @pid as for probes__attach_module. 0, or a negative errno (-ENOENT: no __cxa_begin_catch in
- * that file).
+ * @pid as for probes__attach_module. Call it before probes__attach_module: in a running
+ * program, a throw through a traced frame before the hooks exist ends in std::terminate.
+ * 0, or a negative errno (-ENOENT: no __cxa_begin_catch in that file).
  */
 int probes__attach_unwind_hooks(struct probes *p, const char *libstdcxx_path, pid_t pid);
 

@@ -43,6 +43,27 @@ kill -INT $rec
 wait $rec || { cat "$T/err" >&2; fail "record -p failed"; }
 alive "detach"
 assert_eq "throws" "$(ask "wait $N" | cut -d' ' -f1)" "throws after the detach"
+
+# Another recording ends while this target still has the kernel's (now unused) return instances
+# of its open frames: that recorder must look at its own process only, stop nothing, and exit 0.
+mkfifo "$T/lcmd" "$T/lout" "$T/lready"
+"$TARGETS/attach_loop" "$T/lcmd" >"$T/lout" &
+loop=$!
+exec 5<"$T/lout"
+read -r -u 5 _ _ || fail "no pid from attach_loop"
+exec 6>"$T/lcmd"
+"$ATF" record -p "$loop" -o "$T/l" -f loop_work -v --ready-file "$T/lready" 2>"$T/lerr" &
+lrec=$!
+timeout 60 cat "$T/lready" >/dev/null || { cat "$T/lerr" >&2; fail "the second recorder was never ready"; }
+echo 3 >&6
+read -r -u 5 line; assert_eq "done 3" "$line" "attach_loop's answer"
+kill -INT $lrec
+wait $lrec || { cat "$T/lerr" >&2; fail "the second record -p failed"; }
+if grep "detach:" "$T/lerr" >&2; then fail "the second recorder stopped threads"; fi
+echo q >&6
+exec 6>&- 5<&-
+wait $loop || fail "attach_loop failed"
+alive "another recording's end"
 assert_eq "held: returned 41, caught 1, return addresses original" "$(ask release)" \
 	"a frame open at the detach: returns, then is thrown through"
 echo q >&3

@@ -212,12 +212,17 @@ struct rec_detach *rec_detach_freeze(struct recorder *r)
 	struct return_slot *slots = NULL;
 	struct rec_detach *d;
 	size_t nslots = 0;
+	bool live = false;
 	int err = 0;
 
 	probes__detach_functions(r->opts.probes);
 #if !defined(__x86_64__)
 	return NULL;
 #endif
+	for (size_t i = 0; i < r->nprocs && !live; i++)
+		live = r->procs[i]->state == REC_PROC_LIVE && proc_alive(r->procs[i]->pid);
+	if (!live)
+		return NULL;    /* the usual end: every target exited, nothing to look at */
 	d = calloc(1, sizeof(*d));
 	if (!d || (err = return_slots__open(&d->rs)) < 0 ||
 	    (err = return_slots__read(d->rs, &slots, &nslots)) < 0 || !nslots ||
@@ -252,9 +257,10 @@ struct rec_detach *rec_detach_freeze(struct recorder *r)
 		d->threads += f->n;
 		d->nprocs++;
 	}
-	free(slots);
-	if (d->nprocs)
+	if (d->nprocs) {
+		free(slots);
 		return d;
+	}
 none:
 	free(slots);
 	if (d) {
