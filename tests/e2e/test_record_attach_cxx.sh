@@ -90,10 +90,10 @@ assert_eq "5 0 0" "$threads $returns $lost" "threads returns lost"
 assert_eq "1 1" "$(count call held_outer) $(count call held_inner)" "calls of held_outer held_inner"
 open=2
 for f in thrower_a thrower_b thrower_c; do
-	c=$(count call $f) e=$(count exception $f)
-	[ "$c" -ge "$N" ] || fail "calls of $f: $c, expected at least $N"
-	[ $((c - e)) -ge 0 ] && [ $((c - e)) -le 4 ] || fail "$f: $c calls, $e exceptions"
-	open=$((open + c - e))
+	fc=$(count call $f) fe=$(count exception $f)
+	[ "$fc" -ge "$N" ] || fail "calls of $f: $fc, expected at least $N"
+	[ $((fc - fe)) -ge 0 ] && [ $((fc - fe)) -le 4 ] || fail "$f: $fc calls, $fe exceptions"
+	open=$((open + fc - fe))
 done
 assert_eq $open "$(awk '$1 == "unbalanced" { print $3 }' "$T/stats")" "frames left open"
 echo "ok"
