@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: MIT
 /*
- * cxx_attach_throw CMD_FIFO [THREADS]: a running C++ program for record -p. It prints its pid,
- * starts THREADS workers (default 4), each throwing through thrower_a -> thrower_b -> thrower_c
- * about every 4 ms and catching in worker(), and answers commands read from CMD_FIFO, one per
- * line, on stdout:
+ * cxx_attach_throw CMD_FIFO [THREADS [PAUSE_US]]: a running C++ program for record -p. It prints
+ * its pid, starts THREADS workers (default 4), each throwing through thrower_a -> thrower_b ->
+ * thrower_c every PAUSE_US microseconds (default 4000; 0: back to back) and catching in
+ * worker(), and answers commands read from CMD_FIFO, one per line, on stdout:
  *   wait N    "throws T" once N more throws were caught (T: all caught so far)
  *   hold      a holder thread enters held_outer -> held_inner, which waits there; "holding"
  *   release   held_inner checks that its return address is its caller's (not a uretprobe
@@ -25,12 +25,13 @@
 volatile int attach_sink;
 static std::atomic<long> thrown, caught;
 static std::atomic<bool> stopping;
+static long pause_us = 4000;
 
 __attribute__((noinline)) void thrower_c(int i)
 {
-	attach_sink += i;
+	attach_sink = i;
 	thrown++;
-	if (attach_sink >= 0)
+	if (i >= 0)     /* always (worker passes i >= 0); opaque to the compiler */
 		throw std::runtime_error("thrown through three frames");
 }
 __attribute__((noinline)) void thrower_b(int i) { thrower_c(i); attach_sink++; }
@@ -38,7 +39,7 @@ __attribute__((noinline)) void thrower_a(int i) { thrower_b(i); attach_sink++; }
 
 static void *worker(void *)
 {
-	struct timespec pause = { 0, 4 * 1000 * 1000 };
+	struct timespec pause = { pause_us / 1000000, pause_us % 1000000 * 1000 };
 
 	for (int i = 0; !stopping; i++) {
 		try {
@@ -46,7 +47,8 @@ static void *worker(void *)
 		} catch (const std::runtime_error &) {
 			caught++;
 		}
-		nanosleep(&pause, nullptr);
+		if (pause_us)
+			nanosleep(&pause, nullptr);
 	}
 	return nullptr;
 }
@@ -101,8 +103,8 @@ __attribute__((noinline)) void held_outer(void)
 {
 	held_returned = held_inner();
 	held_ret_ok += !in_uprobes_page(__builtin_return_address(0));
-	attach_sink += held_returned;
-	if (attach_sink >= 0 || held_returned)
+	attach_sink = held_returned;
+	if (held_returned)
 		throw std::runtime_error("thrown through a frame open at detach");
 }
 
@@ -125,8 +127,10 @@ int main(int argc, char **argv)
 	char line[64];
 	FILE *in;
 
-	if (argc < 2 || nthreads < 1 || nthreads > 64) {
-		fprintf(stderr, "usage: cxx_attach_throw CMD_FIFO [THREADS<=64]\n");
+	if (argc > 3)
+		pause_us = std::atol(argv[3]);
+	if (argc < 2 || nthreads < 1 || nthreads > 64 || pause_us < 0) {
+		fprintf(stderr, "usage: cxx_attach_throw CMD_FIFO [THREADS<=64 [PAUSE_US]]\n");
 		return 2;
 	}
 	printf("pid %d\n", (int)getpid());
