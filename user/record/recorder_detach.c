@@ -15,8 +15,9 @@
  *     the unwind hooks and their holds stay, so a throw until the freeze is still handled), list
  *     the pending instances of every task (bpf/return_instances.bpf.c, a task iterator) and stop
  *     every thread of each recorded process that has one, with PTRACE_SEIZE + PTRACE_INTERRUPT:
- *     a ptrace stop, which neither the process nor its parent (a job-control shell) sees, unlike
- *     SIGSTOP. /proc/PID/task is listed again until a pass finds no new thread.
+ *     a ptrace stop, unlike SIGSTOP no job-control stop its parent (a shell) would see, and no
+ *     SIGCONT handler runs after it (as under any debugger's attach, a blocking epoll_wait
+ *     returns EINTR). /proc/PID/task is listed again until a pass finds no new thread.
  *  2. The recorder turns the holds off and drains the ring: fix-ups of holds that began before
  *     the freeze are written (a held thread is in a ptrace stop now, which counts as stopped)
  *     and their SIGCONT sent, so no re-arm record can come after step 3.
