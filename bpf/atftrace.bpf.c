@@ -398,6 +398,10 @@ int atf_uretprobe(struct pt_regs *ctx)
  *
  * Holding stops: the recorder sets unwind_holds_off before its last drain and waits until
  * unwind_inflight is 0, so no thread is stopped after the recorder's last look at the ring.
+ * The hooks are attached before the function probes and are the last to go: before the holds
+ * stop, the recorder has closed the function links and ptrace-stopped every process with
+ * uretprobes pending, and afterwards it puts back their real return addresses
+ * (user/record/recorder_detach.c), so no trampoline is ever left for an unwinder to meet.
  * The hook counts itself in before it reads the flag (a full barrier between), the recorder
  * writes the flag before it reads the count: one of the two always sees the other.
  *

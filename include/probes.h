@@ -63,8 +63,9 @@ int probes__attach_module(struct probes *p, const struct sym_module *m, pid_t pi
  * that raises or catches an exception with uretprobes pending is stopped (SIGSTOP) and a
  * REC_UNWIND_FIXUP record asks the ring's reader to rewrite its return-address slots and send
  * SIGCONT (user/record/recorder_unwind.c): only a reader that does so may attach these hooks.
- * @pid as for probes__attach_module. 0, or a negative errno (-ENOENT: no __cxa_begin_catch in
- * that file).
+ * @pid as for probes__attach_module. Call it before probes__attach_module: in a running
+ * program, a throw through a traced frame before the hooks exist ends in std::terminate.
+ * 0, or a negative errno (-ENOENT: no __cxa_begin_catch in that file).
  */
 int probes__attach_unwind_hooks(struct probes *p, const char *libstdcxx_path, pid_t pid);
 
@@ -127,6 +128,13 @@ void probes__detail_set(struct probes *p, bool on);
 
 /** probes__detail_get - the global detail switch as it is now. */
 bool probes__detail_get(const struct probes *p);
+
+/**
+ * probes__detach_functions - detach every function probe (probes__attach_module); the unwind
+ * hooks, the tracepoints and the ring stay. No new uretprobe is pending in any thread after
+ * this returns; the ones pending already return through the kernel's trampoline as before.
+ */
+void probes__detach_functions(struct probes *p);
 
 /** probes__free - detach everything and release. NULL is ignored. */
 void probes__free(struct probes *p);

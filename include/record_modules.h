@@ -75,7 +75,10 @@ struct rm_modules {
 int rm_modules_open(struct rm_modules *mods, const struct rm_spec *spec, pid_t pid,
 		    const char *cmd, bool verbose);
 
-/** rm_modules_attach - attach every module (and the C++ unwind hook); errors are printed. */
+/**
+ * rm_modules_attach - attach the C++ unwind hooks, then every module's functions (in that order:
+ * no traced frame may exist before the hooks); errors are printed.
+ */
 int rm_modules_attach(struct rm_modules *mods, struct probes *p, pid_t pid);
 
 void rm_modules_free(struct rm_modules *mods);

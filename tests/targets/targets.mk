@@ -21,7 +21,13 @@ $(OUTPUT)/targets/cxx_throw: tests/targets/cxx_throw.cpp
 	$(call msg,TARGET,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CXX) $(TARGET_CFLAGS) $< -o $@
-EXTRA_TARGETS += $(OUTPUT)/targets/libatftest.so $(OUTPUT)/targets/cxx_throw
+# cxx_attach_throw: a running C++ program whose threads keep throwing, for record -p.
+$(OUTPUT)/targets/cxx_attach_throw: tests/targets/cxx_attach_throw.cpp
+	$(call msg,TARGET,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CXX) $(TARGET_CFLAGS) -pthread $< -o $@
+EXTRA_TARGETS += $(OUTPUT)/targets/libatftest.so $(OUTPUT)/targets/cxx_throw \
+		 $(OUTPUT)/targets/cxx_attach_throw
 
 # ---- symbol-resolution targets (probe) ----
 # probe_plt: odd symbols (in .plt, int3 first, aliases, data, ifunc) for tests/unit/test_symbols.c.

@@ -29,13 +29,18 @@
 
 #define DEFAULT_RING_SIZE (4u << 20)
 
+struct link_list {
+	struct bpf_link **v;
+	size_t n, cap;
+};
+
 struct probes {
 	struct atftrace_bpf *skel;
 	enum probe_link_kind kind;
 	int *link_fds;              /* session / multi links */
 	size_t nlink_fds, cap_link_fds;
-	struct bpf_link **links;    /* perf uprobes and unwind hooks */
-	size_t nlinks, cap_links;
+	struct link_list functions; /* perf uprobes and uretprobes of traced functions */
+	struct link_list hooks;     /* the C++ unwind hooks */
 };
 
 static bool libbpf_verbose;
@@ -235,19 +240,27 @@ static int keep_link_fd(struct probes *p, int fd)
 	return 0;
 }
 
-static int keep_link(struct probes *p, struct bpf_link *l)
+static int keep_link(struct link_list *to, struct bpf_link *l)
 {
-	if (p->nlinks == p->cap_links) {
-		size_t cap = p->cap_links ? p->cap_links * 2 : 64;
-		struct bpf_link **n = realloc(p->links, cap * sizeof(*n));
+	if (to->n == to->cap) {
+		size_t cap = to->cap ? to->cap * 2 : 64;
+		struct bpf_link **n = realloc(to->v, cap * sizeof(*n));
 
 		if (!n)
 			return -ENOMEM;
-		p->links = n;
-		p->cap_links = cap;
+		to->v = n;
+		to->cap = cap;
 	}
-	p->links[p->nlinks++] = l;
+	to->v[to->n++] = l;
 	return 0;
+}
+
+static void destroy_links(struct link_list *l)
+{
+	for (size_t i = 0; i < l->n; i++)
+		bpf_link__destroy(l->v[i]);
+	free(l->v);
+	*l = (struct link_list){ 0 };
 }
 
 static int attach_multi_link(struct probes *p, int prog_fd, uint32_t type, const char *path,
@@ -265,8 +278,8 @@ static int attach_multi_link(struct probes *p, int prog_fd, uint32_t type, const
 	return err;
 }
 
-/* One perf uprobe (or uretprobe) of @prog at @offset, cookie @cookie. */
-static int attach_perf(struct probes *p, struct bpf_program *prog, const char *path,
+/* One perf uprobe (or uretprobe) of @prog at @offset, cookie @cookie, kept in @to. */
+static int attach_perf(struct link_list *to, struct bpf_program *prog, const char *path,
 		       uint64_t offset, uint64_t cookie, bool ret, pid_t pid)
 {
 	LIBBPF_OPTS(bpf_uprobe_opts, o, .bpf_cookie = cookie, .retprobe = ret);
@@ -277,7 +290,7 @@ static int attach_perf(struct probes *p, struct bpf_program *prog, const char *p
 
 	if (!l)
 		return -errno;
-	err = keep_link(p, l);
+	err = keep_link(to, l);
 	if (err)
 		bpf_link__destroy(l);
 	return err;
@@ -369,10 +382,11 @@ int probes__attach_module(struct probes *p, const struct sym_module *m, pid_t pi
 		break;
 	case PROBE_LINK_PERF:
 		for (uint32_t i = 0; i < n && !err; i++) {
-			err = attach_perf(p, s->progs.atf_uprobe, path, offsets[i], cookies[i], false, pid);
+			err = attach_perf(&p->functions, s->progs.atf_uprobe, path, offsets[i],
+					  cookies[i], false, pid);
 			if (!err)
-				err = attach_perf(p, s->progs.atf_uretprobe, path, offsets[i], cookies[i],
-						  true, pid);
+				err = attach_perf(&p->functions, s->progs.atf_uretprobe, path, offsets[i],
+						  cookies[i], true, pid);
 		}
 		break;
 	}
@@ -403,7 +417,7 @@ static int attach_entry_hooks(struct probes *p, struct bpf_program *prog, const 
 		for (size_t k = 0; k < nnames && f->skip == SYM_OK; k++) {
 			if (strcmp(f->name, names[k]))
 				continue;
-			err = attach_perf(p, prog, path, f->probe_offset,
+			err = attach_perf(&p->hooks, prog, path, f->probe_offset,
 					  (uint64_t)m->module_id << 32 | f->symbol_index, false, pid);
 			if (err) {
 				fprintf(stderr, "atftrace: attach %s in %s: %s\n", f->name, path,
@@ -553,17 +567,23 @@ enum probe_link_kind probes__link_kind(const struct probes *p)
 	return p->kind;
 }
 
+void probes__detach_functions(struct probes *p)
+{
+	/* Multi/session links detach all their probes in one close. */
+	for (size_t i = 0; i < p->nlink_fds; i++)
+		close(p->link_fds[i]);
+	free(p->link_fds);
+	p->link_fds = NULL;
+	p->nlink_fds = p->cap_link_fds = 0;
+	destroy_links(&p->functions);
+}
+
 void probes__free(struct probes *p)
 {
 	if (!p)
 		return;
-	/* Multi/session links detach all their probes in one close. */
-	for (size_t i = 0; i < p->nlink_fds; i++)
-		close(p->link_fds[i]);
-	for (size_t i = 0; i < p->nlinks; i++)
-		bpf_link__destroy(p->links[i]);
+	probes__detach_functions(p);
+	destroy_links(&p->hooks);
 	atftrace_bpf__destroy(p->skel);
-	free(p->link_fds);
-	free(p->links);
 	free(p);
 }

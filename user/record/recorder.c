@@ -511,15 +511,19 @@ static void session_sync(struct recorder *r)
 
 int recorder__finish(struct recorder *r, const char *end_reason)
 {
+	struct rec_detach *detach;
 	int err;
 
 	if (r->finished)
 		return 0;
+	/* detach without a trace: see user/record/recorder_detach.c for the order of these steps */
+	detach = rec_detach_freeze(r);
 	rec_unwind_stop_holds(r);   /* so this last drain resumes every held target */
 	err = drain(r);
 	/* the counts every manifest and the summary give from here on, taken after the last drain */
 	probes__lost(r->opts.probes, &r->lost);
 	r->lost_final = true;
+	rec_detach_thaw(r, detach);
 	for (size_t i = 0; i < r->nprocs; i++) {
 		struct rec_process *p = r->procs[i];
 		if (p->state == REC_PROC_LIVE && !proc_alive(p->pid))

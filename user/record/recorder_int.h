@@ -109,6 +109,11 @@ void rec_process_claim_losses(struct recorder *r, struct rec_process *p);
 
 /* user/record/recorder_unwind.c: C++ exceptions through uretprobed frames */
 struct rec_unwind;
+/* How long to wait for a thread to stop (an unwind hold, the detach) before giving up. */
+#define REC_STOP_WAIT_NS (2ull * 1000 * 1000 * 1000)
+char rec_thread_state(pid_t pid, pid_t tid, long *nthreads);
+bool rec_state_gone(char s);
+void rec_backoff(uint64_t started_ns, long *pause_ns);
 /** rec_unwind_on_fixup - REC_UNWIND_FIXUP: wait for the stop, write the slots; stays held. */
 void rec_unwind_on_fixup(struct recorder *r, const void *data, size_t size);
 /** rec_unwind_resume - SIGCONT the processes held since the last call (after each drain). */
@@ -117,6 +122,16 @@ void rec_unwind_resume(struct recorder *r);
 void rec_unwind_stop_holds(struct recorder *r);
 /** rec_unwind_free - resume anything still held and release. */
 void rec_unwind_free(struct recorder *r);
+struct rec_unwind_slot;
+/** rec_unwind_write_slot - write one return-address slot if it still holds what is expected. */
+int rec_unwind_write_slot(pid_t pid, const struct rec_unwind_slot *s, bool *changed);
+
+/* user/record/recorder_detach.c: detach without leaving uretprobe trampolines in the target */
+struct rec_detach;
+/** rec_detach_freeze - detach the function probes; stop the processes with frames still open. */
+struct rec_detach *rec_detach_freeze(struct recorder *r);
+/** rec_detach_thaw - after the last drain: put their real return addresses back, resume. */
+void rec_detach_thaw(struct recorder *r, struct rec_detach *d);
 
 /* user/record/record_watch.c: modules that appear while recording (exec, dlopen) */
 struct rec_watch;

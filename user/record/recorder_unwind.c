@@ -18,7 +18,7 @@
  * every fix-up record of the process is in the ring, and the drain (which reads until the ring
  * is empty) handles them all before rec_unwind_resume() runs.
  *
- * Waiting polls /proc/PID/task/TID/stat with a short backoff, at most UNWIND_STOP_WAIT_NS; a
+ * Waiting polls /proc/PID/task/TID/stat with a short backoff, at most REC_STOP_WAIT_NS; a
  * thread that does not stop in time (e.g. a debugger swallowed the SIGSTOP) gets one error line
  * and is resumed without its writes (its exception may then terminate the program). A process
  * that dies while held has nothing left to write; SIGCONT to it fails with ESRCH, ignored.
@@ -41,7 +41,6 @@
 #include "atftrace.h"
 #include "recorder_int.h"
 
-#define UNWIND_STOP_WAIT_NS (2ull * 1000 * 1000 * 1000)
 #define UNWIND_SPIN_NS      (200ull * 1000)
 
 struct rec_unwind {
@@ -55,11 +54,11 @@ struct rec_unwind {
 	bool write_error_reported;
 };
 
-/*
- * Scheduler state letter of a thread ('R', 'S', 'T', ...), or 0 if it is gone; with @nthreads,
- * also the number of threads in its process (field 20).
+/**
+ * rec_thread_state - scheduler state letter of a thread ('R', 'S', 'T', ...), or 0 if it is gone;
+ * with @nthreads, also the number of threads in its process (field 20).
  */
-static char thread_state(pid_t pid, pid_t tid, long *nthreads)
+char rec_thread_state(pid_t pid, pid_t tid, long *nthreads)
 {
 	char path[64], buf[512];
 	const char *rp;
@@ -94,17 +93,19 @@ static bool state_stopped(char s)
 	return s == 'T' || s == 't';
 }
 
-static bool state_gone(char s)
+/** rec_state_gone - is a thread in state @s (rec_thread_state) gone, or going? */
+bool rec_state_gone(char s)
 {
 	return s == 0 || s == 'Z' || s == 'X' || s == 'x';
 }
 
-/*
- * Pause before the next poll. A stop lands within microseconds, while even a 10 us nanosleep
- * takes about 60 us (timer slack), twice per throw: so yield first, for up to
- * UNWIND_SPIN_NS, then sleep 10 us doubling up to 1 ms.
+/**
+ * rec_backoff - pause before the next poll for a stop that began at @started_ns. A stop lands
+ * within microseconds, while even a 10 us nanosleep takes about 60 us (timer slack), twice per
+ * throw: so yield first, for up to UNWIND_SPIN_NS, then sleep 10 us doubling up to 1 ms.
+ * *@pause_ns starts at 10 us.
  */
-static void backoff(uint64_t started_ns, long *pause_ns)
+void rec_backoff(uint64_t started_ns, long *pause_ns)
 {
 	struct timespec ts = { 0, *pause_ns };
 
@@ -123,19 +124,19 @@ static void backoff(uint64_t started_ns, long *pause_ns)
  */
 static int wait_thread_stopped(pid_t pid, pid_t tid, long *nthreads)
 {
-	uint64_t started = clock_mono_ns(), deadline = started + UNWIND_STOP_WAIT_NS;
+	uint64_t started = clock_mono_ns(), deadline = started + REC_STOP_WAIT_NS;
 	long pause_ns = 10 * 1000;
 
 	for (;;) {
-		char s = thread_state(pid, tid, nthreads);
+		char s = rec_thread_state(pid, tid, nthreads);
 
 		if (state_stopped(s))
 			return 0;
-		if (state_gone(s))
+		if (rec_state_gone(s))
 			return -ESRCH;
 		if (clock_mono_ns() > deadline)
 			return -ETIMEDOUT;
-		backoff(started, &pause_ns);
+		rec_backoff(started, &pause_ns);
 	}
 }
 
@@ -157,7 +158,7 @@ static bool none_running(pid_t pid)
 
 		if (de->d_name[0] == '.' || *end || tid <= 0)
 			continue;
-		if (thread_state(pid, (pid_t)tid, NULL) == 'R')
+		if (rec_thread_state(pid, (pid_t)tid, NULL) == 'R')
 			quiet = false;
 	}
 	closedir(d);
@@ -167,11 +168,11 @@ static bool none_running(pid_t pid)
 /* Wait (bounded) until every thread of @pid has joined the group stop or sleeps in the kernel. */
 static void wait_group_quiet(pid_t pid)
 {
-	uint64_t started = clock_mono_ns(), deadline = started + UNWIND_STOP_WAIT_NS;
+	uint64_t started = clock_mono_ns(), deadline = started + REC_STOP_WAIT_NS;
 	long pause_ns = 10 * 1000;
 
 	while (!none_running(pid) && clock_mono_ns() <= deadline)
-		backoff(started, &pause_ns);
+		rec_backoff(started, &pause_ns);
 }
 
 static bool is_held(const struct rec_unwind *u, pid_t pid)
@@ -208,8 +209,12 @@ static struct rec_unwind *unwind_state(struct recorder *r)
 	return r->unwind;
 }
 
-/* Compare-and-write of one slot; the whole process is stopped, so nothing races with us. */
-static int write_slot(pid_t pid, const struct rec_unwind_slot *s, bool *changed)
+/**
+ * rec_unwind_write_slot - compare-and-write of one return-address slot of process @pid: @s->value
+ * is written only if the slot still holds @s->expect (*@changed says it did not). The caller has
+ * the thread stopped, so nothing races with us. 0, or a negative errno.
+ */
+int rec_unwind_write_slot(pid_t pid, const struct rec_unwind_slot *s, bool *changed)
 {
 	uint64_t now = 0, value = s->value;
 	struct iovec local = { &now, sizeof(now) };
@@ -270,7 +275,7 @@ void rec_unwind_on_fixup(struct recorder *r, const void *data, size_t size)
 		u->failures++;
 		fprintf(stderr, "atftrace record: process %d thread %u did not stop for a C++ unwind "
 			"fix-up within %llu s; resuming it unchanged (its exception may terminate it)\n",
-			(int)pid, fx.tid, UNWIND_STOP_WAIT_NS / 1000000000ull);
+			(int)pid, fx.tid, REC_STOP_WAIT_NS / 1000000000ull);
 		return;
 	}
 	if (nthreads != 1)      /* alone, the stopped thread is the whole group */
@@ -284,7 +289,7 @@ void rec_unwind_on_fixup(struct recorder *r, const void *data, size_t size)
 	for (uint32_t i = 0; i < fx.count; i++) {
 		bool changed;
 
-		err = write_slot(pid, &fx.pairs[i], &changed);
+		err = rec_unwind_write_slot(pid, &fx.pairs[i], &changed);
 		if (err == -ESRCH)
 			return;
 		if (err < 0) {

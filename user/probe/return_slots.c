@@ -1,0 +1,126 @@
+// SPDX-License-Identifier: MIT
+/*
+ * include/return_slots.h: load bpf/return_instances.bpf.c, run its task iterator, read its records.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include "return_slots.h"
+#include "return_instances.h"
+#include "return_instances.skel.h"
+
+struct return_slots {
+	struct return_instances_bpf *skel;
+};
+
+int return_slots__open(struct return_slots **out)
+{
+	struct return_slots *rs = calloc(1, sizeof(*rs));
+	int err;
+
+	*out = NULL;
+	if (!rs)
+		return -ENOMEM;
+	rs->skel = return_instances_bpf__open();
+	if (!rs->skel) {
+		err = -errno;
+		goto cleanup;
+	}
+	err = return_instances_bpf__load(rs->skel);
+	if (err)
+		goto cleanup;
+	*out = rs;
+	return 0;
+cleanup:
+	fprintf(stderr, "atftrace: cannot load the iterator of pending return probes: %s\n",
+		strerror(-err));
+	return_slots__free(rs);
+	return err;
+}
+
+/* Read the whole iterator output into *@buf (malloc'ed), *@len bytes. */
+static int read_all(int fd, char **buf, size_t *len)
+{
+	size_t cap = 0;
+
+	*buf = NULL;
+	*len = 0;
+	for (;;) {
+		ssize_t n;
+
+		if (cap - *len < 4096) {
+			char *nb = realloc(*buf, cap = cap ? cap * 2 : 16384);
+
+			if (!nb)
+				return -ENOMEM;
+			*buf = nb;
+		}
+		n = read(fd, *buf + *len, cap - *len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -errno;
+		if (n == 0)
+			return 0;
+		*len += (size_t)n;
+	}
+}
+
+int return_slots__read(struct return_slots *rs, struct return_slot **out, size_t *n)
+{
+	struct bpf_link *link;
+	struct return_slot *slots = NULL;
+	char *buf = NULL;
+	size_t len = 0, count;
+	int fd = -1, err;
+
+	*out = NULL;
+	*n = 0;
+	link = bpf_program__attach_iter(rs->skel->progs.atf_return_slots, NULL);
+	if (!link)
+		return -errno;
+	fd = bpf_iter_create(bpf_link__fd(link));
+	if (fd < 0) {
+		err = -errno;
+		goto cleanup;
+	}
+	err = read_all(fd, &buf, &len);
+	if (err)
+		goto cleanup;
+	count = len / sizeof(struct rec_return_slot);
+	if (count) {
+		slots = calloc(count, sizeof(*slots));
+		if (!slots) {
+			err = -ENOMEM;
+			goto cleanup;
+		}
+	}
+	for (size_t i = 0; i < count; i++) {
+		struct rec_return_slot r;
+
+		memcpy(&r, buf + i * sizeof(r), sizeof(r));
+		slots[i] = (struct return_slot){ .pid = (pid_t)r.pid, .tid = (pid_t)r.tid,
+						 .addr = r.addr, .trampoline = r.trampoline,
+						 .orig = r.orig };
+	}
+	*out = slots;
+	*n = count;
+cleanup:
+	if (fd >= 0)
+		close(fd);
+	bpf_link__destroy(link);
+	free(buf);
+	return err;
+}
+
+void return_slots__free(struct return_slots *rs)
+{
+	if (!rs)
+		return;
+	return_instances_bpf__destroy(rs->skel);
+	free(rs);
+}
