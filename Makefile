@@ -210,7 +210,7 @@ $(WTF_LOADER): scripts/deps.sh
 
 # speedscope (npm, pinned) for the real-browser test; deps.sh installs it beside the loader.
 SPEEDSCOPE := .output/npm/node_modules/speedscope/dist/release/index.html
-$(SPEEDSCOPE) $(FUZZ_BINS): scripts/deps.sh
+$(SPEEDSCOPE): scripts/deps.sh
 	$(call msg,DEPS,speedscope (npm))
 	$(Q)bash scripts/deps.sh
 	$(Q)test -f $@ && touch $@

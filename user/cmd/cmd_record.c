@@ -12,9 +12,7 @@
 #include <argp.h>
 #include <dirent.h>
 #include <errno.h>
-#include <dirent.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdio.h>
@@ -266,27 +264,62 @@ static int check_outdir_contents(int fd, const char *dir)
 	return err;
 }
 
-static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+/* Delete @name inside the directory open as @dirfd, and all below it; links are removed, never followed. */
+static int remove_tree_at(int parent, const char *name)
 {
-	return remove(path) < 0 && errno != ENOENT ? -1 : 0;
+	struct dirent *de;
+	DIR *d;
+	int fd, err = 0;
+
+	if (!unlinkat(parent, name, 0) || errno == ENOENT)
+		return 0;
+	if (errno != EISDIR && errno != EPERM)
+		return -errno;
+	fd = openat(parent, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	d = fdopendir(fd);
+	if (!d) {
+		close(fd);
+		return -errno;
+	}
+	while (!err && (de = readdir(d)))
+		if (strcmp(de->d_name, ".") && strcmp(de->d_name, ".."))
+			err = remove_tree_at(dirfd(d), de->d_name);
+	closedir(d);
+	if (!err && unlinkat(parent, name, AT_REMOVEDIR) < 0 && errno != ENOENT)
+		err = -errno;
+	return err;
 }
 
 /*
  * -o DIR naming an earlier session (it holds pid_* directories or a session.json) is refused,
  * so a second recording never mixes its processes into the first; with --force, those are
- * deleted first. Anything else in DIR is left alone.
+ * deleted first. Anything else in DIR is left alone. An existing DIR is opened and checked as
+ * every directory atftrace writes in (atf_dir_create), before anything in it is read or deleted,
+ * and deletions go relative to that fd: a planted link can neither redirect nor widen them.
  */
 static int check_outdir(const char *outdir, bool force)
 {
-	DIR *d = opendir(outdir);
+	struct atf_diag diag = { 0 };
+	struct stat st;
 	struct dirent *de;
-	int err = 0;
+	DIR *d;
+	int fd, err = 0;
 
-	if (!d)
-		return 0;       /* absent (created later) or not a directory (mkdir says why) */
+	if (stat(outdir, &st) < 0 || !S_ISDIR(st.st_mode))
+		return 0;       /* absent (created later), or not a directory (creation says why) */
+	fd = atf_dir_create(outdir, 0, &diag);
+	if (fd < 0) {
+		fprintf(stderr, "atftrace record: -o %s: %s\n", outdir, diag.msg);
+		return fd;
+	}
+	d = fdopendir(fd);
+	if (!d) {
+		close(fd);
+		return -errno;
+	}
 	while (!err && (de = readdir(d))) {
-		char path[PATH_MAX];
-
 		if (strncmp(de->d_name, "pid_", 4) && strcmp(de->d_name, "session.json"))
 			continue;
 		if (!force) {
@@ -295,12 +328,10 @@ static int check_outdir(const char *outdir, bool force)
 			err = -EEXIST;
 			break;
 		}
-		snprintf(path, sizeof(path), "%s/%s", outdir, de->d_name);
-		if (nftw(path, remove_entry, 16, FTW_DEPTH | FTW_PHYS) < 0) {
-			err = -errno;
-			fprintf(stderr, "atftrace record: --force: cannot delete %s: %s\n", path,
-				strerror(errno));
-		}
+		err = remove_tree_at(dirfd(d), de->d_name);
+		if (err)
+			fprintf(stderr, "atftrace record: --force: cannot delete %s/%s: %s\n", outdir,
+				de->d_name, strerror(-err));
 	}
 	closedir(d);
 	return err;

@@ -17,6 +17,7 @@
 #include <unistd.h>
 #include "container.h"
 #include "proc.h"
+#include "symbols.h"
 
 int cgroup_id_of_path(const char *path, uint64_t *id)
 {
@@ -255,16 +256,6 @@ bool container_other_root(pid_t pid)
 	return ours.st_dev != theirs.st_dev || ours.st_ino != theirs.st_ino;
 }
 
-/* "libc.so.6" names libc.so.6; "libc" and "libc.so" name it too (as sym_resolve_library). */
-static bool lib_name_matches(const char *file, const char *name)
-{
-	const char *base = strrchr(file, '/');
-	size_t len = strlen(name);
-
-	base = base ? base + 1 : file;
-	return !strcmp(base, name) || (!strncmp(base, name, len) && (base[len] == '.' || base[len] == '-'));
-}
-
 /* The first mapping of library @name in @pid, opened through /proc/PID/map_files. */
 static int open_mapped(pid_t pid, const char *name, char **shown)
 {
@@ -282,7 +273,7 @@ static int open_mapped(pid_t pid, const char *name, char **shown)
 		bool exec;
 
 		if (proc_maps_parse_line(line, &start, &end, &exec, &off, &path) != 1 || !path ||
-		    path[0] != '/' || strstr(path, " (deleted)") || !lib_name_matches(path, name))
+		    path[0] != '/' || strstr(path, " (deleted)") || !sym_lib_name_matches(path, name))
 			continue;
 		snprintf(range, sizeof(range), "/proc/%d/map_files/%llx-%llx", (int)pid,
 			 (unsigned long long)start, (unsigned long long)end);
