@@ -66,7 +66,7 @@ run_app() {     # NAME K: K calls of loop_work, and wait until they are done
 quit_app() {
 	[ -n "${CMD_FD[$1]:-}" ] || return 0
 	echo q >&"${CMD_FD[$1]}" 2>/dev/null || true
-	exec {CMD_FD[$1]}>&-
+	exec {CMD_FD[$1]}>&- {OUT_FD[$1]}<&-
 	CMD_FD[$1]=
 }
 
@@ -76,7 +76,8 @@ start_recorder() {
 	rm -f "$T/ready"; mkfifo "$T/ready"
 	"$ATF" record -o "$dir" --ready-file "$T/ready" "$@" 2>"$T/rec.err" &
 	REC=$!
-	cat "$T/ready" >/dev/null
+	# a recorder that fails never opens the FIFO: give up after a bound, with its error
+	timeout 120 cat "$T/ready" >/dev/null || { cat "$T/rec.err" >&2; fail "record $* did not attach"; }
 }
 
 stop_recorder() {
