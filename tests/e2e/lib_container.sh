@@ -97,8 +97,9 @@ calls_to() {    # STATS PID FUNCTION...: CALL count of the first FUNCTION (or al
 # ---- podman: real containers ------------------------------------------------------------------
 # A podman test holds a machine-wide lock (tests in other work trees may run at the same time),
 # runs podman with its own containers.conf (runc and cgroupfs, which this machine's hybrid cgroups
-# need; nofile/nproc limits under the hard limits; no network) instead of the host's, and on exit
-# removes every pod, container, volume and image that appeared while it ran.
+# need; nofile/nproc limits under the hard limits) instead of the host's, gives its containers no
+# network (--network none), and on exit removes every pod, container, volume, network and image
+# that appeared while it ran.
 PODMAN_LOCK=/run/lock/atftrace-podman-tests.lock
 
 # need_podman: fail without podman (deps.sh installs it), then lock, configure and snapshot.
@@ -122,10 +123,11 @@ need_podman() {
 	podman_objects >"$T/podman.before"
 }
 
-podman_objects() {   # one "KIND ID" line per pod, container, volume, image and image name
+podman_objects() {   # one "KIND ID" line per pod, container, volume, network, image and image name
 	podman pod ps -q --no-trunc | sed 's/^/pod /'
 	podman ps -a -q --no-trunc | sed 's/^/container /'
 	podman volume ls -q | sed 's/^/volume /'
+	podman network ls -q | sed 's/^/network /'
 	podman images -a -q --no-trunc | sed 's/^/image /'
 	podman images -a --format '{{.Repository}}:{{.Tag}}' | sed -n '/<none>/!s/^/name /p'
 }
@@ -141,6 +143,7 @@ podman_cleanup() {
 	ids=$(podman_new pod); [ -z "$ids" ] || podman pod rm -f -t 0 $ids >/dev/null 2>&1 || true
 	ids=$(podman_new container); [ -z "$ids" ] || podman rm -f -v -t 0 $ids >/dev/null 2>&1 || true
 	ids=$(podman_new volume); [ -z "$ids" ] || podman volume rm -f $ids >/dev/null 2>&1 || true
+	ids=$(podman_new network); [ -z "$ids" ] || podman network rm -f $ids >/dev/null 2>&1 || true
 	# a name given to an image that was there before only loses that name
 	ids=$(podman_new name); [ -z "$ids" ] || podman rmi $ids >/dev/null 2>&1 || true
 	# images after their children: a few rounds remove a chain of layers from the top
@@ -148,7 +151,7 @@ podman_cleanup() {
 		ids=$(podman_new image); [ -z "$ids" ] && break
 		podman rmi -f $ids >/dev/null 2>&1 || true
 	done
-	left=$(podman_new pod; podman_new container; podman_new volume; podman_new image; podman_new name)
+	left=$(for k in pod container volume network image name; do podman_new $k; done)
 	rm -f "$T/podman.before"
 	if [ -n "$left" ]; then
 		echo "FAIL: podman objects left behind: $left" >&2
