@@ -89,6 +89,21 @@ calls_of() {    # STATS PID: calls of attach_loop's loop_work
 	calls_to "$1" "$2" loop_work
 }
 
+# check_contained DIR K BOX OTHER FUNCTION: session DIR has only the process BOX (pid 1 of its
+# container), with K calls of FUNCTION, and none of the process OTHER outside the container
+check_contained() {
+	local man=$1/pid_$3/manifest.json
+	"$TOOLS/record_stats" "$1" >"$T/stats"
+	assert_eq "processes 1" "$(head -n 1 "$T/stats")" "$1: process directories"
+	assert_eq "$2" "$(calls_to "$T/stats" "$3" "$5")" "$1: calls inside the container"
+	assert_eq "" "$(calls_to "$T/stats" "$4" "$5")" "$1: calls outside the container"
+	"$ATF" verify "$1" >/dev/null || fail "verify $1"
+	assert_eq "$3" "$(jq -r .pid "$man")" "$1: host pid in the manifest"
+	assert_eq 1 "$(jq -r .ns_pid "$man")" "$1: pid inside the container in the manifest"
+	assert_eq 1 "$(jq -r '.threads[0].ns_tid' "$man")" "$1: tid inside the container"
+	assert_eq "$3" "$(jq -r '.threads[0].tid' "$man")" "$1: host tid"
+}
+
 calls_to() {    # STATS PID FUNCTION...: CALL count of the first FUNCTION (or alias) that has one
 	local stats=$1 pid=$2; shift 2
 	awk -v p="$pid" -v names=" $* " '$1 == "call" && $2 == p && index(names, " " $3 " ") { print $4; exit }' "$stats"

@@ -36,15 +36,7 @@ assert_eq "pids:/libpod_parent/libpod-$CTR" "$(grep -o 'pids:.*' "/proc/$BOX/cgr
 V2=$(cgroup_v2_root)
 
 # check_session DIR K: the container's process only, K calls of handle_request, host pid and ns pid 1
-check_session() {
-	"$TOOLS/record_stats" "$1" >"$T/stats"
-	assert_eq "processes 1" "$(head -n 1 "$T/stats")" "$1: process directories"
-	assert_eq "$2" "$(calls_to "$T/stats" "$BOX" handle_request)" "$1: calls inside the container"
-	assert_eq "" "$(calls_to "$T/stats" "${PID[twin]}" handle_request)" "$1: calls of the twin"
-	"$ATF" verify "$1" >/dev/null || fail "verify $1"
-	assert_eq "$BOX" "$(jq -r .pid "$1/pid_$BOX/manifest.json")" "$1: host pid in the manifest"
-	assert_eq 1 "$(jq -r .ns_pid "$1/pid_$BOX/manifest.json")" "$1: pid inside the container"
-}
+check_session() { check_contained "$1" "$2" "$BOX" "${PID[twin]}" handle_request; }
 
 # ---- --container ID -p 1: the app by its pid inside the container, its own libc ----------------
 start_recorder "$T/s1" --container "$CTR" -p 1 -f 'handle_*' -f libc.so.6:malloc
