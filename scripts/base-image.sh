@@ -112,7 +112,7 @@ EOF
 command -v podman >/dev/null || die "podman is not installed (scripts/deps.sh installs it)"
 for name in $(from_names "$containerfile"); do
 	podman image exists "$name" && continue
-	if [ "$mode" != debootstrap ] && podman pull -q "$name" >/dev/null 2>&1; then
+	if [ "$mode" != debootstrap ] && timeout 300 podman pull -q "$name" >/dev/null 2>&1; then
 		continue
 	fi
 	[ "$mode" = pull ] && die "cannot pull $name and ATFTRACE_BASE=pull"
@@ -126,6 +126,8 @@ for name in $(from_names "$containerfile"); do
 	mkdir -p "$cache"
 	(
 		flock 9
+		# under the lock, a temporary directory left here is this run's own, on failure too
+		trap 'rm -rf "$cache"/rootfs.* "$cache"/import.*' EXIT
 		make_rootfs_tar
 		podman image exists "$full" || import_image "$full" "$slim"
 	) 9>"$cache/.lock"
