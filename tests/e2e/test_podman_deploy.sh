@@ -5,9 +5,11 @@
 #              and runtime libraries only, and runs.
 #   sidecar    deploy/k8s/sidecar-pod.yaml played with `podman kube play`, a test app image in
 #              place of registry.example/app: the sidecar finds the app by TARGET_COMM, attaches,
-#              and SIGTERM (what `podman kube down` and Kubernetes send) finalizes its session in
-#              the emptyDir volume, read back from the host; the host traces the same pod's app
-#              with --container, exact counts; `podman kube down` removes pod and volume.
+#              and SIGTERM (what Kubernetes sends each container before it ends the pod) finalizes
+#              its session in the emptyDir volume, read back from the host; the host then traces
+#              the same pod's app with --container, exact counts; `podman kube down` removes pod
+#              and volume. (podman 4.3's kube down ends the infra container, pid 1 of the shared
+#              pid namespace, with the others: the sidecar dies of SIGKILL, so it is stopped first.)
 #   daemonset  podman 4.3 can play neither a DaemonSet nor hostPID: the container the DaemonSet
 #              runs on each node is run with the podman run options of its template's fields.
 #              Its `-a -f libc.so.6:malloc` names the libc of the atftrace image, a file shared
@@ -63,7 +65,7 @@ open_app box "$BOX" /tmp
 run_app box 5
 run_app box 3
 
-# SIGTERM, as `podman kube down` and Kubernetes send it: the sidecar finalizes and exits 0
+# SIGTERM, as Kubernetes sends it: the sidecar finalizes and exits 0
 podman stop -t 30 "$POD-atftrace" >/dev/null
 assert_eq 0 "$(podman inspect -f '{{.State.ExitCode}}' "$POD-atftrace")" "the sidecar's exit status"
 podman logs "$POD-atftrace" >"$T/sidecar.log" 2>&1
