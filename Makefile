@@ -26,7 +26,7 @@ endif
 DEP_FILES := /usr/include/bpf/libbpf.h /usr/include/gelf.h /usr/include/elfutils/libdw.h \
 	     /usr/include/lz4.h /usr/include/zlib.h /usr/include/jansson.h /usr/include/cmocka.h \
 	     /usr/include/cbor.h /usr/include/elfutils/debuginfod.h /usr/share/doc/libc6-dbg
-DEP_CMDS  := clang llvm-strip bpftool protoc bpftrace node npm g++ jq chromium debuginfod
+DEP_CMDS  := clang llvm-strip bpftool protoc bpftrace node npm g++ jq chromium debuginfod podman runc catatonit debootstrap
 # clang's libFuzzer runtime (libclang-rt-dev): make fuzz, and the fuzz runs of make test
 DEP_FUZZ_RT := $(if $(shell command -v clang 2>/dev/null),$(shell clang -print-resource-dir)/lib/linux/libclang_rt.fuzzer-$(shell uname -m).a)
 DEPS_MISSING := $(strip $(foreach f,$(DEP_FILES) $(DEP_FUZZ_RT),$(if $(wildcard $(f)),,$(f))) \
@@ -89,7 +89,7 @@ TARGET_SRCS   := $(wildcard tests/targets/*.c)
 TARGETS       := $(patsubst tests/targets/%.c,$(OUTPUT)/targets/%,$(filter-out tests/targets/lib%.c,$(TARGET_SRCS)))
 -include tests/targets/targets.mk
 
-.PHONY: all lib tools targets test unit e2e fuzz demo bench clean check-bpf-arm64
+.PHONY: all lib tools targets test unit e2e fuzz test-containers image demo bench clean check-bpf-arm64
 # Skeletons and BPF objects are intermediate files of a pattern chain: keep them.
 .SECONDARY: $(SKELS) $(patsubst bpf/%.bpf.c,$(OUTPUT)/bpf/%.bpf.o,$(BPF_SRCS))
 all: $(BIN)
@@ -215,8 +215,15 @@ $(SPEEDSCOPE): scripts/deps.sh
 	$(Q)bash scripts/deps.sh
 	$(Q)test -f $@ && touch $@
 
-TEST_DEPS := $(BIN) $(BIN_ASAN) $(UNIT_BINS) $(TOOL_BINS) $(TARGETS) $(EXTRA_TARGETS) $(ARM64_BPF) $(WTF_LOADER) \
-	     $(SPEEDSCOPE) $(FUZZ_BINS)
+# The Kubernetes schema validator (npm, pinned) for the deploy/k8s YAML; deps.sh installs it too.
+K8S_VALIDATOR := .output/npm/node_modules/kubernetes-models/package.json
+$(K8S_VALIDATOR): scripts/deps.sh
+	$(call msg,DEPS,kubernetes-models (npm))
+	$(Q)bash scripts/deps.sh
+	$(Q)test -f $@ && touch $@
+
+TEST_DEPS := $(BIN) $(BIN_ASAN) $(UNIT_BINS) $(TOOL_BINS) $(TARGETS) $(EXTRA_TARGETS) $(ARM64_BPF) \
+	     $(WTF_LOADER) $(SPEEDSCOPE) $(K8S_VALIDATOR) $(FUZZ_BINS)
 
 test: $(TEST_DEPS)
 	$(Q)OUTPUT=$(OUTPUT) bash tests/run_tests.sh
@@ -226,6 +233,26 @@ unit: $(UNIT_BINS)
 
 e2e: $(TEST_DEPS)
 	$(Q)OUTPUT=$(OUTPUT) bash tests/run_tests.sh e2e
+
+# The tests that run real containers with podman (they are part of `make test` too).
+test-containers: $(TEST_DEPS)
+	$(Q)OUTPUT=$(OUTPUT) bash tests/run_tests.sh e2e podman
+
+# ---- image: deploy/Containerfile built with podman -----------------------------------------
+# Without a registry, scripts/base-image.sh first makes the Containerfile's FROM images from a
+# debootstrap rootfs. The build's RUN steps reach Debian's archive through the host's network;
+# runc and cgroupfs run containers on hybrid-cgroup machines (crun refuses them), and explicit
+# limits stay under the hard limits that podman's defaults exceed on some machines.
+IMAGE  ?= localhost/atftrace:latest
+PODMAN ?= podman --runtime runc --cgroup-manager cgroupfs
+PODMAN_BUILD_FLAGS ?= --network host --ulimit nofile=1024:1024 --ulimit nproc=1024:1024
+image:
+	$(call msg,BASE,debian:12 debian:12-slim)
+	$(Q)bash scripts/base-image.sh deploy/Containerfile
+	$(call msg,IMAGE,$(IMAGE))
+	$(Q)$(PODMAN) build $(PODMAN_BUILD_FLAGS) -f deploy/Containerfile --build-arg VERSION=$(VERSION) \
+		-t $(IMAGE) $(if $(V),,-q >/dev/null) .
+	$(Q)$(PODMAN) image inspect -f '  {{.Size}} bytes  $(IMAGE)' $(IMAGE)
 
 demo: $(BIN) $(TOOL_BINS) $(TARGETS) $(EXTRA_TARGETS)
 	$(Q)OUTPUT=$(OUTPUT) bash scripts/demo.sh

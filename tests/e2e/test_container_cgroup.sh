@@ -37,18 +37,7 @@ start_plain host "$R/app"           # the same inode, outside the cgroup
 BOX=${PID[box]}
 
 # check_session DIR K: only the container's process, with K calls, host pid and ns pid 1
-check_session() {
-	"$TOOLS/record_stats" "$1" >"$T/stats"
-	assert_eq "processes 1" "$(head -n 1 "$T/stats")" "$1: process directories"
-	assert_eq "$2" "$(calls_of "$T/stats" "$BOX")" "$1: calls inside the container"
-	assert_eq "" "$(calls_of "$T/stats" "${PID[host]}")" "$1: calls outside the container"
-	"$ATF" verify "$1" >/dev/null || fail "verify $1"
-	local man=$1/pid_$BOX/manifest.json
-	assert_eq "$BOX" "$(jq -r .pid "$man")" "$1: host pid in the manifest"
-	assert_eq 1 "$(jq -r .ns_pid "$man")" "$1: pid inside the container in the manifest"
-	assert_eq 1 "$(jq -r '.threads[0].ns_tid' "$man")" "$1: tid inside the container"
-	assert_eq "$BOX" "$(jq -r '.threads[0].tid' "$man")" "$1: host tid"
-}
+check_session() { check_contained "$1" "$2" "$BOX" "${PID[host]}" loop_work; }
 
 # ---- -a --cgroup: the container's own cgroup --------------------------------------------------
 start_recorder "$T/s1" -a -f "$R/app:loop_work" --cgroup "$CG"

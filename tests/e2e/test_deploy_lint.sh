@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The deployment files (deploy/) are checked by parsing them: no container engine runs here.
+# The deployment files (deploy/) are checked by parsing them (test_podman_deploy.sh runs them).
 # The fields the tracer relies on must be present, and the command lines they give atftrace
 # must use options that the built binary really has.
 source "$(dirname "$0")/lib.sh"
