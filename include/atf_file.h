@@ -78,4 +78,11 @@ void atf_tmpfile_abort(struct atf_tmpfile *t);
 /** atf_file_replace - write @len bytes of @buf as the new content of @path (atf_tmpfile_*). */
 int atf_file_replace(const char *path, const void *buf, size_t len);
 
+struct json_t;
+/**
+ * atf_file_replace_json - write JSON document @root, indented and ending in a newline, as the new
+ * content of @path (atf_file_replace). Takes @root's reference, also on failure; NULL is -ENOMEM.
+ */
+int atf_file_replace_json(const char *path, struct json_t *root);
+
 #endif

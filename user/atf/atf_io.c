@@ -5,9 +5,11 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <jansson.h>
 #include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
 #include <sys/stat.h>
@@ -333,4 +335,24 @@ int atf_file_replace(const char *path, const void *buf, size_t len)
 		return err;
 	}
 	return atf_tmpfile_commit(&t);
+}
+
+int atf_file_replace_json(const char *path, struct json_t *root)
+{
+	char *text;
+	size_t len;
+	int err;
+
+	if (!root)
+		return -ENOMEM;
+	text = json_dumps(root, JSON_INDENT(2));
+	json_decref(root);
+	if (!text)
+		return -ENOMEM;
+	/* the trailing newline takes the place of the string's NUL */
+	len = strlen(text);
+	text[len] = '\n';
+	err = atf_file_replace(path, text, len + 1);
+	free(text);
+	return err;
 }

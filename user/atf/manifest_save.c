@@ -211,21 +211,5 @@ static json_t *build_root(const struct atf_manifest *m)
 
 int atf_manifest__save(const struct atf_manifest *m, const char *path)
 {
-	json_t *root = build_root(m);
-	char *text = NULL;
-	size_t len;
-	int err;
-
-	if (!root)
-		return -ENOMEM;
-	text = json_dumps(root, JSON_INDENT(2));
-	json_decref(root);
-	if (!text)
-		return -ENOMEM;
-	/* the trailing newline takes the place of the string's NUL */
-	len = strlen(text);
-	text[len] = '\n';
-	err = atf_file_replace(path, text, len + 1);
-	free(text);
-	return err;
+	return atf_file_replace_json(path, build_root(m));
 }

@@ -101,25 +101,9 @@ static json_t *build_index(const struct session_index *idx)
 
 int session_index__write(const char *session_dir, const struct session_index *idx)
 {
-	json_t *root = build_index(idx);
-	char path[4096], *text;
-	size_t len;
-	int err;
+	char path[4096];
 
-	if (!root)
-		return -ENOMEM;
-	text = json_dumps(root, JSON_INDENT(2));
-	json_decref(root);
-	if (!text)
-		return -ENOMEM;
-	if (snprintf(path, sizeof(path), "%s/session.json", session_dir) >= (int)sizeof(path)) {
-		free(text);
+	if (snprintf(path, sizeof(path), "%s/session.json", session_dir) >= (int)sizeof(path))
 		return -ENAMETOOLONG;
-	}
-	/* the trailing newline takes the place of the string's NUL */
-	len = strlen(text);
-	text[len] = '\n';
-	err = atf_file_replace(path, text, len + 1);
-	free(text);
-	return err;
+	return atf_file_replace_json(path, build_index(idx));
 }
