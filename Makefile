@@ -182,6 +182,8 @@ FUZZ_SAN  := -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-o
 FUZZ_CFLAGS := -g -O1 -std=gnu11 -D_GNU_SOURCE -Iinclude -Iuser/atf $(FUZZ_SAN)
 FUZZ_LIB_OBJS := $(patsubst %.c,$(OUTPUT)/fuzz/obj/%.o,$(wildcard user/atf/*.c))
 FUZZ_SECONDS ?= 60
+# they are prerequisites of a pattern rule only: keep them, or every make rebuilds them
+.SECONDARY: $(FUZZ_LIB_OBJS)
 
 $(OUTPUT)/fuzz/obj/%.o: %.c
 	$(call msg,CC-FUZZ,$@)
