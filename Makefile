@@ -24,7 +24,7 @@ endif
 # ---- dependencies: scripts/deps.sh installs what is missing (once per missing item) -------
 DEP_FILES := /usr/include/bpf/libbpf.h /usr/include/gelf.h /usr/include/elfutils/libdw.h \
 	     /usr/include/lz4.h /usr/include/zlib.h /usr/include/jansson.h /usr/include/cmocka.h \
-	     /usr/include/cbor.h
+	     /usr/include/cbor.h /usr/include/Zydis/Zydis.h
 DEP_CMDS  := clang llvm-strip bpftool protoc bpftrace node npm g++ jq
 DEPS_MISSING := $(strip $(foreach f,$(DEP_FILES),$(if $(wildcard $(f)),,$(f))) \
 		$(foreach c,$(DEP_CMDS),$(if $(shell command -v $(c) 2>/dev/null),,$(c))))
@@ -49,7 +49,7 @@ INCLUDES := -Iinclude -Ibpf -I$(OUTPUT)
 CFLAGS   ?= -O2 -g
 CFLAGS   += -std=gnu11 -Wall -Wextra -Wno-unused-parameter -Wno-missing-field-initializers \
 	    -D_GNU_SOURCE -DATFTRACE_VERSION='"$(VERSION)"' $(INCLUDES) -MMD -MP
-LIBS     := -lbpf -lelf -ldw -llz4 -lz -ljansson -lpthread
+LIBS     := -lbpf -lelf -ldw -llz4 -lz -ljansson -lZydis -lpthread
 SAN      := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
 TEST_LIBS := -lcmocka -lcbor
 

@@ -42,6 +42,8 @@ struct sym_func {
 	uint8_t skip;               /* enum sym_skip */
 	bool selected;              /* matched -f and not -x, and probe-able */
 	bool endbr64;               /* a leading endbr64 was hopped: probe_offset = entry + 4 */
+	uint8_t tramp;              /* enum tramp_reason (include/trampoline.h), 0 until decided */
+	bool via_tramp;             /* entered through a trampoline: no probe on the function itself */
 };
 
 struct sym_module {

@@ -9,6 +9,7 @@ PKGS=(
   libelf-dev libdw-dev               # ELF symbols, build-ids
   liblz4-dev zlib1g-dev              # ZTS0 compression, CRC32
   libjansson-dev                     # manifest.json
+  libzydis-dev                       # x86 decoder: moving entry instructions into trampolines
   libcmocka-dev                      # unit tests
   libcbor-dev                        # ZTS0 test decoder (tests only)
   protobuf-compiler                  # Perfetto test decoding (protoc --decode)

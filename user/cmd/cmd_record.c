@@ -30,6 +30,7 @@
 #include "record_system.h"
 #include "recorder.h"
 #include "recorder_detail.h"
+#include "trampoline.h"
 
 #define TICK_MS 5
 
@@ -43,13 +44,14 @@ struct record_args {
 	size_t ring_size;
 	bool verbose;
 	const char *ready_file;
+	bool no_trampolines;        /* --no-trampolines: plain probes on every function */
 	char **cmd;
 	int ncmd;
 	struct detail_args detail;  /* --detail* and --stack-bytes (user/record/recorder_detail.c) */
 	struct rs_target sys;       /* -a, --comm, --pid-filter, --cgroup, --container (record_system.c) */
 };
 
-enum { OPT_FOLLOW_FORK = 1000, OPT_DURATION, OPT_RING_SIZE, OPT_READY_FILE };
+enum { OPT_FOLLOW_FORK = 1000, OPT_DURATION, OPT_RING_SIZE, OPT_READY_FILE, OPT_NO_TRAMPOLINES };
 
 static const struct argp_option options[] = {
 	{ "pid", 'p', "PID", 0, "Trace the running process PID instead of launching CMD", 0 },
@@ -66,6 +68,9 @@ static const struct argp_option options[] = {
 	  "BPF ring buffer size, a power of two with optional K/M/G suffix (default 8M)", 0 },
 	{ "ready-file", OPT_READY_FILE, "PATH", 0,
 	  "Create PATH once the probes are attached (an existing FIFO is opened and closed instead, so a reader learns it without polling)", 0 },
+	{ "no-trampolines", OPT_NO_TRAMPOLINES, NULL, 0,
+	  "Probe every function where it starts, without moving its first instructions to an "
+	  "entry trampoline (slower for most functions; the target's text is never written)", 0 },
 	{ "verbose", 'v', NULL, 0, "Say more: skipped functions, processes, libbpf messages", 0 },
 	{ 0 }
 };
@@ -135,6 +140,9 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 		break;
 	case OPT_READY_FILE:
 		a->ready_file = arg;
+		break;
+	case OPT_NO_TRAMPOLINES:
+		a->no_trampolines = true;
 		break;
 	case 'v':
 		a->verbose = true;
@@ -361,6 +369,50 @@ static int write_ready_file(const char *path)
 	return 0;
 }
 
+/*
+ * Entry trampolines (include/trampoline.h), unless --no-trampolines. Not for -a: the text of a
+ * module is shared by every process that maps it, and a process started later would need
+ * stopping and patching too; a system-wide session keeps the kernel's own probes. Not with
+ * perf links (kernels before 6.6), which cannot be attached per trampoline file.
+ */
+static bool use_trampolines(const struct record_args *a, struct probes *probes)
+{
+#if defined(__x86_64__)
+	return !a->no_trampolines && !a->sys.all && probes__link_kind(probes) != PROBE_LINK_PERF;
+#else
+	return false;
+#endif
+}
+
+static int attach_trampolines(const struct record_args *a, struct rm_modules *mods,
+			      struct probes *probes, pid_t target, pid_t link_pid,
+			      struct tramp_process **tp)
+{
+	struct tramp_opts to = { .link_pid = link_pid, .launched = a->cmd != NULL,
+				 .verbose = a->verbose };
+	size_t ntramp = 0;
+	int n = tramp_process__attach(tp, probes, mods->m, mods->n, target, &to, &ntramp);
+
+	if (n < 0) {
+		fprintf(stderr, "atftrace record: cannot attach probes: %s\n", strerror(-n));
+		return n;
+	}
+	if (!a->cmd)
+		mods->attached = (size_t)n;
+	if (a->verbose)
+		fprintf(stderr, "atftrace record: %zu functions entered through trampolines\n", ntramp);
+	return 0;
+}
+
+static void restore_trampolines(struct tramp_process *tp)
+{
+	int n = tramp_process__restore(tp);
+
+	if (n < 0)
+		fprintf(stderr, "atftrace record: cannot write the target's original text back (%s); "
+			"it goes on correctly through the trampolines\n", strerror(-n));
+}
+
 static int record_main(struct record_args *a)
 {
 	struct probe_opts po = { .ring_size = a->ring_size ? a->ring_size : 8u << 20 };
@@ -372,7 +424,9 @@ static int record_main(struct record_args *a)
 	const char *reason = NULL;
 	sigset_t sigs;
 	int sigfd = -1, err, ret = 1, status;
-	pid_t target;
+	pid_t target, link_pid;
+	struct tramp_process *tp = NULL;
+	bool tramps;
 	double t0;
 
 	raise_nofile_limit();
@@ -447,7 +501,17 @@ static int record_main(struct record_args *a)
 			strerror(-err));
 		goto cleanup;
 	}
-	if (rm_modules_attach(&mods, probes, a->follow_fork || a->sys.all ? 0 : target) < 0)
+	link_pid = a->follow_fork || a->sys.all ? 0 : target;
+	tramps = use_trampolines(a, probes);
+	if (tramps && a->cmd && (err = tramp_seize_child(target)) < 0) {
+		fprintf(stderr, "atftrace record: cannot trace %d to place trampolines (%s): plain "
+			"probes\n", (int)target, strerror(-err));
+		tramps = false;
+	}
+	/* -p with trampolines: the modules are attached with them, only the hooks here */
+	if (tramps && !a->cmd)
+		rm_modules_attach_hooks(&mods, probes, link_pid);
+	else if (rm_modules_attach(&mods, probes, link_pid) < 0)
 		goto cleanup;
 	if (a->cmd) {
 		err = proc_child__release(&child);
@@ -457,6 +521,8 @@ static int record_main(struct record_args *a)
 			goto cleanup;
 		}
 	}
+	if (tramps && attach_trampolines(a, &mods, probes, target, link_pid, &tp) < 0)
+		goto cleanup;
 	if (a->ready_file && write_ready_file(a->ready_file) < 0)
 		goto cleanup;
 	if (a->sys.all)
@@ -469,6 +535,8 @@ static int record_main(struct record_args *a)
 			mods.n == 1 ? "" : "s", session_dir);
 	t0 = mono_s();
 	reason = record_loop(rec, sigfd, a->duration, &a->detail, probes, a->sys.all);
+	/* the target's text is the file's again before the session ends */
+	restore_trampolines(tp);
 	err = recorder__finish(rec, reason ? reason : "recorder error");
 	if (!reason || err < 0)
 		goto cleanup;
@@ -488,8 +556,10 @@ static int record_main(struct record_args *a)
 cleanup:
 	if (child.gate_fd >= 0)
 		proc_child__abort(&child);      /* never released: it exits 127 without running */
+	restore_trampolines(tp);
 	recorder__free(rec);
 	probes__free(probes);
+	tramp_process__free(tp);
 	rm_modules_free(&mods);
 	free(session_dir);
 	if (sigfd >= 0)

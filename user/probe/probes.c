@@ -30,7 +30,8 @@
 struct probes {
 	struct atftrace_bpf *skel;
 	enum probe_link_kind kind;
-	int *link_fds;              /* session / multi links */
+	int *link_fds;              /* session / multi links; -1 once closed */
+	const void **link_owners;   /* what each was attached for (a module, a trampoline file) */
 	size_t nlink_fds, cap_link_fds;
 	struct bpf_link **links;    /* perf uprobes and unwind hooks */
 	size_t nlinks, cap_links;
@@ -218,17 +219,23 @@ int probes__add_pid(struct probes *p, pid_t tgid)
 	return 0;
 }
 
-static int keep_link_fd(struct probes *p, int fd)
+static int keep_link_fd(struct probes *p, int fd, const void *owner)
 {
 	if (p->nlink_fds == p->cap_link_fds) {
 		size_t cap = p->cap_link_fds ? p->cap_link_fds * 2 : 8;
 		int *n = realloc(p->link_fds, cap * sizeof(*n));
+		const void **o;
 
 		if (!n)
 			return -ENOMEM;
 		p->link_fds = n;
+		o = realloc(p->link_owners, cap * sizeof(*o));
+		if (!o)
+			return -ENOMEM;
+		p->link_owners = o;
 		p->cap_link_fds = cap;
 	}
+	p->link_owners[p->nlink_fds] = owner;
 	p->link_fds[p->nlink_fds++] = fd;
 	return 0;
 }
@@ -248,16 +255,16 @@ static int keep_link(struct probes *p, struct bpf_link *l)
 	return 0;
 }
 
-static int attach_multi_link(struct probes *p, int prog_fd, uint32_t type, const char *path,
-			     const uint64_t *offsets, const uint64_t *cookies, uint32_t n,
-			     uint32_t flags, pid_t pid)
+static int attach_multi_link(struct probes *p, const void *owner, int prog_fd, uint32_t type,
+			     const char *path, const uint64_t *offsets, const uint64_t *cookies,
+			     uint32_t n, uint32_t flags, pid_t pid)
 {
 	int fd = uprobe_multi_link_create(prog_fd, type, path, offsets, cookies, n, flags, pid);
 	int err;
 
 	if (fd < 0)
 		return fd;
-	err = keep_link_fd(p, fd);
+	err = keep_link_fd(p, fd, owner);
 	if (err)
 		close(fd);
 	return err;
@@ -281,10 +288,64 @@ static int attach_perf(struct probes *p, struct bpf_program *prog, const char *p
 	return err;
 }
 
+/* Entry and return probes at @offsets of @path in the links of the session's kind. */
+static int attach_offsets(struct probes *p, const void *owner, const char *path,
+			  const uint64_t *offsets, const uint64_t *cookies, uint32_t n, pid_t pid)
+{
+	struct atftrace_bpf *s = p->skel;
+	int err = 0;
+
+	switch (p->kind) {
+	case PROBE_LINK_SESSION:
+		err = attach_multi_link(p, owner, bpf_program__fd(s->progs.atf_session),
+					ATF_BPF_TRACE_UPROBE_SESSION, path, offsets, cookies, n, 0, pid);
+		break;
+	case PROBE_LINK_MULTI:
+		err = attach_multi_link(p, owner, bpf_program__fd(s->progs.atf_multi_entry),
+					ATF_BPF_TRACE_UPROBE_MULTI, path, offsets, cookies, n, 0, pid);
+		if (!err)
+			err = attach_multi_link(p, owner, bpf_program__fd(s->progs.atf_multi_return),
+						ATF_BPF_TRACE_UPROBE_MULTI, path, offsets, cookies, n,
+						ATF_BPF_F_UPROBE_MULTI_RETURN, pid);
+		break;
+	case PROBE_LINK_PERF:
+		for (uint32_t i = 0; i < n && !err; i++) {
+			err = attach_perf(p, s->progs.atf_uprobe, path, offsets[i], cookies[i], false, pid);
+			if (!err)
+				err = attach_perf(p, s->progs.atf_uretprobe, path, offsets[i], cookies[i],
+						  true, pid);
+		}
+		break;
+	}
+	return err;
+}
+
+int probes__attach_sites(struct probes *p, const void *owner, const char *path,
+			 const uint64_t *offsets, const uint64_t *cookies, uint32_t n, pid_t pid)
+{
+	/* perf links cannot be told apart by owner; trampolines need a multi or session link */
+	if (p->kind == PROBE_LINK_PERF || !n)
+		return -EOPNOTSUPP;
+	return attach_offsets(p, owner, path, offsets, cookies, n, pid);
+}
+
+int probes__detach_owner(struct probes *p, const void *owner)
+{
+	int n = 0;
+
+	for (size_t i = 0; i < p->nlink_fds; i++) {
+		if (p->link_fds[i] < 0 || p->link_owners[i] != owner)
+			continue;
+		close(p->link_fds[i]);  /* the kernel removes the link's probes before this returns */
+		p->link_fds[i] = -1;
+		n++;
+	}
+	return n;
+}
+
 int probes__attach_module(struct probes *p, const struct sym_module *m, pid_t pid)
 {
 	const char *path = m->open_path ? m->open_path : m->path;
-	struct atftrace_bpf *s = p->skel;
 	uint64_t *offsets = NULL, *cookies = NULL;
 	uint32_t n = 0;
 	int err = 0;
@@ -298,7 +359,7 @@ int probes__attach_module(struct probes *p, const struct sym_module *m, pid_t pi
 	for (size_t i = 0; i < m->nfuncs; i++) {
 		const struct sym_func *f = &m->funcs[i];
 
-		if (!f->selected || f->skip != 0)
+		if (!f->selected || f->skip != 0 || f->via_tramp)
 			continue;
 		offsets[n] = f->probe_offset;
 		cookies[n] = (uint64_t)m->module_id << 32 | f->symbol_index;
@@ -306,29 +367,7 @@ int probes__attach_module(struct probes *p, const struct sym_module *m, pid_t pi
 	}
 	if (n == 0)
 		goto cleanup;
-
-	switch (p->kind) {
-	case PROBE_LINK_SESSION:
-		err = attach_multi_link(p, bpf_program__fd(s->progs.atf_session),
-					ATF_BPF_TRACE_UPROBE_SESSION, path, offsets, cookies, n, 0, pid);
-		break;
-	case PROBE_LINK_MULTI:
-		err = attach_multi_link(p, bpf_program__fd(s->progs.atf_multi_entry),
-					ATF_BPF_TRACE_UPROBE_MULTI, path, offsets, cookies, n, 0, pid);
-		if (!err)
-			err = attach_multi_link(p, bpf_program__fd(s->progs.atf_multi_return),
-						ATF_BPF_TRACE_UPROBE_MULTI, path, offsets, cookies, n,
-						ATF_BPF_F_UPROBE_MULTI_RETURN, pid);
-		break;
-	case PROBE_LINK_PERF:
-		for (uint32_t i = 0; i < n && !err; i++) {
-			err = attach_perf(p, s->progs.atf_uprobe, path, offsets[i], cookies[i], false, pid);
-			if (!err)
-				err = attach_perf(p, s->progs.atf_uretprobe, path, offsets[i], cookies[i],
-						  true, pid);
-		}
-		break;
-	}
+	err = attach_offsets(p, m, path, offsets, cookies, n, pid);
 	if (err)
 		fprintf(stderr, "atftrace: attach %u functions of %s (%s links): %s\n", n, m->path,
 			kind_name(p->kind), strerror(-err));
@@ -481,11 +520,13 @@ void probes__free(struct probes *p)
 		return;
 	/* Multi/session links detach all their probes in one close. */
 	for (size_t i = 0; i < p->nlink_fds; i++)
-		close(p->link_fds[i]);
+		if (p->link_fds[i] >= 0)
+			close(p->link_fds[i]);
 	for (size_t i = 0; i < p->nlinks; i++)
 		bpf_link__destroy(p->links[i]);
 	atftrace_bpf__destroy(p->skel);
 	free(p->link_fds);
+	free(p->link_owners);
 	free(p->links);
 	free(p);
 }

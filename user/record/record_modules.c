@@ -419,6 +419,12 @@ int rm_modules_attach(struct rm_modules *mods, struct probes *p, pid_t pid)
 		}
 		mods->attached += (size_t)n;
 	}
+	rm_modules_attach_hooks(mods, p, pid);
+	return 0;
+}
+
+void rm_modules_attach_hooks(struct rm_modules *mods, struct probes *p, pid_t pid)
+{
 	if (mods->cxx_path) {
 		int err = probes__attach_unwind_hooks(p, mods->cxx_path, pid);
 		if (err < 0) {
@@ -430,7 +436,6 @@ int rm_modules_attach(struct rm_modules *mods, struct probes *p, pid_t pid)
 			fprintf(stderr, "atftrace record: catch hook on %s\n", mods->cxx_path);
 		}
 	}
-	return 0;
 }
 
 void rm_modules_free(struct rm_modules *mods)
