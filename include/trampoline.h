@@ -2,12 +2,14 @@
 /*
  * Out-of-line entry trampolines (user/probe/trampoline*.c).
  *
- * A function whose entry the kernel would single-step or emulate gets its first instructions
- * moved to a trampoline `nop5; <moved instructions>; jmp back` in an executable, file-backed
+ * A function whose entry the kernel would single-step (or emulate) gets its first instructions
+ * moved to a trampoline `nop; <moved instructions>; jmp back` in an executable, file-backed
  * private mapping (a memfd) inside the traced process, within +-2 GiB of its module, and a
  * `jmp trampoline` in their place. The uprobe-session link is attached on the memfd at each
- * trampoline's nop5, with the function_id as cookie: the BPF programs and the records are the
- * same as with a probe on the function itself, only the probe is the kernel's fastest kind.
+ * trampoline's nop, with the function_id as cookie: the BPF programs and the records are the
+ * same as with a probe on the function itself, only the kernel emulates the probed nop
+ * instead of single-stepping the function's own first instruction (user/probe/
+ * trampoline_plan.c says why not a 5-byte nop).
  *
  * The text is changed only while every thread of the process is stopped, never under a
  * thread's instruction pointer (or a signal frame's), and is written back at the end. A

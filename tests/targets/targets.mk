@@ -33,3 +33,7 @@ $(OUTPUT)/targets/probe_sites_cet: tests/targets/probe_sites.c
 	$(Q)$(CC) $(TARGET_CFLAGS) -fcf-protection=full $< -o $@
 EXTRA_TARGETS += $(OUTPUT)/targets/probe_sites_cet
 TARGET_CFLAGS_tail_call := -O2 -fomit-frame-pointer -foptimize-sibling-calls
+
+# tramp_sites: one assembly function per first-instruction kind, for entry trampolines.
+TARGET_CFLAGS_tramp_sites  := -fcf-protection=none -pthread
+TARGET_LDFLAGS_tramp_sites := -pthread

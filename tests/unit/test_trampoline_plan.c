@@ -2,8 +2,8 @@
 /*
  * Unit tests for the pure part of entry trampolines (user/probe/trampoline_plan.c): which
  * functions can be patched, and the exact bytes of the trampolines written for them. The
- * trampolines are also decoded back (Zydis) so each moved instruction is checked for where
- * it refers to, not only for its bytes.
+ * rip-relative load is also decoded back (Zydis), so the moved instruction is checked for
+ * where it reads, not only for its bytes.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -17,7 +17,7 @@
 #define FUNC 0x401000ull
 #define TRAMP 0x400000ull           /* 4 KiB below the function */
 
-static const uint8_t nop5[] = { 0x0f, 0x1f, 0x44, 0x00, 0x00 };
+#define S 1                     /* the probe site: a 1-byte nop the kernel emulates */
 
 static int32_t get32(const uint8_t *p)
 {
@@ -62,11 +62,11 @@ static void test_sub_rsp_moved_whole(void **state)
 	assert_int_equal(p.patch_len, 7);       /* two whole instructions: 4 + 3 */
 	assert_int_equal(p.ninsns, 2);
 	assert_int_equal(tramp_emit(f, &p, TRAMP, t), TRAMP_OK);
-	assert_memory_equal(t, nop5, 5);
-	assert_memory_equal(t + 5, f, 7);
-	assert_int_equal(t[12], 0xe9);          /* jmp back to the first instruction not moved */
-	assert_int_equal(rel_target(t, 12, 5, TRAMP + 12), FUNC + 7);
-	assert_int_equal(t[17], 0xcc);          /* the rest of the slot traps */
+	assert_int_equal(t[0], 0x90);           /* nop: the probe site */
+	assert_memory_equal(t + S, f, 7);
+	assert_int_equal(t[S + 7], 0xe9);       /* jmp back to the first instruction not moved */
+	assert_int_equal(rel_target(t, S + 7, 5, TRAMP + S + 7), FUNC + 7);
+	assert_int_equal(t[S + 12], 0xcc);      /* the rest of the slot traps */
 	assert_true(tramp_jmp(FUNC, TRAMP, jmp));
 	assert_int_equal(jmp[0], 0xe9);
 	assert_int_equal(rel_target(jmp, 0, 5, FUNC), TRAMP);
@@ -82,9 +82,22 @@ static void test_rip_relative_load(void **state)
 	assert_int_equal(tramp_plan(f, sizeof(f), FUNC, FUNC, &p), TRAMP_OK);
 	assert_int_equal(p.patch_len, 6);
 	assert_int_equal(tramp_emit(f, &p, TRAMP, t), TRAMP_OK);
-	assert_memory_equal(t + 5, f, 2);       /* same opcode and ModRM */
-	assert_int_equal(rel_target(t, 5, 6, TRAMP + 5), FUNC + 6 + 0x1000);
-	assert_int_equal(rel_target(t, 11, 5, TRAMP + 11), FUNC + 6);
+	assert_memory_equal(t + S, f, 2);       /* same opcode and ModRM */
+	assert_int_equal(rel_target(t, S, 6, TRAMP + S), FUNC + 6 + 0x1000);
+	{
+		ZydisDecoder d;
+		ZydisDecodedInstruction insn;
+		ZydisDecodedOperand ops[ZYDIS_MAX_OPERAND_COUNT];
+		ZyanU64 where = 0;
+
+		assert_true(ZYAN_SUCCESS(ZydisDecoderInit(&d, ZYDIS_MACHINE_MODE_LONG_64,
+							  ZYDIS_STACK_WIDTH_64)));
+		assert_true(ZYAN_SUCCESS(ZydisDecoderDecodeFull(&d, t + S, TRAMP_SLOT - S, &insn, ops)));
+		assert_int_equal(insn.mnemonic, ZYDIS_MNEMONIC_MOV);
+		assert_true(ZYAN_SUCCESS(ZydisCalcAbsoluteAddress(&insn, &ops[1], TRAMP + S, &where)));
+		assert_int_equal(where, FUNC + 6 + 0x1000);
+	}
+	assert_int_equal(rel_target(t, S + 6, 5, TRAMP + S + 6), FUNC + 6);
 	/* too far for a 32-bit displacement from the trampoline */
 	assert_int_equal(tramp_emit(f, &p, FUNC + 0x90000000ull, t), TRAMP_RANGE);
 }
@@ -104,12 +117,12 @@ static void test_short_jcc_widened(void **state)
 	assert_int_equal(tramp_plan(f, sizeof(f), FUNC, FUNC, &p), TRAMP_OK);
 	assert_int_equal(p.patch_len, 6);
 	assert_int_equal(tramp_emit(f, &p, TRAMP, t), TRAMP_OK);
-	assert_memory_equal(t + 5, f, 2);
-	assert_int_equal(t[7], 0x0f);
-	assert_int_equal(t[8], 0x84);           /* je rel32 */
-	assert_int_equal(rel_target(t, 7, 6, TRAMP + 7), FUNC + 0x14);
-	assert_memory_equal(t + 13, f + 4, 2);
-	assert_int_equal(rel_target(t, 15, 5, TRAMP + 15), FUNC + 6);
+	assert_memory_equal(t + S, f, 2);
+	assert_int_equal(t[S + 2], 0x0f);
+	assert_int_equal(t[S + 3], 0x84);       /* je rel32 */
+	assert_int_equal(rel_target(t, S + 2, 6, TRAMP + S + 2), FUNC + 0x14);
+	assert_memory_equal(t + S + 8, f + 4, 2);
+	assert_int_equal(rel_target(t, S + 10, 5, TRAMP + S + 10), FUNC + 6);
 }
 
 static void test_call_not_moved(void **state)
@@ -153,8 +166,8 @@ static void test_endbr64_hop(void **state)
 	assert_int_equal(p.patch_addr, FUNC + 4);
 	assert_int_equal(p.patch_len, 6);       /* push 1 + mov 3 + mov 2 */
 	assert_int_equal(tramp_emit(f + 4, &p, TRAMP, t), TRAMP_OK);
-	assert_memory_equal(t + 5, f + 4, 6);
-	assert_int_equal(rel_target(t, 11, 5, TRAMP + 11), FUNC + 10);
+	assert_memory_equal(t + S, f + 4, 6);
+	assert_int_equal(rel_target(t, S + 6, 5, TRAMP + S + 6), FUNC + 10);
 	/* the endbr64 itself is never moved */
 	assert_int_equal(tramp_plan(f, sizeof(f), FUNC, FUNC, &p), TRAMP_INSN);
 }

@@ -172,7 +172,7 @@ static void print_module(struct sym_module *m, bool selected_only, size_t *count
 			continue;
 		snprintf(insn, sizeof(insn), "%s%s", f->endbr64 ? "endbr64+" : "",
 			 f->probe_offset || f->skip == SYM_OK ? sym_insn_str(f->insn) : "-");
-		printf("  0x%016llx 0x%08llx %8llu %-20s %-13s %-10s %s\n",
+		printf("  0x%016llx 0x%08llx %8llu %-20s %-16s %-10s %s\n",
 		       (unsigned long long)f->addr, (unsigned long long)f->probe_offset,
 		       (unsigned long long)f->size, insn, entry_str(f), status,
 		       f->demangled ? f->demangled : f->name);

@@ -14,7 +14,7 @@
  *   5. write each `jmp trampoline` through /proc/PID/mem (which makes the page private, the
  *      way the kernel's own uprobe writes do; the uprobes placed afterwards on other functions
  *      of the same page go into that private page);
- *   6. attach the link on the trampoline file (nop5 sites, function_id cookies), then the plain
+ *   6. attach the link on the trampoline file (probe sites, function_id cookies), then the plain
  *      link for the module's other functions.
  * Restoring writes the original bytes back where our jmp still is; the trampolines stay
  * mapped, so a thread inside one (or a signal frame returning into one) finishes through it.
@@ -262,7 +262,7 @@ static int attach_tramp_link(struct probes *p, struct pt_target *pt, struct tram
 	if (!offs || !cookies)
 		goto fail;
 	for (size_t i = 0; i < tm->nfns; i++) {
-		offs[i] = (uint64_t)tm->fns[i].slot * TRAMP_SLOT;      /* the nop5 opens the slot */
+		offs[i] = (uint64_t)tm->fns[i].slot * TRAMP_SLOT;      /* the probe site opens the slot */
 		cookies[i] = (uint64_t)tm->m->module_id << 32 | tm->fns[i].f->symbol_index;
 	}
 	written = write_entries(pt, tm, true);

@@ -5,7 +5,7 @@
  *
  * The trampolines of a module live in one memfd mapped PROT_READ|PROT_EXEC and MAP_PRIVATE in
  * the process: a file-backed, private, executable mapping, which is what a uprobe needs, and
- * which the kernel's nop5 optimisation applies to. The process makes it itself, by syscalls
+ * with the same fast paths as a probe on the module. The process makes it itself, by syscalls
  * run in one of its stopped threads (memfd_create, mmap with MAP_FIXED_NOREPLACE, close);
  * we take a copy of the descriptor with pidfd_getfd to write the code and to name the file
  * for the uprobe link (/proc/self/fd/N).

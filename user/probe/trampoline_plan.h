@@ -2,7 +2,7 @@
 /*
  * Entry trampolines, the pure part (user/probe/trampoline_plan.c): decide from a function's own
  * bytes whether its first instructions can be moved out of line, and write the trampoline
- * `nop5; <relocated instructions>; jmp back` for a given address. Private to user/probe/.
+ * `nop; <relocated instructions>; jmp back` for a given address. Private to user/probe/.
  */
 #ifndef ATFTRACE_TRAMPOLINE_PLAN_H
 #define ATFTRACE_TRAMPOLINE_PLAN_H
@@ -35,7 +35,7 @@ enum tramp_reason tramp_plan(const uint8_t *code, uint64_t size, uint64_t func_a
 
 /**
  * tramp_emit - write the trampoline for @plan at address @tramp_addr into @out (TRAMP_SLOT
- * bytes, the rest filled with int3): a 5-byte nop (the probe site), the moved instructions
+ * bytes, the rest filled with int3): a 1-byte nop (the probe site, at offset 0), the moved instructions
  * with rip-relative displacements and relative branches fixed for their new place, and a
  * jmp back to the first instruction after them. @code holds the bytes from @plan->patch_addr.
  * Returns TRAMP_OK, or TRAMP_RANGE when a displacement does not fit in 32 bits there.
