@@ -192,14 +192,33 @@ int pt_stop_all(struct pt_target *t, pid_t pid, bool own_child)
 	return 0;
 }
 
+/*
+ * A thread that cannot be detached is dying (killed while stopped: nothing else takes a
+ * thread out of a ptrace stop). Wait for its exit so it is not left a zombie traced by us,
+ * which would keep its whole process from ending; the exit of our own child is left for the
+ * recorder to reap.
+ */
+static void detach_one(struct pt_target *t, struct pt_thread *th)
+{
+	int sig = th->pending_sig == SIGTRAP ? 0 : th->pending_sig;
+	siginfo_t si;
+
+	if (ptrace(PTRACE_DETACH, th->tid, NULL, (void *)(long)sig) == 0 || errno != ESRCH)
+		return;
+	while (waitid(P_PID, (id_t)th->tid, &si, WEXITED | __WALL |
+		      (t->own_child && th->tid == t->pid ? WNOWAIT : 0)) < 0 && errno == EINTR)
+		;
+}
+
 void pt_detach_all(struct pt_target *t)
 {
-	for (size_t i = 0; i < t->nthreads; i++) {
-		struct pt_thread *th = &t->threads[i];
-		int sig = th->pending_sig == SIGTRAP ? 0 : th->pending_sig;
-
-		ptrace(PTRACE_DETACH, th->tid, NULL, (void *)(long)sig);
-	}
+	/* the leader last: its exit is reported only once every other thread is gone */
+	for (size_t i = 0; i < t->nthreads; i++)
+		if (t->threads[i].tid != t->pid)
+			detach_one(t, &t->threads[i]);
+	for (size_t i = 0; i < t->nthreads; i++)
+		if (t->threads[i].tid == t->pid)
+			detach_one(t, &t->threads[i]);
 	free(t->threads);
 	t->threads = NULL;
 	t->nthreads = t->cap = 0;

@@ -26,6 +26,7 @@
 #include <string.h>
 #include <unistd.h>
 #include <sys/stat.h>
+#include "proc.h"
 #include "ptrace_target.h"
 #include "trampoline.h"
 #include "trampoline_area.h"
@@ -362,7 +363,12 @@ static int attach_one(struct probes *p, struct pt_target *pt, const struct ta_ma
 		free(tf);
 	if (tm->nfns)
 		attach_tramp_link(p, pt, tm, o->link_pid);
+	/* a process killed meanwhile: nothing to attach, its end ends the session */
+	if (!proc_alive(pt->pid))
+		return 0;
 	plain = probes__attach_module(p, m, o->link_pid);
+	if (plain == -ESRCH && !proc_alive(pt->pid))
+		plain = 0;
 	if (plain < 0)
 		return plain;
 	if (o->verbose)
