@@ -17,7 +17,7 @@ for attempt in 1 2 3 4 5; do
 	echo "select 42;" >&3
 	read -r -t 30 -u 4 line || fail "sqlite3 did not answer"
 	assert_eq 42 "$line" "sqlite3 runs"
-	"$ATF" record -p $target -o "$T/s" -f 'libsqlite3.so.0:*' 2>"$T/err" &
+	"$ATF" record --trampolines -p $target -o "$T/s" -f 'libsqlite3.so.0:*' 2>"$T/err" &
 	rec=$!
 	while kill -0 $rec 2>/dev/null; do
 		tracer=$(awk '$1 == "TracerPid:" { print $2 }' /proc/$target/status 2>/dev/null || true)

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Entry trampolines (user/probe/trampoline*.c) on tests/targets/tramp_sites, whose functions
+# Entry trampolines (record --trampolines; user/probe/trampoline*.c) on tests/targets/tramp_sites, whose functions
 # start with each kind of first instruction and check their own results (a wrongly moved
 # instruction makes the target exit 1):
 #   - list-functions and record -v say which functions get one, and why the others do not
@@ -25,7 +25,7 @@ assert_contains "$T/list" " probe:branch-in +selected +tr_loop\$" "list-function
 assert_contains "$T/list" " probe:nop5 +selected +tr_nop5\$" "list-functions: tr_nop5 is a nop5 site"
 
 # ---- launched: exact counts, the same events as plain probes ---------------------------------
-"$ATF" record -v -o "$T/on" -f 'tr_*' -x tr_nop5 -- "$TS" all $N 2>"$T/on.err" \
+"$ATF" record --trampolines -v -o "$T/on" -f 'tr_*' -x tr_nop5 -- "$TS" all $N 2>"$T/on.err" \
 	|| { cat "$T/on.err" >&2; fail "record with trampolines"; }
 if grep -q "the target" "$T/on.err"; then fail "$(grep 'the target' "$T/on.err")"; fi
 assert_contains "$T/on.err" "tramp_sites: 6 functions through trampolines, 0 at nop5 sites, 3 short, 1 branch-in$" "-v: trampolines and reasons"
@@ -42,11 +42,16 @@ assert_eq "unbalanced 0" "$(awk '$1 == "unbalanced" { print $1, $3 }' "$T/on.sta
 "$ATF" dump "$T/on" | normalise_dump >"$T/on.dump"
 "$ATF" dump "$T/off" | normalise_dump >"$T/off.dump"
 cmp -s "$T/on.dump" "$T/off.dump" || { diff "$T/on.dump" "$T/off.dump" | head >&2; fail "dumps differ"; }
+# off by default: no trampoline without --trampolines; never with -a
+"$ATF" record -v -o "$T/def" -f 'tr_*' -- "$TS" all 1 2>"$T/def.err" || { cat "$T/def.err" >&2; fail "record (default)"; }
+if grep -q "through trampolines" "$T/def.err"; then fail "trampolines without --trampolines"; fi
+if "$ATF" record -a --trampolines -f "$TS:tr_*" --duration 1 -o "$T/a" 2>"$T/a.err"; then fail "-a --trampolines accepted"; fi
+assert_contains "$T/a.err" "--trampolines patches one process's text: not with -a" "-a --trampolines refused"
 
 # ---- detail: registers and stack words at a patched entry are those at the function -----------
 # (no ASLR, so both runs see the same addresses)
 for m in on off; do
-	opt=; [ $m = off ] && opt=--no-trampolines
+	opt=--trampolines; [ $m = off ] && opt=--no-trampolines
 	setarch -R "$ATF" record $opt --detail=always -o "$T/d$m" -f tr_sub -f tr_endbr -f tr_rip \
 		-- "$TS" all 20 2>"$T/d$m.err" || { cat "$T/d$m.err" >&2; fail "detail record $m"; }
 	"$ATF" dump "$T/d$m" | normalise_dump >"$T/d$m.dump"
@@ -55,10 +60,10 @@ assert_eq 60 "$(grep -c '^ *args: rdi=' "$T/don.dump")" "detail records at patch
 cmp -s "$T/don.dump" "$T/doff.dump" || { diff "$T/don.dump" "$T/doff.dump" | head >&2; fail "detail differs"; }
 
 # ---- fork while patched --------------------------------------------------------------------------
-"$ATF" record -o "$T/fork" -f 'tr_*' -x tr_nop5 -- "$TS" fork 100 2>"$T/fork.err" \
+"$ATF" record --trampolines -o "$T/fork" -f 'tr_*' -x tr_nop5 -- "$TS" fork 100 2>"$T/fork.err" \
 	|| { cat "$T/fork.err" >&2; fail "record fork"; }
 if grep -q "the target" "$T/fork.err"; then fail "fork: $(grep 'the target' "$T/fork.err")"; fi
-"$ATF" record --follow-fork -o "$T/ff" -f 'tr_*' -x tr_nop5 -- "$TS" fork 100 2>"$T/ff.err" \
+"$ATF" record --trampolines --follow-fork -o "$T/ff" -f 'tr_*' -x tr_nop5 -- "$TS" fork 100 2>"$T/ff.err" \
 	|| { cat "$T/ff.err" >&2; fail "record --follow-fork"; }
 if grep -q "the target" "$T/ff.err"; then fail "follow-fork: $(grep 'the target' "$T/ff.err")"; fi
 "$TOOLS/record_stats" "$T/ff" >"$T/ff.stats"
@@ -89,7 +94,7 @@ mkfifo "$T/served" "$T/ready"
 target=$!
 cat "$T/served" >/dev/null
 assert_eq 0 "$(text_equal $target)" "text before the attach"
-"$ATF" record -p $target -v -o "$T/p" -f 'tr_*' --ready-file "$T/ready" 2>"$T/p.err" &
+"$ATF" record --trampolines -p $target -v -o "$T/p" -f 'tr_*' --ready-file "$T/ready" 2>"$T/p.err" &
 rec=$!
 timeout 60 cat "$T/ready" >/dev/null || { cat "$T/p.err" >&2; fail "record -p never became ready"; }
 patched=$(text_equal $target)
@@ -110,7 +115,7 @@ rm -f "$T/ready"; mkfifo "$T/hot" "$T/ready"
 "$TS" threads $NT $K "$T/hot" &
 target=$!
 cat "$T/hot" >/dev/null         # every thread is calling tr_sub and tr_mov
-"$ATF" record -p $target -v -o "$T/h" -f 'tr_*' --ready-file "$T/ready" 2>"$T/h.err" &
+"$ATF" record --trampolines -p $target -v -o "$T/h" -f 'tr_*' --ready-file "$T/ready" 2>"$T/h.err" &
 rec=$!
 timeout 60 cat "$T/ready" >/dev/null || { cat "$T/h.err" >&2; fail "record -p (threads) never became ready"; }
 kill -USR1 $target              # each thread: tr_mark, then exactly K of each, then tr_done
@@ -131,9 +136,27 @@ assert_eq $NT "$(awk -v k=$K '$2 == 1 && $3 == k && $4 == k' "$T/h.win" | wc -l)
 "$TOOLS/record_stats" "$T/h" >"$T/h.stats"
 assert_eq "unbalanced 0" "$(awk '$1 == "unbalanced" { print $1, $3 }' "$T/h.stats")" "balanced (threads)"
 
+# ---- another session's probes already on the functions -------------------------------------------
+# An -a session puts its int3s into every mapping of tramp_sites, list-functions' own reading of
+# the file included: list-functions still sees the file's instructions, and a --trampolines
+# recording leaves those functions (their text is not the file's) on plain probes.
+rm -f "$T/ready"; mkfifo "$T/ready"
+"$ATF" record -a -o "$T/sys" -f "$TS:tr_lea" -f "$TS:tr_sub" --ready-file "$T/ready" 2>"$T/sys.err" &
+sys=$!
+timeout 60 cat "$T/ready" >/dev/null || { cat "$T/sys.err" >&2; fail "the -a session never became ready"; }
+"$ATF" list-functions -f 'tr_*' "$TS" >"$T/list2"
+assert_contains "$T/list2" " single-step +trampoline +selected +tr_lea\$" "list-functions under another session's probes"
+"$ATF" record --trampolines -v -o "$T/both" -f 'tr_*' -x tr_nop5 -- "$TS" all $N 2>"$T/both.err" \
+	|| { cat "$T/both.err" >&2; fail "record under another session's probes"; }
+kill -INT $sys; wait $sys || { cat "$T/sys.err" >&2; fail "the -a session failed"; }
+if grep -q "the target" "$T/both.err"; then fail "$(grep 'the target' "$T/both.err")"; fi
+assert_contains "$T/both.err" ": tr_lea: plain probe \(text-differs\)$" "tr_lea is left to the plain probe"
+"$TOOLS/record_stats" "$T/both" >"$T/both.stats"
+assert_eq $N "$(awk '$1 == "call" && $3 == "tr_lea" { print $4 }' "$T/both.stats")" "calls of tr_lea under two sessions"
+
 # ---- C++ throws through patched frames -----------------------------------------------------------
 CX=$TARGETS/cxx_throw
-"$ATF" record -v -o "$T/cx" -f main -f 'thrower_*' -- "$CX" 3 >"$T/cx.out" 2>"$T/cx.err" \
+"$ATF" record --trampolines -v -o "$T/cx" -f main -f 'thrower_*' -- "$CX" 3 >"$T/cx.out" 2>"$T/cx.err" \
 	|| { cat "$T/cx.err" >&2; fail "record cxx_throw"; }
 if grep -q "the target" "$T/cx.err"; then fail "cxx_throw: $(grep 'the target' "$T/cx.err")"; fi
 assert_contains "$T/cx.err" "cxx_throw: [1-9][0-9]* functions through trampolines" "-v: trampolines in cxx_throw"

@@ -44,14 +44,16 @@ struct record_args {
 	size_t ring_size;
 	bool verbose;
 	const char *ready_file;
-	bool no_trampolines;        /* --no-trampolines: plain probes on every function */
+	bool trampolines;           /* --trampolines: enter functions through entry trampolines */
+	bool no_trampolines;        /* --no-trampolines: plain probes on every function (default) */
 	char **cmd;
 	int ncmd;
 	struct detail_args detail;  /* --detail* and --stack-bytes (user/record/recorder_detail.c) */
 	struct rs_target sys;       /* -a, --comm, --pid-filter, --cgroup, --container (record_system.c) */
 };
 
-enum { OPT_FOLLOW_FORK = 1000, OPT_DURATION, OPT_RING_SIZE, OPT_READY_FILE, OPT_NO_TRAMPOLINES };
+enum { OPT_FOLLOW_FORK = 1000, OPT_DURATION, OPT_RING_SIZE, OPT_READY_FILE, OPT_TRAMPOLINES,
+       OPT_NO_TRAMPOLINES };
 
 static const struct argp_option options[] = {
 	{ "pid", 'p', "PID", 0, "Trace the running process PID instead of launching CMD", 0 },
@@ -68,9 +70,12 @@ static const struct argp_option options[] = {
 	  "BPF ring buffer size, a power of two with optional K/M/G suffix (default 8M)", 0 },
 	{ "ready-file", OPT_READY_FILE, "PATH", 0,
 	  "Create PATH once the probes are attached (an existing FIFO is opened and closed instead, so a reader learns it without polling)", 0 },
+	{ "trampolines", OPT_TRAMPOLINES, NULL, 0,
+	  "Move the first instructions of functions the kernel would single-step into entry "
+	  "trampolines in the target (much faster; see README: no other uprobe tool may probe "
+	  "the same functions of the target meanwhile)", 0 },
 	{ "no-trampolines", OPT_NO_TRAMPOLINES, NULL, 0,
-	  "Probe every function where it starts, without moving its first instructions to an "
-	  "entry trampoline (slower for most functions; the target's text is never written)", 0 },
+	  "Probe every function where it starts; the target's text is never written (default)", 0 },
 	{ "verbose", 'v', NULL, 0, "Say more: skipped functions, processes, libbpf messages", 0 },
 	{ 0 }
 };
@@ -141,6 +146,9 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 	case OPT_READY_FILE:
 		a->ready_file = arg;
 		break;
+	case OPT_TRAMPOLINES:
+		a->trampolines = true;
+		break;
 	case OPT_NO_TRAMPOLINES:
 		a->no_trampolines = true;
 		break;
@@ -182,6 +190,10 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 			argp_error(state, "--container needs -a (its processes) or -p PID (a pid inside it)");
 		if (a->sys.cgroup && a->sys.container)
 			argp_error(state, "give --cgroup or --container, not both");
+		if (a->trampolines && a->no_trampolines)
+			argp_error(state, "give --trampolines or --no-trampolines, not both");
+		if (a->trampolines && a->sys.all)
+			argp_error(state, "--trampolines patches one process's text: not with -a");
 		if (!a->pid && !a->cmd && !a->sys.all)
 			argp_error(state, "give a command to launch (-- CMD [ARGS...]), -p PID or -a");
 		break;
@@ -370,15 +382,20 @@ static int write_ready_file(const char *path)
 }
 
 /*
- * Entry trampolines (include/trampoline.h), unless --no-trampolines. Not for -a: the text of a
- * module is shared by every process that maps it, and a process started later would need
- * stopping and patching too; a system-wide session keeps the kernel's own probes. Not with
- * perf links (kernels before 6.6), which cannot be attached per trampoline file.
+ * Entry trampolines (include/trampoline.h) with --trampolines. Off by default: a uprobe that
+ * another tool registers later on a patched function (bpftrace, perf probe, an atftrace -a
+ * session) writes its int3 over our jmp, and the kernel then resumes in the middle of it.
+ * Not for -a: the text of a module is shared by every process that maps it, and a process
+ * started later would need stopping and patching too. Not with perf links (kernels before
+ * 6.6), which cannot be attached per trampoline file.
  */
 static bool use_trampolines(const struct record_args *a, struct probes *probes)
 {
 #if defined(__x86_64__)
-	return !a->no_trampolines && !a->sys.all && probes__link_kind(probes) != PROBE_LINK_PERF;
+	if (a->trampolines && probes__link_kind(probes) == PROBE_LINK_PERF)
+		fprintf(stderr, "atftrace record: --trampolines needs uprobe-multi links (kernel 6.6 "
+			"or later): plain probes\n");
+	return a->trampolines && !a->sys.all && probes__link_kind(probes) != PROBE_LINK_PERF;
 #else
 	return false;
 #endif

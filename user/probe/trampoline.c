@@ -33,6 +33,7 @@
 #include "trampoline_plan.h"
 
 #define PAGE 4096ull
+#define ENOTSUPP_K 524                      /* the kernel's ENOTSUPP: an instruction uprobes refuse */
 
 struct tramp_fn {
 	struct sym_func *f;
@@ -325,6 +326,60 @@ static void mark_all(struct sym_module *m, enum tramp_reason r)
 			m->funcs[i].tramp = (uint8_t)r;
 }
 
+/*
+ * Attach [lo, hi) of @offs/@cookies as one link, or, when the kernel refuses one of them
+ * (an instruction its uprobes cannot take), as smaller links without the ones it refuses.
+ * Returns how many are attached, or -errno for anything but a refused instruction.
+ */
+static int attach_split(struct probes *p, const struct sym_module *m, const uint64_t *offs,
+			const uint64_t *cookies, uint32_t n, pid_t pid)
+{
+	int err, a, b;
+
+	if (!n)
+		return 0;
+	err = probes__attach_sites(p, m, module_file(m), offs, cookies, n, pid);
+	if (!err)
+		return (int)n;
+	if (err != -ENOTSUPP_K && err != -EINVAL && err != -EOPNOTSUPP)
+		return err;
+	if (n == 1)
+		return 0;       /* refused: left out, and counted by the caller */
+	a = attach_split(p, m, offs, cookies, n / 2, pid);
+	if (a < 0)
+		return a;
+	b = attach_split(p, m, offs + n / 2, cookies + n / 2, n - n / 2, pid);
+	return b < 0 ? b : a + b;
+}
+
+/* Plain probes on the functions without a trampoline. The number attached, or -errno. */
+static int attach_plain(struct probes *p, struct sym_module *m, pid_t pid, bool verbose)
+{
+	uint64_t *offs = calloc(m->nfuncs ? m->nfuncs : 1, sizeof(*offs));
+	uint64_t *cookies = calloc(m->nfuncs ? m->nfuncs : 1, sizeof(*cookies));
+	uint32_t n = 0;
+	int got = -ENOMEM;
+
+	if (!offs || !cookies)
+		goto cleanup;
+	for (size_t i = 0; i < m->nfuncs; i++) {
+		const struct sym_func *f = &m->funcs[i];
+
+		if (!wanted(f) || f->via_tramp)
+			continue;
+		offs[n] = f->probe_offset;
+		cookies[n++] = (uint64_t)m->module_id << 32 | f->symbol_index;
+	}
+	got = attach_split(p, m, offs, cookies, n, pid);
+	if (got >= 0 && (uint32_t)got != n)
+		fprintf(stderr, "atftrace record: %s: the kernel refused to probe %u functions%s\n",
+			m->path, n - (uint32_t)got, verbose ? "" : " (their first instruction)");
+cleanup:
+	free(offs);
+	free(cookies);
+	return got;
+}
+
 /* One module, all threads stopped: plan, patch, attach. Plain probes attached, or -errno. */
 static int attach_one(struct probes *p, struct pt_target *pt, const struct ta_maps *maps,
 		      struct tramp_mod *tm, const struct tramp_opts *o)
@@ -363,16 +418,16 @@ static int attach_one(struct probes *p, struct pt_target *pt, const struct ta_ma
 		free(tf);
 	if (tm->nfns)
 		attach_tramp_link(p, pt, tm, o->link_pid);
+	if (o->verbose)
+		report(tm);
 	/* a process killed meanwhile: nothing to attach, its end ends the session */
 	if (!proc_alive(pt->pid))
 		return 0;
-	plain = probes__attach_module(p, m, o->link_pid);
+	plain = attach_plain(p, m, o->link_pid, o->verbose);
 	if (plain == -ESRCH && !proc_alive(pt->pid))
 		plain = 0;
 	if (plain < 0)
 		return plain;
-	if (o->verbose)
-		report(tm);
 	return plain + (int)tm->nfns;
 }
 

@@ -31,6 +31,7 @@
 #define REACH ((1ull << 31) - (1ull << 20))     /* rel32, less a margin */
 #define PAGE 4096ull
 #define MIN_ADDR 0x10000ull                     /* vm.mmap_min_addr's default */
+#define KEEP_FREE (1ull << 30)                  /* room left for brk and for the stack */
 
 static uint64_t exe_ino(pid_t pid, uint64_t *dev)
 {
@@ -135,6 +136,21 @@ uint64_t ta_file_addr(const struct ta_maps *maps, uint64_t dev, uint64_t ino, ui
 	return 0;
 }
 
+/*
+ * The usable part of the gap below mapping @i: away from the room brk needs above the heap
+ * (or above the executable, where the heap starts) and from the room the stack grows into.
+ */
+static bool usable_gap(const struct ta_maps *maps, size_t i, uint64_t *lo, uint64_t *hi)
+{
+	*lo = i ? maps->v[i - 1].hi : 0;
+	*hi = i < maps->n ? maps->v[i].lo : 0x800000000000ull;      /* user space ends at 47 bits */
+	if (i && (maps->v[i - 1].kind == 'h' || maps->v[i - 1].kind == 'x'))
+		*lo += KEEP_FREE;
+	if (i < maps->n && maps->v[i].kind == 's')
+		*hi = *hi > KEEP_FREE ? *hi - KEEP_FREE : 0;
+	return *hi > *lo;
+}
+
 uint64_t ta_find_gap(const struct ta_maps *maps, uint64_t lo, uint64_t hi, uint64_t size)
 {
 	uint64_t min = hi > REACH ? hi - REACH : 0, max = lo + REACH, best = 0;
@@ -142,34 +158,25 @@ uint64_t ta_find_gap(const struct ta_maps *maps, uint64_t lo, uint64_t hi, uint6
 	if (min < MIN_ADDR)
 		min = MIN_ADDR;
 	/* gaps below the module: the highest place that fits */
-	for (size_t i = 0; i < maps->n; i++) {
-		uint64_t gap_lo = i ? maps->v[i - 1].hi : 0, gap_hi = maps->v[i].lo, a;
+	for (size_t i = 0; i < maps->n && maps->v[i].lo <= lo; i++) {
+		uint64_t glo, ghi, a;
 
-		if (gap_hi > lo)
-			break;
-		if (maps->v[i].kind == 's' || (i && (maps->v[i - 1].kind == 'h' ||
-						      maps->v[i - 1].kind == 'x')))
-			continue;       /* the stack grows down into it, brk up into it */
-		if (gap_hi - gap_lo < size || gap_hi < size)
+		if (!usable_gap(maps, i, &glo, &ghi) || ghi - glo < size)
 			continue;
-		a = (gap_hi - size) & ~(PAGE - 1);
-		if (a >= gap_lo && a >= min && a + size <= max)
+		a = (ghi - size) & ~(PAGE - 1);
+		if (a >= glo && a >= min && a + size <= max)
 			best = a;
 	}
 	if (best)
 		return best;
 	/* gaps above it: the lowest */
-	for (size_t i = 0; i < maps->n; i++) {
-		uint64_t gap_lo = maps->v[i].hi, gap_hi = i + 1 < maps->n ? maps->v[i + 1].lo : 0, a;
+	for (size_t i = 1; i <= maps->n; i++) {
+		uint64_t glo, ghi, a;
 
-		if (gap_lo < hi || maps->v[i].kind == 'h' || maps->v[i].kind == 'x')
+		if (maps->v[i - 1].hi < hi || !usable_gap(maps, i, &glo, &ghi))
 			continue;
-		if (i + 1 < maps->n && maps->v[i + 1].kind == 's')
-			continue;
-		if (!gap_hi || gap_hi - gap_lo < size)
-			continue;
-		a = (gap_lo + PAGE - 1) & ~(PAGE - 1);
-		if (a >= min && a + size <= max && a + size <= gap_hi)
+		a = (glo + PAGE - 1) & ~(PAGE - 1);
+		if (a >= min && a + size <= max && a + size <= ghi)
 			return a;
 	}
 	return 0;

@@ -44,7 +44,7 @@ uint64_t ta_file_addr(const struct ta_maps *maps, uint64_t dev, uint64_t ino, ui
 /**
  * ta_find_gap - a free, page-aligned place for @size bytes from which every address in
  * [@lo, @hi) is within a rel32 reach: below the module first (the way mmap grows), never right
- * above the executable or the heap (brk grows there) nor right below the stack. 0 if none.
+ * within 1 GiB above the executable or the heap (brk grows there) nor below the stack. 0 if none.
  */
 uint64_t ta_find_gap(const struct ta_maps *maps, uint64_t lo, uint64_t hi, uint64_t size);
 
