@@ -7,6 +7,7 @@
  *   tr_mov    mov %edi,%eax; add $3,%eax                  x + 3
  *   tr_sub    sub $0x18,%rsp; ... (a stack slot)          x + 4
  *   tr_rip    mov tr_total(%rip),%eax; add; store back    running total (rip-relative load/store)
+ *   tr_ripk   mov tr_k(%rip),%eax; add %edi,%eax         x + 9 (a rip-relative load only: thread-safe)
  *   tr_jcc    test; js (a short jcc moved and widened)    x + 5, or -1 for x < 0
  *   tr_endbr  endbr64; sub $8,%rsp; ...                   x + 6 (patched at +4)
  *   tr_short  lea 7(%rdi),%eax; ret                       4 bytes: never patched (short)
@@ -22,6 +23,8 @@
  *   tramp_sites threads T K READY  T threads call tr_sub and tr_mov in a loop; READY once all
  *                                  run; at SIGUSR1 each calls tr_mark, then exactly K of each,
  *                                  then tr_done, and ends
+ *   tramp_sites mt T N             T threads call tr_ripk N times each; print "mt T N seconds"
+ *                                  (bench: a hot function that starts with a rip-relative load)
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -43,7 +46,9 @@ int tr_endbr(int x);
 int tr_short(int x);
 int tr_loop(int x);
 int tr_nop5(int x);
+int tr_ripk(int x);
 int tr_total;
+const int tr_k = 9;
 
 __asm__(
 	".text\n"
@@ -68,6 +73,8 @@ __asm__(
 	".globl tr_loop\n.type tr_loop,@function\ntr_loop:\n"
 	"	xor %eax, %eax\n1:	add $1, %eax\n	cmp %edi, %eax\n	jl 1b\n	ret\n"
 	".size tr_loop, .-tr_loop\n"
+	".globl tr_ripk\n.type tr_ripk,@function\ntr_ripk:\n"
+	"	mov tr_k(%rip), %eax\n	add %edi, %eax\n	ret\n.size tr_ripk, .-tr_ripk\n"
 	".globl tr_nop5\n.type tr_nop5,@function\ntr_nop5:\n"
 	"	.byte 0x0f, 0x1f, 0x44, 0x00, 0x00\n	lea 8(%rdi), %eax\n	ret\n"
 	".size tr_nop5, .-tr_nop5\n");
@@ -204,9 +211,36 @@ static int threads_test(int nthreads, int k, const char *ready)
 }
 
 static int (*const kinds[])(int) = { tr_lea, tr_mov, tr_sub, tr_rip, tr_jcc, tr_endbr,
-				      tr_short, tr_loop, tr_nop5 };
+				      tr_short, tr_loop, tr_nop5, tr_ripk };
 static const char *const names[] = { "lea", "mov", "sub", "rip", "jcc", "endbr", "short",
-				     "loop", "nop5" };
+				     "loop", "nop5", "ripk" };
+
+static void *mt_thread(void *arg)
+{
+	long n = (long)arg;
+
+	for (long i = 0; i < n; i++)
+		check("tr_ripk", (int)i, tr_ripk((int)i), (int)i + 9);
+	return NULL;
+}
+
+static int mt_test(int nthreads, long n)
+{
+	pthread_t th[64];
+	struct timespec a, b;
+
+	if (nthreads < 1 || nthreads > 64)
+		return 2;
+	clock_gettime(CLOCK_MONOTONIC, &a);
+	for (long i = 0; i < nthreads; i++)
+		if (pthread_create(&th[i], NULL, mt_thread, (void *)n))
+			return 2;
+	for (int i = 0; i < nthreads; i++)
+		pthread_join(th[i], NULL);
+	clock_gettime(CLOCK_MONOTONIC, &b);
+	printf("mt %d %ld %.3f\n", nthreads, n, (b.tv_sec - a.tv_sec) + (b.tv_nsec - a.tv_nsec) / 1e9);
+	return bad ? 1 : 0;
+}
 
 static int time_one(const char *kind, int n)
 {
@@ -236,6 +270,8 @@ int main(int argc, char **argv)
 		return fork_test(atoi(argv[2]));
 	if (argc == 5 && !strcmp(argv[1], "threads"))
 		return threads_test(atoi(argv[2]), atoi(argv[3]), argv[4]);
+	if (argc == 4 && !strcmp(argv[1], "mt"))
+		return mt_test(atoi(argv[2]), atol(argv[3]));
 	if (argc == 3)
 		return time_one(argv[1], atoi(argv[2]));
 	fprintf(stderr, "usage: tramp_sites all|serve|fork|threads|KIND ...\n");
