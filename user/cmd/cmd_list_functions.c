@@ -204,8 +204,8 @@ int cmd_list_functions(int argc, char **argv)
 {
 	static const struct argp argp = { options, parse_opt, "(-p PID | BINARY)",
 		"Print every function symbol of the traced modules: address, probe file offset, size, "
-		"the instruction at the probe site, and whether record would probe it (selected) or "
-		"why not.", NULL, NULL, NULL };
+		"the instruction at the probe site, how record --trampolines would enter it, and "
+		"whether record would probe it (selected) or why not.", NULL, NULL, NULL };
 	struct lf_args a = { 0 };
 	size_t counts[NSKIP] = { 0 }, nsel = 0, nunm = 0;
 	const char **globs = NULL;
