@@ -23,6 +23,7 @@ struct probe_opts {
 	bool detail_always;
 	uint32_t stack_bytes;       /* 0..256 */
 	bool verbose;               /* libbpf messages to stderr */
+	bool unwind_hooks;          /* load the C++ unwind hooks (probes__attach_unwind_hooks) */
 	/* system-wide filters (record -a), see bpf/filter.bpf.h */
 	uint32_t cgroup_level;      /* v2: level of the cgroup_id directory (root = 0) */
 	uint32_t cgroup_v1_ssid;    /* v1: controller's subsystem id + 1; 0 = cgroup_id is v2 */
@@ -79,7 +80,7 @@ int probes__detach_owner(struct probes *p, const void *owner);
  * REC_UNWIND_FIXUP record asks the ring's reader to rewrite its return-address slots and send
  * SIGCONT (user/record/recorder_unwind.c): only a reader that does so may attach these hooks.
  * @pid as for probes__attach_module. 0, or a negative errno (-ENOENT: no __cxa_begin_catch in
- * that file).
+ * that file; -EOPNOTSUPP: probes__open() was not asked for them, probe_opts.unwind_hooks).
  */
 int probes__attach_unwind_hooks(struct probes *p, const char *libstdcxx_path, pid_t pid);
 

@@ -477,6 +477,7 @@ static int record_main(struct record_args *a)
 	po.follow_fork = a->follow_fork && !po.system_wide;
 	po.announce_tasks = po.exclude_self = a->sys.all;
 	po.verbose = a->verbose;
+	po.unwind_hooks = mods.cxx_path != NULL;
 	err = probes__open(&probes, &po);
 	if (err < 0) {
 		fprintf(stderr, "atftrace record: cannot load the BPF probes: %s%s\n", strerror(-err),

@@ -135,6 +135,9 @@ static int configure(struct probes *p, const struct probe_opts *opts)
 	bpf_program__set_autoload(s->progs.atf_multi_return, p->kind == PROBE_LINK_MULTI);
 	bpf_program__set_autoload(s->progs.atf_uprobe, p->kind == PROBE_LINK_PERF);
 	bpf_program__set_autoload(s->progs.atf_uretprobe, p->kind == PROBE_LINK_PERF);
+	/* the verifier's time is most of the start-up: programs a session will not use stay out */
+	bpf_program__set_autoload(s->progs.atf_unwind_catch, opts->unwind_hooks);
+	bpf_program__set_autoload(s->progs.atf_unwind_raise, opts->unwind_hooks);
 	bpf_program__set_expected_attach_type(s->progs.atf_session, ATF_BPF_TRACE_UPROBE_SESSION);
 	bpf_program__set_expected_attach_type(s->progs.atf_multi_entry, ATF_BPF_TRACE_UPROBE_MULTI);
 	bpf_program__set_expected_attach_type(s->progs.atf_multi_return, ATF_BPF_TRACE_UPROBE_MULTI);
@@ -446,6 +449,8 @@ int probes__attach_unwind_hooks(struct probes *p, const char *libstdcxx_path, pi
 	char *libgcc = NULL;
 	int n;
 
+	if (bpf_program__fd(p->skel->progs.atf_unwind_catch) < 0)
+		return -EOPNOTSUPP;     /* not loaded: probe_opts.unwind_hooks was false */
 	n = attach_entry_hooks(p, p->skel->progs.atf_unwind_catch, libstdcxx_path, catch_names, 1, pid);
 	if (n <= 0)
 		return n < 0 ? n : -ENOENT;
