@@ -25,15 +25,9 @@ done
 tmp=$(mktemp -d /tmp/atftrace-bench.XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
 
-best() {   # command...: run $REPEAT times, print the lowest ns/call the target reported
-	local b="" v
-	for _ in $(seq "$REPEAT"); do
-		v=$("$@" 2>/dev/null | awk -v n="$N" '$2 == n { print $3 }' | tail -n 1)
-		[ -n "$v" ] || continue
-		if [ -z "$b" ] || awk -v a="$v" -v b="$b" 'BEGIN { exit !(a < b) }'; then b=$v; fi
-	done
-	echo "${b:-n/a}"
-}
+source bench/lib.sh
+ns_per_call() { "$@" 2>/dev/null | awk -v n="$N" '$2 == n { print $3 }' | tail -n 1; }
+best() { bench_lowest "$REPEAT" ns_per_call "$@"; }   # lowest ns/call the target reported
 
 run_record() {   # site
 	rm -rf "$tmp/rec"
@@ -56,7 +50,7 @@ run_bpftrace() {   # site: system-wide bpftrace counting, started and attached b
 	kill -INT "$bpftrace_pid"; wait "$bpftrace_pid" 2>/dev/null
 }
 
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a + 0 > 0 && b + 0 > 0) printf "%.2f", a / b; else printf "n/a" }'; }
+ratio() { bench_ratio "$@"; }
 
 have_bpftrace=0
 if command -v bpftrace >/dev/null; then

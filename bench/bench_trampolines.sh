@@ -13,6 +13,7 @@
 # (3) $MT_THREADS threads calling a hot function that starts with a rip-relative load (tr_ripk),
 #     $MT_N calls each: wall time untraced, plain probes, trampolines.
 #   bench/bench_trampolines.sh      TRAMP_BENCH_N=200000 TRAMP_BENCH_REPEAT=3 MT_THREADS=8 MT_N=200000
+#   TRAMP_BENCH_PARTS="sites sqlite threads" (the default: all three)
 set -u
 cd "$(dirname "$0")/.."
 OUTPUT=${OUTPUT:-.output}
@@ -32,20 +33,21 @@ done
 tmp=$(mktemp -d /tmp/atftrace-bench.XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
 
-best() {   # field command...: run $REPEAT times, print the lowest value of the target's figure
-	local field=$1 b="" v
+source bench/lib.sh
+# figure FIELD CMD...: field FIELD of the last line CMD prints that has one
+figure() {
+	local field=$1
 	shift
-	for _ in $(seq "$REPEAT"); do
-		rm -rf "$tmp/rec"
-		v=$("$@" 2>/dev/null | awk -v f="$field" 'NF >= f { v = $f } END { print v }')
-		[ -n "$v" ] || continue
-		if [ -z "$b" ] || awk -v a="$v" -v b="$b" 'BEGIN { exit !(a < b) }'; then b=$v; fi
-	done
-	echo "${b:-n/a}"
+	rm -rf "$tmp/rec"
+	"$@" 2>/dev/null | awk -v f="$field" 'NF >= f { v = $f } END { print v }'
 }
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a + 0 > 0 && b + 0 > 0) printf "%.2f", a / b; else printf "n/a" }'; }
+best() { bench_lowest "$REPEAT" figure "$@"; }   # best FIELD CMD...
+PARTS=" ${TRAMP_BENCH_PARTS:-sites sqlite threads} "
+part() { [[ $PARTS == *" $1 "* ]]; }
+ratio() { bench_ratio "$@"; }
 
 # ---- (1) per site ----------------------------------------------------------------------------------
+if part sites; then
 echo "trampolines: ns per traced call (entry + return), best of $REPEAT x $N; load: $(cut -d' ' -f1-3 /proc/loadavg)"
 floor=$(best 3 "$PB" cost empty session tr_nop5 "$TS" nop5 "$N")
 atf_nop5=$(best 3 "$ATF" record -o "$tmp/rec" -f tr_nop5 -- "$TS" nop5 "$N")
@@ -58,11 +60,14 @@ for site in lea mov sub rip; do
 	printf '%-5s %9s %9s %12s %10s %12s\n' "$site" "$none" "$plain" "$tr" "$(ratio "$plain" "$tr")" \
 		"$(ratio "$tr" "$floor")"
 done
+fi
 
 # ---- (2) sqlite3, every libsqlite3 function ------------------------------------------------------
 SQLITE=$(command -v sqlite3 || true)
 LIB=$([ -n "$SQLITE" ] && ldd "$SQLITE" | awk '$1 ~ /^libsqlite3\.so/ { print $3 }')
-if [ -n "$LIB" ]; then
+if ! part sqlite; then
+	:
+elif [ -n "$LIB" ]; then
 	LIB=$(readlink -f "$LIB")
 	cat >"$tmp/q.sql" <<SQL
 .timer on
@@ -74,6 +79,9 @@ SQL
 	# the workload's own time: the sum of sqlite3's "Run Time: real" lines
 	runtime() { awk '/^Run Time: real/ { s += $4 } END { printf "%.3f", s }' "$1"; }
 	sq() { "$@" -batch -init "$tmp/q.sql" :memory: .quit </dev/null >"$tmp/sq.out" 2>/dev/null; }
+	# another session's uprobes on libsqlite3 (a test running meanwhile) would slow every run
+	others=$(bpftool link list 2>/dev/null | grep -c uprobe_multi)
+	[ "$others" = 0 ] || echo "note: $others uprobe-multi links of other sessions exist; figures may be off"
 	sq "$SQLITE"; untraced=$(runtime "$tmp/sq.out")
 	rec_sq() {   # name options...
 		local name=$1
@@ -92,7 +100,8 @@ SQL
 	if [ "${TRAMP_BENCH_BPFTRACE:-1}" = 1 ] && command -v bpftrace >/dev/null; then
 		[ -d /sys/kernel/tracing/events ] || mount -t tracefs nodev /sys/kernel/tracing 2>/dev/null
 		nfun=$(bpftrace -l "uprobe:$LIB:*" 2>/dev/null | wc -l)
-		bpftrace -e "uprobe:$LIB:* { @c = count(); } uretprobe:$LIB:* { @r = count(); }" \
+		BPFTRACE_MAX_PROBES=$((2 * nfun + 16)) \
+			bpftrace -e "uprobe:$LIB:* { @c = count(); } uretprobe:$LIB:* { @r = count(); }" \
 			>"$tmp/bt.log" 2>&1 &
 		bt=$!
 		# attached once the kernel lists its perf events (bpftrace's own output is buffered)
@@ -100,10 +109,14 @@ SQL
 			kill -0 $bt 2>/dev/null || break
 			sleep 0.5
 		done
-		sq "$SQLITE"; bt_run=$(runtime "$tmp/sq.out")
-		t0=$(date +%s.%N)
-		kill -INT $bt; wait $bt 2>/dev/null
-		bt_detach=$(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')
+		if kill -0 $bt 2>/dev/null; then
+			sq "$SQLITE"; bt_run=$(runtime "$tmp/sq.out")
+			t0=$(date +%s.%N)
+			kill -INT $bt; wait $bt 2>/dev/null
+			bt_detach=$(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')
+		else
+			echo "bpftrace did not attach: $(grep -m1 ERROR "$tmp/bt.log")"
+		fi
 	fi
 	echo
 	echo "sqlite3, $ROWS rows inserted, every libsqlite3 function traced; seconds of sqlite3's own run time (whole command)"
@@ -118,6 +131,7 @@ else
 fi
 
 # ---- (3) many threads, one hot function starting with a rip-relative load -----------------------
+part threads || exit 0
 echo
 echo "$MT_THREADS threads x $MT_N calls of tr_ripk (rip-relative load first), seconds (best of $REPEAT)"
 mt_none=$(best 4 "$TS" mt "$MT_THREADS" "$MT_N")

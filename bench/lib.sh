@@ -74,3 +74,19 @@ bench_row() {
 		if (has_k) printf " %7s", k
 		printf "\n" }'
 }
+
+# bench_lowest REPEAT CMD...: run CMD (which prints one figure) REPEAT times; print the lowest,
+# the run least disturbed by other load on the machine, or n/a when no run gave a figure.
+bench_lowest() {
+	local repeat=$1 b="" v
+	shift
+	for _ in $(seq "$repeat"); do
+		v=$("$@")
+		[ -n "$v" ] || continue
+		if [ -z "$b" ] || awk -v a="$v" -v b="$b" 'BEGIN { exit !(a < b) }'; then b=$v; fi
+	done
+	echo "${b:-n/a}"
+}
+
+# bench_ratio A B: A / B with two decimals, or n/a when either is not a positive number.
+bench_ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a + 0 > 0 && b + 0 > 0) printf "%.2f", a / b; else printf "n/a" }'; }
