@@ -54,6 +54,7 @@ struct tramp_mod {
 
 struct tramp_process {
 	pid_t pid;
+	uint64_t start_ticks;               /* the process's start: a reused pid is not ours */
 	bool own_child, restored, verbose;
 	struct tramp_mod *mods;
 	size_t nmods;
@@ -447,6 +448,7 @@ int tramp_process__attach(struct tramp_process **out, struct probes *p, struct s
 		return -ENOMEM;
 	}
 	tp->pid = pid;
+	proc_start_time(pid, &tp->start_ticks);
 	tp->own_child = o->launched;
 	tp->verbose = o->verbose;
 	tp->nmods = nmods;
@@ -483,6 +485,7 @@ int tramp_process__restore(struct tramp_process *tp)
 {
 	struct pt_target pt;
 	size_t any = 0, n = 0;
+	uint64_t start = 0;
 	int err;
 
 	if (!tp || tp->restored)
@@ -490,8 +493,9 @@ int tramp_process__restore(struct tramp_process *tp)
 	tp->restored = true;
 	for (size_t i = 0; i < tp->nmods; i++)
 		any += tp->mods[i].nfns;
-	if (!any)
-		return 0;
+	if (!any || !proc_alive(tp->pid) || proc_start_time(tp->pid, &start) ||
+	    start != tp->start_ticks)
+		return 0;       /* nothing patched, or the process is gone (its pid maybe reused) */
 	err = pt_stop_all(&pt, tp->pid, tp->own_child);
 	if (err)
 		return err == -ESRCH ? 0 : err;     /* gone: nothing to give back */
