@@ -41,6 +41,7 @@ enum tramp_reason {
 	TRAMP_NOT_MAPPED,           /* the module was not mapped when the probes were attached */
 	TRAMP_NO_PTRACE,            /* the process could not be stopped (traced by another tool?) */
 	TRAMP_LINK_FAILED,          /* the probe on the trampoline could not be attached */
+	TRAMP_REWRITTEN,            /* its code in the process was rewritten (not a breakpoint): untraced */
 	TRAMP_NREASONS
 };
 
@@ -53,6 +54,15 @@ const char *tramp_reason_str(enum tramp_reason r);
  * Returns how many could, or a negative errno when the file cannot be read.
  */
 int tramp_check_module(struct sym_module *m);
+
+/**
+ * tramp_skip_rewritten - leave out (unselect) each selected function of @mods whose first
+ * bytes in the running process @pid are neither the file's nor the file's with a breakpoint
+ * on the first byte: another tool (another atftrace --trampolines session) rewrote them, and a
+ * probe there would run the file's instruction over someone else's code. One line per module
+ * that has such functions (one per function with @verbose). Returns how many were left out.
+ */
+int tramp_skip_rewritten(pid_t pid, struct sym_module **mods, size_t nmods, bool verbose);
 
 struct tramp_process;
 

@@ -100,6 +100,12 @@ timeout 60 cat "$T/ready" >/dev/null || { cat "$T/p.err" >&2; fail "record -p ne
 patched=$(text_equal $target)
 [ "$patched" -ge 6 ] || fail "text while recording: $patched bytes differ from the file (6 jmps expected)"
 grep -q 'memfd:atftrace-trampolines' /proc/$target/maps || fail "no trampoline mapping in the target"
+# a second session on the same process leaves the rewritten functions alone (a probe over the
+# jmp would crash the target) and traces the others
+"$ATF" record -p $target -o "$T/p2" -f 'tr_*' --duration 0.5 2>"$T/p2.err" \
+	|| { cat "$T/p2.err" >&2; fail "a second session on a patched process"; }
+assert_contains "$T/p2.err" "tramp_sites: 7 functions rewritten in process $target by another tool" "the second session leaves the patched functions alone"
+kill -0 $target || fail "the target died under two sessions"
 kill -INT $rec
 wait $rec || { cat "$T/p.err" >&2; fail "record -p failed"; }
 assert_eq 0 "$(text_equal $target)" "text after the recording"

@@ -468,6 +468,9 @@ static int record_main(struct record_args *a)
 	/* symbols first: a bad -f fails before anything is created */
 	if (rm_modules_open(&mods, &a->spec, a->pid, a->cmd ? a->cmd[0] : NULL, a->verbose) < 0)
 		goto cleanup;
+	/* a -p target's code that another tool rewrote (its trampolines) must get no probe */
+	if (a->pid)
+		tramp_skip_rewritten(a->pid, mods.m, mods.n, a->verbose);
 	if (detail_resolve(&a->detail, &mods) < 0)
 		goto cleanup;
 	detail_probe_opts(&a->detail, &po);

@@ -77,6 +77,7 @@ const char *tramp_reason_str(enum tramp_reason r)
 	case TRAMP_NOT_MAPPED:    return "not-mapped";
 	case TRAMP_NO_PTRACE:     return "no-ptrace";
 	case TRAMP_LINK_FAILED:   return "link-failed";
+	case TRAMP_REWRITTEN:     return "rewritten";
 	case TRAMP_NREASONS:      break;
 	}
 	return "?";
@@ -140,6 +141,72 @@ int tramp_check_module(struct sym_module *m)
 	return n;
 }
 
+/*
+ * Do @now and the file's @file differ only by a uprobe: an int3 on the first byte, or a 5-byte
+ * nop the kernel turned into a call to its uprobe trampoline?
+ */
+static bool only_breakpoint(const uint8_t *now, const uint8_t *file, size_t len)
+{
+	static const uint8_t nop5[4] = { 0x0f, 0x1f, 0x44, 0x00 };
+
+	if (len >= 5 && now[0] == 0xe8 && !memcmp(file, nop5, sizeof(nop5)))
+		return !memcmp(now + 5, file + 5, len - 5);
+	return len && now[0] == 0xcc && !memcmp(now + 1, file + 1, len - 1);
+}
+
+int tramp_skip_rewritten(pid_t pid, struct sym_module **mods, size_t nmods, bool verbose)
+{
+	struct ta_maps maps;
+	char path[64];
+	int mem, total = 0;
+
+	snprintf(path, sizeof(path), "/proc/%d/mem", (int)pid);
+	mem = open(path, O_RDONLY | O_CLOEXEC);
+	if (mem < 0 || ta_maps_read(pid, &maps) < 0) {
+		if (mem >= 0)
+			close(mem);
+		return 0;
+	}
+	for (size_t k = 0; k < nmods; k++) {
+		struct sym_module *m = mods[k];
+		int fd = open(module_file(m), O_RDONLY | O_CLOEXEC), n = 0;
+		struct stat st;
+
+		for (size_t i = 0; fd >= 0 && !fstat(fd, &st) && i < m->nfuncs; i++) {
+			struct sym_func *f = &m->funcs[i];
+			uint64_t addr = wanted(f) ? ta_file_addr(&maps, st.st_dev, st.st_ino,
+								 f->probe_offset) : 0;
+			uint64_t len = f->size - (f->endbr64 ? 4 : 0);
+			uint8_t file[8], now[8];
+
+			if (!addr)
+				continue;
+			if (len > sizeof(file))
+				len = sizeof(file);
+			if (pread(fd, file, len, (off_t)f->probe_offset) != (ssize_t)len ||
+			    pread(mem, now, len, (off_t)addr) != (ssize_t)len ||
+			    !memcmp(now, file, len) || only_breakpoint(now, file, len))
+				continue;
+			f->selected = false;
+			f->tramp = TRAMP_REWRITTEN;
+			n++;
+			if (verbose)
+				fprintf(stderr, "atftrace record: %s: %s: its code in the process is not "
+					"the file's: not traced\n", m->path, f->name);
+		}
+		if (fd >= 0)
+			close(fd);
+		if (n)
+			fprintf(stderr, "atftrace record: %s: %d functions rewritten in process %d by "
+				"another tool (another --trampolines session?) are not traced\n",
+				m->path, n, (int)pid);
+		total += n;
+	}
+	ta_maps_free(&maps);
+	close(mem);
+	return total;
+}
+
 int tramp_seize_child(pid_t pid)
 {
 	return pt_seize_child(pid);
@@ -183,6 +250,10 @@ static void patch_module(struct pt_target *pt, const struct ta_maps *maps, struc
 		if (pt_read(pt, tf[i].patch_addr, now, tf[i].plan.patch_len) ||
 		    memcmp(now, tf[i].moved, tf[i].plan.patch_len)) {
 			f->tramp = TRAMP_TEXT_DIFFERS;
+			if (!only_breakpoint(now, tf[i].moved, tf[i].plan.patch_len)) {
+				f->tramp = TRAMP_REWRITTEN;     /* no probe at all over it */
+				f->selected = false;
+			}
 			continue;
 		}
 		tf[ok++] = tf[i];
