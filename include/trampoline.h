@@ -42,6 +42,7 @@ enum tramp_reason {
 	TRAMP_NO_PTRACE,            /* the process could not be stopped (traced by another tool?) */
 	TRAMP_LINK_FAILED,          /* the probe on the trampoline could not be attached */
 	TRAMP_REWRITTEN,            /* its code in the process was rewritten (not a breakpoint): untraced */
+	TRAMP_SECCOMP,              /* the process has a seccomp filter: no syscall is run inside it */
 	TRAMP_NREASONS
 };
 

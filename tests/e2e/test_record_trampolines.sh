@@ -115,6 +115,20 @@ wait $target || fail "the served target failed: $(cat "$T/serve.out")"
 "$TOOLS/record_stats" "$T/p" >"$T/p.stats"
 [ "$(awk '$1 == "call" && $3 == "tr_sub" { print $4 }' "$T/p.stats")" -gt 0 ] || fail "no tr_sub calls recorded with -p"
 
+# ---- a process under a seccomp filter: no syscall is run inside it ---------------------------
+rm -f "$T/served" "$T/ready"; mkfifo "$T/served" "$T/ready"
+"$TS" sandboxed "$T/served" >"$T/sandboxed.out" &
+target=$!
+cat "$T/served" >/dev/null
+"$ATF" record --trampolines -p $target -v -o "$T/sb" -f 'tr_*' --ready-file "$T/ready" 2>"$T/sb.err" &
+rec=$!
+timeout 60 cat "$T/ready" >/dev/null || { cat "$T/sb.err" >&2; fail "record -p (seccomp) never became ready"; }
+kill -INT $rec
+wait $rec || { cat "$T/sb.err" >&2; fail "record -p (seccomp) failed"; }
+assert_contains "$T/sb.err" ": tr_lea: plain probe \(seccomp\)$" "a sandboxed process keeps plain probes"
+kill -TERM $target
+wait $target || fail "the sandboxed target failed (killed by its filter?)"
+
 # ---- record -p while threads run hot in patched functions ------------------------------------
 NT=4 K=3000
 rm -f "$T/ready"; mkfifo "$T/hot" "$T/ready"

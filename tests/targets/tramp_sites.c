@@ -18,6 +18,8 @@
  *   tramp_sites KIND N             call one N times; print "KIND N ns_per_call"
  *   tramp_sites serve READY        create READY, then call all of them until SIGTERM;
  *                                  print "served N" (the -p and text-restore tests)
+ *   tramp_sites sandboxed READY    the same under a seccomp filter that kills the process at
+ *                                  memfd_create (no syscall may be run inside it)
  *   tramp_sites fork N             all N; fork a child that runs all N and exits 0 if its
  *                                  results were right; wait for it; all N again
  *   tramp_sites threads T K READY  T threads call tr_sub and tr_mov in a loop; READY once all
@@ -33,6 +35,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <stddef.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -145,6 +152,21 @@ static int serve(const char *ready)
 	}
 	printf("served %ld\n", n);
 	return bad ? 1 : 0;
+}
+
+static int sandbox(void)
+{
+	struct sock_filter f[] = {
+		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_memfd_create, 0, 1),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+	};
+	struct sock_fprog prog = { .len = sizeof(f) / sizeof(f[0]), .filter = f };
+
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) || prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog))
+		return -1;
+	return 0;
 }
 
 static int fork_test(int n)
@@ -266,6 +288,8 @@ int main(int argc, char **argv)
 		return run_all(atoi(argv[2]));
 	if (argc == 3 && !strcmp(argv[1], "serve"))
 		return serve(argv[2]);
+	if (argc == 3 && !strcmp(argv[1], "sandboxed"))
+		return sandbox() ? 2 : serve(argv[2]);
 	if (argc == 3 && !strcmp(argv[1], "fork"))
 		return fork_test(atoi(argv[2]));
 	if (argc == 5 && !strcmp(argv[1], "threads"))

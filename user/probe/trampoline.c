@@ -78,6 +78,7 @@ const char *tramp_reason_str(enum tramp_reason r)
 	case TRAMP_NO_PTRACE:     return "no-ptrace";
 	case TRAMP_LINK_FAILED:   return "link-failed";
 	case TRAMP_REWRITTEN:     return "rewritten";
+	case TRAMP_SECCOMP:       return "seccomp";
 	case TRAMP_NREASONS:      break;
 	}
 	return "?";
@@ -264,9 +265,11 @@ static void patch_module(struct pt_target *pt, const struct ta_maps *maps, struc
 	ta_module_span(maps, dev, ino, &lo, &hi);
 	tm->area = ta_find_gap(maps, lo, hi, size);
 	code = malloc(size);
-	if (!code || !tm->area || ta_area_create(pt, tm->area, size, &tm->fd) < 0) {
+	if (!code || !tm->area || ta_seccomp(pt) || ta_area_create(pt, tm->area, size, &tm->fd) < 0) {
+		bool sandboxed = code && tm->area && ta_seccomp(pt);
+
 		for (size_t i = 0; i < ok; i++)
-			tf[i].f->tramp = TRAMP_NO_AREA;
+			tf[i].f->tramp = sandboxed ? TRAMP_SECCOMP : TRAMP_NO_AREA;
 		goto cleanup;
 	}
 	memset(code, 0xcc, size);

@@ -182,6 +182,27 @@ uint64_t ta_find_gap(const struct ta_maps *maps, uint64_t lo, uint64_t hi, uint6
 	return 0;
 }
 
+bool ta_seccomp(const struct pt_target *t)
+{
+	char path[80], line[256];
+	bool on = true;         /* unknown counts as on */
+	FILE *f;
+
+	if (!t->nthreads)
+		return true;
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/status", (int)t->pid, (int)t->threads[0].tid);
+	f = fopen(path, "re");
+	if (!f)
+		return true;
+	while (fgets(line, sizeof(line), f))
+		if (!strncmp(line, "Seccomp:", 8)) {
+			on = atoi(line + 8) != 0;
+			break;
+		}
+	fclose(f);
+	return on;
+}
+
 /* A syscall in the target that returns a value: the value, or a negative errno. */
 static int64_t remote(struct pt_target *t, long nr, uint64_t a0, uint64_t a1, uint64_t a2,
 		      uint64_t a3, uint64_t a4, uint64_t a5)

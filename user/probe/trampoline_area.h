@@ -49,6 +49,13 @@ uint64_t ta_file_addr(const struct ta_maps *maps, uint64_t dev, uint64_t ino, ui
 uint64_t ta_find_gap(const struct ta_maps *maps, uint64_t lo, uint64_t hi, uint64_t size);
 
 /**
+ * ta_seccomp - is a seccomp mode (strict or filter) on for the thread that would run the
+ * area's syscalls? A filter may kill the process for a syscall it does not expect, so none is
+ * run then.
+ */
+bool ta_seccomp(const struct pt_target *t);
+
+/**
  * ta_area_create - make the trampoline file: a memfd created in the stopped process @t, a
  * copy of its descriptor for us in @our_fd (sized @size: write the code through it), mapped
  * PROT_READ|PROT_EXEC, MAP_PRIVATE at exactly @addr in the process, and its descriptor there
