@@ -155,6 +155,19 @@ static void test_loop_into_first_bytes(void **state)
 	assert_int_equal(tramp_plan(g, sizeof(g), FUNC, FUNC, &p), TRAMP_OK);
 }
 
+static void test_cold_part_into_first_bytes(void **state)
+{
+	/* f.cold at FUNC+0x100: jmp FUNC+3 (inside a 6-byte patch at FUNC), or jmp FUNC (the entry) */
+	uint8_t cold[5] = { 0xe9 };
+	int32_t rel = (int32_t)(FUNC + 3 - (FUNC + 0x100 + 5));
+
+	memcpy(cold + 1, &rel, 4);
+	assert_true(tramp_refers_into(cold, sizeof(cold), FUNC + 0x100, FUNC, FUNC + 6));
+	rel = (int32_t)(FUNC - (FUNC + 0x100 + 5));
+	memcpy(cold + 1, &rel, 4);
+	assert_false(tramp_refers_into(cold, sizeof(cold), FUNC + 0x100, FUNC, FUNC + 6));
+}
+
 static void test_endbr64_hop(void **state)
 {
 	/* endbr64; push %rbp; mov %rsp,%rbp; mov %edi,%eax; pop %rbp; ret: patch at +4 */
@@ -191,6 +204,7 @@ int main(void)
 		cmocka_unit_test(test_short_jcc_widened),
 		cmocka_unit_test(test_call_not_moved),
 		cmocka_unit_test(test_loop_into_first_bytes),
+		cmocka_unit_test(test_cold_part_into_first_bytes),
 		cmocka_unit_test(test_endbr64_hop),
 		cmocka_unit_test(test_garbage_refused),
 	};

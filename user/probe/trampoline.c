@@ -60,154 +60,6 @@ struct tramp_process {
 	size_t nmods;
 };
 
-const char *tramp_reason_str(enum tramp_reason r)
-{
-	switch (r) {
-	case TRAMP_UNSET:         return "-";
-	case TRAMP_OK:            return "trampoline";
-	case TRAMP_NOT_NEEDED:    return "nop5";
-	case TRAMP_SHORT:         return "short";
-	case TRAMP_BRANCH_IN:     return "branch-in";
-	case TRAMP_INSN:          return "insn";
-	case TRAMP_DECODE:        return "decode";
-	case TRAMP_RANGE:         return "range";
-	case TRAMP_THREAD_INSIDE: return "thread-inside";
-	case TRAMP_TEXT_DIFFERS:  return "text-differs";
-	case TRAMP_NO_AREA:       return "no-area";
-	case TRAMP_NOT_MAPPED:    return "not-mapped";
-	case TRAMP_NO_PTRACE:     return "no-ptrace";
-	case TRAMP_LINK_FAILED:   return "link-failed";
-	case TRAMP_REWRITTEN:     return "rewritten";
-	case TRAMP_SECCOMP:       return "seccomp";
-	case TRAMP_NREASONS:      break;
-	}
-	return "?";
-}
-
-static const char *module_file(const struct sym_module *m)
-{
-	return m->open_path ? m->open_path : m->path;
-}
-
-/* Plan @f from the file @fd: its bytes from function start, at the file's own addresses. */
-static enum tramp_reason plan_from_file(int fd, const struct sym_func *f, struct tramp_fn *tf)
-{
-	uint64_t hop = f->endbr64 ? 4 : 0, size = f->size;
-	enum tramp_reason r;
-	uint8_t *code;
-
-	if (size > (16u << 20))
-		return TRAMP_DECODE;
-	code = malloc(size ? size : 1);
-	if (!code)
-		return TRAMP_DECODE;
-	if (pread(fd, code, size, (off_t)(f->probe_offset - hop)) != (ssize_t)size) {
-		free(code);
-		return TRAMP_DECODE;
-	}
-	r = tramp_plan(code, size, f->addr, f->addr + hop, &tf->plan);
-	if (r == TRAMP_OK) {
-		if (tf->plan.patch_len > sizeof(tf->moved)) {
-			r = TRAMP_INSN;
-		} else {
-			memcpy(tf->moved, code + hop, tf->plan.patch_len);
-			tf->f = (struct sym_func *)f;
-		}
-	}
-	free(code);
-	return r;
-}
-
-static bool wanted(const struct sym_func *f)
-{
-	return f->selected && f->skip == SYM_OK;
-}
-
-int tramp_check_module(struct sym_module *m)
-{
-	int fd = open(module_file(m), O_RDONLY | O_CLOEXEC), n = 0;
-
-	if (fd < 0)
-		return -errno;
-	for (size_t i = 0; i < m->nfuncs; i++) {
-		struct sym_func *f = &m->funcs[i];
-		struct tramp_fn tf;
-
-		if (!wanted(f))
-			continue;
-		f->tramp = (uint8_t)plan_from_file(fd, f, &tf);
-		n += f->tramp == TRAMP_OK;
-	}
-	close(fd);
-	return n;
-}
-
-/*
- * Do @now and the file's @file differ only by a uprobe: an int3 on the first byte, or a 5-byte
- * nop the kernel turned into a call to its uprobe trampoline?
- */
-static bool only_breakpoint(const uint8_t *now, const uint8_t *file, size_t len)
-{
-	static const uint8_t nop5[4] = { 0x0f, 0x1f, 0x44, 0x00 };
-
-	if (len >= 5 && now[0] == 0xe8 && !memcmp(file, nop5, sizeof(nop5)))
-		return !memcmp(now + 5, file + 5, len - 5);
-	return len && now[0] == 0xcc && !memcmp(now + 1, file + 1, len - 1);
-}
-
-int tramp_skip_rewritten(pid_t pid, struct sym_module **mods, size_t nmods, bool verbose)
-{
-	struct ta_maps maps;
-	char path[64];
-	int mem, total = 0;
-
-	snprintf(path, sizeof(path), "/proc/%d/mem", (int)pid);
-	mem = open(path, O_RDONLY | O_CLOEXEC);
-	if (mem < 0 || ta_maps_read(pid, &maps) < 0) {
-		if (mem >= 0)
-			close(mem);
-		return 0;
-	}
-	for (size_t k = 0; k < nmods; k++) {
-		struct sym_module *m = mods[k];
-		int fd = open(module_file(m), O_RDONLY | O_CLOEXEC), n = 0;
-		struct stat st;
-
-		for (size_t i = 0; fd >= 0 && !fstat(fd, &st) && i < m->nfuncs; i++) {
-			struct sym_func *f = &m->funcs[i];
-			uint64_t addr = wanted(f) ? ta_file_addr(&maps, st.st_dev, st.st_ino,
-								 f->probe_offset) : 0;
-			uint64_t len = f->size - (f->endbr64 ? 4 : 0);
-			uint8_t file[8], now[8];
-
-			if (!addr)
-				continue;
-			if (len > sizeof(file))
-				len = sizeof(file);
-			if (pread(fd, file, len, (off_t)f->probe_offset) != (ssize_t)len ||
-			    pread(mem, now, len, (off_t)addr) != (ssize_t)len ||
-			    !memcmp(now, file, len) || only_breakpoint(now, file, len))
-				continue;
-			f->selected = false;
-			f->tramp = TRAMP_REWRITTEN;
-			n++;
-			if (verbose)
-				fprintf(stderr, "atftrace record: %s: %s: its code in the process is not "
-					"the file's: not traced\n", m->path, f->name);
-		}
-		if (fd >= 0)
-			close(fd);
-		if (n)
-			fprintf(stderr, "atftrace record: %s: %d functions rewritten in process %d by "
-				"another tool (another --trampolines session?) are not traced\n",
-				m->path, n, (int)pid);
-		total += n;
-	}
-	ta_maps_free(&maps);
-	close(mem);
-	return total;
-}
-
 int tramp_seize_child(pid_t pid)
 {
 	return pt_seize_child(pid);
@@ -251,7 +103,7 @@ static void patch_module(struct pt_target *pt, const struct ta_maps *maps, struc
 		if (pt_read(pt, tf[i].patch_addr, now, tf[i].plan.patch_len) ||
 		    memcmp(now, tf[i].moved, tf[i].plan.patch_len)) {
 			f->tramp = TRAMP_TEXT_DIFFERS;
-			if (!only_breakpoint(now, tf[i].moved, tf[i].plan.patch_len)) {
+			if (!tramp_only_breakpoint(now, tf[i].moved, tf[i].plan.patch_len)) {
 				f->tramp = TRAMP_REWRITTEN;     /* no probe at all over it */
 				f->selected = false;
 			}
@@ -379,7 +231,7 @@ static void report(const struct tramp_mod *tm)
 	for (size_t i = 0; i < m->nfuncs; i++) {
 		const struct sym_func *f = &m->funcs[i];
 
-		if (!wanted(f) || f->tramp >= TRAMP_NREASONS)
+		if (!tramp_wanted(f) || f->tramp >= TRAMP_NREASONS)
 			continue;
 		counts[f->tramp]++;
 		if (f->tramp != TRAMP_OK && f->tramp != TRAMP_NOT_NEEDED)
@@ -397,7 +249,7 @@ static void report(const struct tramp_mod *tm)
 static void mark_all(struct sym_module *m, enum tramp_reason r)
 {
 	for (size_t i = 0; i < m->nfuncs; i++)
-		if (wanted(&m->funcs[i]))
+		if (tramp_wanted(&m->funcs[i]))
 			m->funcs[i].tramp = (uint8_t)r;
 }
 
@@ -413,7 +265,7 @@ static int attach_split(struct probes *p, const struct sym_module *m, const uint
 
 	if (!n)
 		return 0;
-	err = probes__attach_sites(p, m, module_file(m), offs, cookies, n, pid);
+	err = probes__attach_sites(p, m, tramp_module_file(m), offs, cookies, n, pid);
 	if (!err)
 		return (int)n;
 	if (err != -ENOTSUPP_K && err != -EINVAL && err != -EOPNOTSUPP)
@@ -440,7 +292,7 @@ static int attach_plain(struct probes *p, struct sym_module *m, pid_t pid, bool 
 	for (size_t i = 0; i < m->nfuncs; i++) {
 		const struct sym_func *f = &m->funcs[i];
 
-		if (!wanted(f) || f->via_tramp)
+		if (!tramp_wanted(f) || f->via_tramp)
 			continue;
 		offs[n] = f->probe_offset;
 		cookies[n++] = (uint64_t)m->module_id << 32 | f->symbol_index;
@@ -466,21 +318,23 @@ static int attach_one(struct probes *p, struct pt_target *pt, const struct ta_ma
 	size_t n = 0;
 	int fd = -1, plain;
 
-	if (!pt || stat(module_file(m), &st) ||
+	if (!pt || stat(tramp_module_file(m), &st) ||
 	    !ta_module_span(maps, st.st_dev, st.st_ino, &lo, &hi)) {
 		mark_all(m, pt ? TRAMP_NOT_MAPPED : TRAMP_NO_PTRACE);
 		/* a launched command's plain link, attached before its exec, stays */
 		return o->launched ? 0 : probes__attach_module(p, m, o->link_pid);
 	}
-	fd = open(module_file(m), O_RDONLY | O_CLOEXEC);
+	fd = open(tramp_module_file(m), O_RDONLY | O_CLOEXEC);
 	tf = calloc(m->nfuncs ? m->nfuncs : 1, sizeof(*tf));
 	for (size_t i = 0; fd >= 0 && tf && i < m->nfuncs; i++) {
 		struct sym_func *f = &m->funcs[i];
 
-		if (!wanted(f))
+		if (!tramp_wanted(f))
 			continue;
-		f->tramp = (uint8_t)plan_from_file(fd, f, &tf[n]);
-		n += f->tramp == TRAMP_OK;
+		f->tramp = (uint8_t)tramp_plan_function(fd, m, i, &tf[n].plan, tf[n].moved,
+							sizeof(tf[n].moved));
+		if (f->tramp == TRAMP_OK)
+			tf[n++].f = f;
 	}
 	if (fd >= 0)
 		close(fd);

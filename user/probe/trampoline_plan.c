@@ -110,13 +110,49 @@ static bool relocatable(const ZydisDecodedInstruction *insn, const ZydisDecodedO
 	return !(insn->attributes & ZYDIS_ATTRIB_IS_RELATIVE);
 }
 
+/*
+ * Does the code at @addr (@size bytes) branch into, or point at, (@patch_addr, @patch_end)?
+ * With @own (the patched function itself), a moved branch back to @patch_addr counts too.
+ * 1: yes; 0: no; -1: bytes that do not decode (nothing is known about them).
+ */
+static int refers_into(const ZydisDecoder *d, const uint8_t *code, uint64_t size, uint64_t addr,
+			uint64_t patch_addr, uint64_t patch_end, bool own)
+{
+	ZydisDecodedOperand ops[ZYDIS_MAX_OPERAND_COUNT];
+	ZydisDecodedInstruction insn;
+	uint64_t off;
+
+	for (off = 0; off < size; off += insn.length) {
+		uint64_t at = addr + off, target;
+
+		if (!decode(d, code + off, size - off, &insn, ops))
+			return -1;
+		if (!referenced_address(&insn, ops, at, &target))
+			continue;
+		if (target > patch_addr && target < patch_end)
+			return 1;
+		if (own && at >= patch_addr && at < patch_end && relative_branch(&insn) &&
+		    target == patch_addr)
+			return 1;
+	}
+	return off != size ? -1 : 0;
+}
+
+bool tramp_refers_into(const uint8_t *code, uint64_t size, uint64_t addr, uint64_t patch_addr,
+		       uint64_t patch_end)
+{
+	ZydisDecoder d;
+
+	return !decoder_init(&d) || refers_into(&d, code, size, addr, patch_addr, patch_end, false) != 0;
+}
+
 enum tramp_reason tramp_plan(const uint8_t *code, uint64_t size, uint64_t func_addr,
 			     uint64_t patch_addr, struct tramp_plan *out)
 {
 	ZydisDecodedOperand ops[ZYDIS_MAX_OPERAND_COUNT];
 	ZydisDecodedInstruction insn;
 	ZydisDecoder d;
-	uint64_t off, patch_off = patch_addr - func_addr, patch_end;
+	uint64_t patch_off = patch_addr - func_addr, patch_end;
 	uint32_t len = 0, n = 0;
 
 	memset(out, 0, sizeof(*out));
@@ -137,21 +173,12 @@ enum tramp_reason tramp_plan(const uint8_t *code, uint64_t size, uint64_t func_a
 	}
 	patch_end = patch_addr + len;
 	/* every instruction of the function: nothing may land inside the replaced bytes */
-	for (off = 0; off < size; off += insn.length) {
-		uint64_t addr = func_addr + off, target;
-
-		if (!decode(&d, code + off, size - off, &insn, ops))
-			return TRAMP_DECODE;
-		if (referenced_address(&insn, ops, addr, &target) &&
-		    target > patch_addr && target < patch_end)
-			return TRAMP_BRANCH_IN;
-		/* a moved instruction that refers back into the moved bytes is refused too */
-		if (addr >= patch_addr && addr < patch_end && relative_branch(&insn) &&
-		    referenced_address(&insn, ops, addr, &target) && target == patch_addr)
-			return TRAMP_BRANCH_IN;
-	}
-	if (off != size)
+	switch (refers_into(&d, code, size, func_addr, patch_addr, patch_end, true)) {
+	case 1:
+		return TRAMP_BRANCH_IN;
+	case -1:
 		return TRAMP_DECODE;
+	}
 	out->patch_addr = patch_addr;
 	out->patch_len = len;
 	out->ninsns = n;

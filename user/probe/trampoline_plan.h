@@ -34,6 +34,14 @@ enum tramp_reason tramp_plan(const uint8_t *code, uint64_t size, uint64_t func_a
 			     uint64_t patch_addr, struct tramp_plan *out);
 
 /**
+ * tramp_refers_into - does the code at @addr (@size bytes in @code; another function of the
+ * module, such as a "f.cold" part of f) branch into, or point at, (@patch_addr, @patch_end)?
+ * Undecodable bytes count as yes.
+ */
+bool tramp_refers_into(const uint8_t *code, uint64_t size, uint64_t addr, uint64_t patch_addr,
+		       uint64_t patch_end);
+
+/**
  * tramp_emit - write the trampoline for @plan at address @tramp_addr into @out (TRAMP_SLOT
  * bytes, the rest filled with int3): a 1-byte nop (the probe site, at offset 0), the moved instructions
  * with rip-relative displacements and relative branches fixed for their new place, and a
@@ -45,5 +53,28 @@ enum tramp_reason tramp_emit(const uint8_t *code, const struct tramp_plan *plan,
 
 /** tramp_jmp - the 5 bytes `jmp @to` placed at @from; false when out of rel32 range. */
 bool tramp_jmp(uint64_t from, uint64_t to, uint8_t out[TRAMP_JMP_LEN]);
+
+/* ---- per function of a module (user/probe/trampoline_check.c) ---- */
+
+/** tramp_module_file - the path to open for @m (open_path when set). */
+const char *tramp_module_file(const struct sym_module *m);
+
+/** tramp_wanted - is @f selected and probe-able? */
+bool tramp_wanted(const struct sym_func *f);
+
+/**
+ * tramp_plan_function - tramp_plan() for function @i of @m, read from the file @fd, at the
+ * file's own addresses; also refused when another symbol enters the replaced bytes (a second
+ * entry point inside them, or a "f.cold" part branching into them). The replaced bytes go to
+ * @moved (@cap bytes).
+ */
+enum tramp_reason tramp_plan_function(int fd, const struct sym_module *m, size_t i,
+				      struct tramp_plan *plan, uint8_t *moved, size_t cap);
+
+/**
+ * tramp_only_breakpoint - do the process's bytes @now and the file's @file (@len each) differ
+ * by no more than a uprobe: an int3 on the first byte, or the kernel's call at a 5-byte nop?
+ */
+bool tramp_only_breakpoint(const uint8_t *now, const uint8_t *file, size_t len);
 
 #endif
