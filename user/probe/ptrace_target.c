@@ -425,26 +425,51 @@ static uint64_t mapping_end(pid_t pid, uint64_t addr)
 	return end;
 }
 
+/* One range of pt_stack_holds(), sorted by start. */
+struct hold_range {
+	uint64_t lo, hi;
+	size_t idx;
+};
+
+static int cmp_range(const void *a, const void *b)
+{
+	const struct hold_range *x = a, *y = b;
+
+	return x->lo < y->lo ? -1 : x->lo > y->lo;
+}
+
+/* Mark every range that holds @v (ranges do not overlap: functions do not). */
+static void mark_holder(const struct hold_range *r, size_t n, uint64_t v, bool *hit)
+{
+	size_t lo = 0, hi = n;
+
+	while (lo < hi) {                       /* the last range starting at or below v */
+		size_t mid = (lo + hi) / 2;
+
+		if (r[mid].lo <= v)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo && v < r[lo - 1].hi)
+		hit[r[lo - 1].idx] = true;
+}
+
 int pt_stack_holds(struct pt_target *t, const uint64_t (*ranges)[2], size_t n, bool *hit)
 {
-	uint64_t *starts = NULL, buf[4096];
-	int err = 0;
+	struct hold_range *r;
+	uint64_t buf[4096];
+	size_t nr = 0;
 
 	memset(hit, 0, n * sizeof(*hit));
-	if (!n)
-		return 0;
-	/* ranges arrive sorted by start and disjoint (functions do not overlap) */
-	starts = malloc(n * sizeof(*starts));
-	if (!starts)
+	r = malloc((n ? n : 1) * sizeof(*r));
+	if (!r)
 		return -ENOMEM;
 	for (size_t i = 0; i < n; i++)
-		starts[i] = ranges[i][0];
-	for (size_t i = 1; i < n; i++)
-		if (starts[i] < starts[i - 1]) {
-			err = -EINVAL;
-			goto cleanup;
-		}
-	for (size_t k = 0; k < t->nthreads; k++) {
+		if (ranges[i][1] > ranges[i][0])
+			r[nr++] = (struct hold_range){ ranges[i][0], ranges[i][1], i };
+	qsort(r, nr, sizeof(*r), cmp_range);
+	for (size_t k = 0; nr && k < t->nthreads; k++) {
 		uint64_t sp = t->threads[k].regs.rsp & ~7ull, end = mapping_end(t->pid, sp);
 
 		if (end > sp + STACK_SCAN_MAX)
@@ -454,25 +479,10 @@ int pt_stack_holds(struct pt_target *t, const uint64_t (*ranges)[2], size_t n, b
 
 			if (pt_read(t, a, buf, len))
 				break;
-			for (size_t w = 0; w < len / 8; w++) {
-				uint64_t v = buf[w];
-				/* the last range starting at or below v */
-				size_t lo = 0, hi = n;
-
-				while (lo < hi) {
-					size_t mid = (lo + hi) / 2;
-
-					if (starts[mid] <= v)
-						lo = mid + 1;
-					else
-						hi = mid;
-				}
-				if (lo && v < ranges[lo - 1][1])
-					hit[lo - 1] = true;
-			}
+			for (size_t w = 0; w < len / 8; w++)
+				mark_holder(r, nr, buf[w], hit);
 		}
 	}
-cleanup:
-	free(starts);
-	return err;
+	free(r);
+	return 0;
 }

@@ -65,7 +65,7 @@ int pt_syscall(struct pt_target *t, long nr, const uint64_t args[6], int64_t *re
  * pt_stack_holds - does any thread's stack (from its stack pointer to the end of that mapping,
  * at most 8 MiB) hold a word in [lo, hi) for one of the @n ranges? A signal frame saves the
  * interrupted instruction pointer there: a thread in a signal handler that will return into
- * the middle of replaced bytes. @hit gets one flag per range.
+ * the middle of replaced bytes. @hit gets one flag per range; empty ranges (hi <= lo) never hit.
  */
 int pt_stack_holds(struct pt_target *t, const uint64_t (*ranges)[2], size_t n, bool *hit);
 

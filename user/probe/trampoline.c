@@ -72,7 +72,7 @@ static void patch_module(struct pt_target *pt, const struct ta_maps *maps, struc
 	uint64_t (*ranges)[2] = calloc(n ? n : 1, sizeof(*ranges)), lo = 0, hi = 0, size;
 	bool *on_stack = calloc(n ? n : 1, sizeof(*on_stack));
 	uint8_t *code = NULL;
-	size_t ok = 0;
+	size_t ok = 0, live = n;         /* tf[0..live) still hold TRAMP_OK functions */
 
 	if (!ranges || !on_stack)
 		goto cleanup;
@@ -80,6 +80,8 @@ static void patch_module(struct pt_target *pt, const struct ta_maps *maps, struc
 		uint64_t file_off = tf[i].f->probe_offset;
 
 		tf[i].patch_addr = ta_file_addr(maps, dev, ino, file_off);
+		if (!tf[i].patch_addr)
+			continue;                       /* an empty range: not mapped */
 		ranges[i][0] = tf[i].patch_addr + 1;       /* at the first byte is fine: same entry */
 		ranges[i][1] = tf[i].patch_addr + tf[i].plan.patch_len;
 	}
@@ -111,6 +113,7 @@ static void patch_module(struct pt_target *pt, const struct ta_maps *maps, struc
 		}
 		tf[ok++] = tf[i];
 	}
+	live = ok;
 	if (!ok)
 		goto cleanup;
 	size = ((uint64_t)ok * TRAMP_SLOT + PAGE - 1) & ~(PAGE - 1);
@@ -150,6 +153,10 @@ static void patch_module(struct pt_target *pt, const struct ta_maps *maps, struc
 		tm->nfns = 0;
 	}
 cleanup:
+	/* whatever stopped us before the trampolines were written: those keep plain probes */
+	for (size_t i = 0; tm->fns != tf && i < live; i++)
+		if (tf[i].f->tramp == TRAMP_OK)
+			tf[i].f->tramp = TRAMP_NO_AREA;
 	free(code);
 	free(ranges);
 	free(on_stack);
