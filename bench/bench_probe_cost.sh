@@ -10,22 +10,12 @@
 #   PROBE_BENCH_N=200000 PROBE_BENCH_REPEAT=3 PROBE_BENCH_KINDS="session multi"
 set -u
 cd "$(dirname "$0")/.."
-OUTPUT=${OUTPUT:-.output}
-OUT=$PWD/$OUTPUT
-ATF=${ATFTRACE_BIN:-$OUT/atftrace}
-PB=$OUT/bench/probe_bench
-SITES=$OUT/targets/probe_sites
+source bench/lib.sh
+SITES=$PWD/${OUTPUT:-.output}/targets/probe_sites
 N=${PROBE_BENCH_N:-200000}
 REPEAT=${PROBE_BENCH_REPEAT:-3}
 KINDS=${PROBE_BENCH_KINDS:-session multi}
-[ "$(id -u)" = 0 ] || { echo "bench_probe_cost: needs root (skipped)"; exit 0; }
-for f in "$PB" "$SITES" "$ATF"; do
-	[ -x "$f" ] || { echo "bench_probe_cost: $f missing: make OUTPUT=$OUTPUT bench"; exit 1; }
-done
-tmp=$(mktemp -d /tmp/atftrace-bench.XXXXXX)
-trap 'rm -rf "$tmp"' EXIT
-
-source bench/lib.sh
+bench_probe_setup bench_probe_cost "$SITES"
 ns_per_call() { "$@" 2>/dev/null | awk -v n="$N" '$2 == n { print $3 }' | tail -n 1; }
 best() { bench_lowest "$REPEAT" ns_per_call "$@"; }   # lowest ns/call the target reported
 

@@ -16,24 +16,14 @@
 #   TRAMP_BENCH_PARTS="sites sqlite threads" (the default: all three)
 set -u
 cd "$(dirname "$0")/.."
-OUTPUT=${OUTPUT:-.output}
-OUT=$PWD/$OUTPUT
-ATF=${ATFTRACE_BIN:-$OUT/atftrace}
-PB=$OUT/bench/probe_bench
-TS=$OUT/targets/tramp_sites
+source bench/lib.sh
+TS=$PWD/${OUTPUT:-.output}/targets/tramp_sites
 N=${TRAMP_BENCH_N:-200000}
 REPEAT=${TRAMP_BENCH_REPEAT:-3}
 MT_THREADS=${MT_THREADS:-8}
 MT_N=${MT_N:-200000}
 ROWS=20000
-[ "$(id -u)" = 0 ] || { echo "bench_trampolines: needs root (skipped)"; exit 0; }
-for f in "$PB" "$TS" "$ATF"; do
-	[ -x "$f" ] || { echo "bench_trampolines: $f missing: make OUTPUT=$OUTPUT bench"; exit 1; }
-done
-tmp=$(mktemp -d /tmp/atftrace-bench.XXXXXX)
-trap 'rm -rf "$tmp"' EXIT
-
-source bench/lib.sh
+bench_probe_setup bench_trampolines "$TS"
 # figure FIELD CMD...: field FIELD of the last line CMD prints that has one
 figure() {
 	local field=$1
