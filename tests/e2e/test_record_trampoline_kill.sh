@@ -6,6 +6,9 @@
 source "$(dirname "$0")/lib.sh"
 need_bpf
 command -v sqlite3 >/dev/null || fail "sqlite3 missing: scripts/deps.sh installs it"
+# (jobs -p: only this shell's background jobs still running, never a reused pid)
+cleanup() { local j; for j in $(jobs -p); do kill -KILL "$j" 2>/dev/null || true; done; rm -rf "$T"; }
+trap cleanup EXIT
 
 caught=0
 for attempt in 1 2 3 4 5; do
