@@ -10,30 +10,14 @@
 #   PROBE_BENCH_N=200000 PROBE_BENCH_REPEAT=3 PROBE_BENCH_KINDS="session multi"
 set -u
 cd "$(dirname "$0")/.."
-OUTPUT=${OUTPUT:-.output}
-OUT=$PWD/$OUTPUT
-ATF=${ATFTRACE_BIN:-$OUT/atftrace}
-PB=$OUT/bench/probe_bench
-SITES=$OUT/targets/probe_sites
+source bench/lib.sh
+SITES=$PWD/${OUTPUT:-.output}/targets/probe_sites
 N=${PROBE_BENCH_N:-200000}
 REPEAT=${PROBE_BENCH_REPEAT:-3}
 KINDS=${PROBE_BENCH_KINDS:-session multi}
-[ "$(id -u)" = 0 ] || { echo "bench_probe_cost: needs root (skipped)"; exit 0; }
-for f in "$PB" "$SITES" "$ATF"; do
-	[ -x "$f" ] || { echo "bench_probe_cost: $f missing: make OUTPUT=$OUTPUT bench"; exit 1; }
-done
-tmp=$(mktemp -d /tmp/atftrace-bench.XXXXXX)
-trap 'rm -rf "$tmp"' EXIT
-
-best() {   # command...: run $REPEAT times, print the lowest ns/call the target reported
-	local b="" v
-	for _ in $(seq "$REPEAT"); do
-		v=$("$@" 2>/dev/null | awk -v n="$N" '$2 == n { print $3 }' | tail -n 1)
-		[ -n "$v" ] || continue
-		if [ -z "$b" ] || awk -v a="$v" -v b="$b" 'BEGIN { exit !(a < b) }'; then b=$v; fi
-	done
-	echo "${b:-n/a}"
-}
+bench_probe_setup bench_probe_cost "$SITES"
+ns_per_call() { "$@" 2>/dev/null | awk -v n="$N" '$2 == n { print $3 }' | tail -n 1; }
+best() { bench_lowest "$REPEAT" ns_per_call "$@"; }   # lowest ns/call the target reported
 
 run_record() {   # site
 	rm -rf "$tmp/rec"
@@ -56,7 +40,7 @@ run_bpftrace() {   # site: system-wide bpftrace counting, started and attached b
 	kill -INT "$bpftrace_pid"; wait "$bpftrace_pid" 2>/dev/null
 }
 
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a + 0 > 0 && b + 0 > 0) printf "%.2f", a / b; else printf "n/a" }'; }
+ratio() { bench_ratio "$@"; }
 
 have_bpftrace=0
 if command -v bpftrace >/dev/null; then

@@ -74,3 +74,37 @@ bench_row() {
 		if (has_k) printf " %7s", k
 		printf "\n" }'
 }
+
+# bench_lowest REPEAT CMD...: run CMD (which prints one figure) REPEAT times; print the lowest,
+# the run least disturbed by other load on the machine, or n/a when no run gave a figure.
+bench_lowest() {
+	local repeat=$1 b="" v
+	shift
+	for _ in $(seq "$repeat"); do
+		v=$("$@")
+		[ -n "$v" ] || continue
+		if [ -z "$b" ] || awk -v a="$v" -v b="$b" 'BEGIN { exit !(a < b) }'; then b=$v; fi
+	done
+	echo "${b:-n/a}"
+}
+
+# bench_ratio A B: A / B with two decimals, or n/a when either is not a positive number.
+bench_ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a + 0 > 0 && b + 0 > 0) printf "%.2f", a / b; else printf "n/a" }'; }
+
+# bench_probe_setup NAME FILE...: for the benchmarks that trace (root, or a skip with exit 0):
+# sets OUTPUT, OUT, ATF and PB (bench/probe_bench) and a scratch directory $tmp removed on exit;
+# exits when $ATF, $PB or one of FILE... is missing.
+bench_probe_setup() {
+	local name=$1 f
+	shift
+	OUTPUT=${OUTPUT:-.output}
+	OUT=$PWD/$OUTPUT
+	ATF=${ATFTRACE_BIN:-$OUT/atftrace}
+	PB=$OUT/bench/probe_bench
+	[ "$(id -u)" = 0 ] || { echo "$name: needs root (skipped)"; exit 0; }
+	for f in "$PB" "$ATF" "$@"; do
+		[ -x "$f" ] || { echo "$name: $f missing: make OUTPUT=$OUTPUT bench"; exit 1; }
+	done
+	tmp=$(mktemp -d /tmp/atftrace-bench.XXXXXX)
+	trap 'rm -rf "$tmp"' EXIT
+}

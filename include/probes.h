@@ -23,6 +23,7 @@ struct probe_opts {
 	bool detail_always;
 	uint32_t stack_bytes;       /* 0..256 */
 	bool verbose;               /* libbpf messages to stderr */
+	bool unwind_hooks;          /* load the C++ unwind hooks (probes__attach_unwind_hooks) */
 	/* system-wide filters (record -a), see bpf/filter.bpf.h */
 	uint32_t cgroup_level;      /* v2: level of the cgroup_id directory (root = 0) */
 	uint32_t cgroup_v1_ssid;    /* v1: controller's subsystem id + 1; 0 = cgroup_id is v2 */
@@ -46,13 +47,28 @@ int probes__open(struct probes **out, const struct probe_opts *opts);
 int probes__add_pid(struct probes *p, pid_t tgid);
 
 /**
- * probes__attach_module - attach entry and return probes to every selected function of @m,
- * with function_id as each offset's cookie, using one uprobe-session link (or one
+ * probes__attach_module - attach entry and return probes to every selected function of @m
+ * (except those entered through a trampoline, sym_func.via_tramp), with function_id as each
+ * offset's cookie, using one uprobe-session link (or one
  * uprobe_multi link for entries and one for returns; per-function perf uprobes only on
  * kernels without multi links). @pid restricts the link to one process (0 = all).
  * Returns the number of functions attached.
  */
 int probes__attach_module(struct probes *p, const struct sym_module *m, pid_t pid);
+
+/**
+ * probes__attach_sites - attach entry and return probes at @n file @offsets of @path with
+ * @cookies (function ids), in one link of the session's kind, owned by @owner (for
+ * probes__detach_owner). Used for the trampolines' file. 0, or a negative errno.
+ */
+int probes__attach_sites(struct probes *p, const void *owner, const char *path,
+			 const uint64_t *offsets, const uint64_t *cookies, uint32_t n, pid_t pid);
+
+/**
+ * probes__detach_owner - close the links probes__attach_module(@owner) or
+ * probes__attach_sites(@owner) made. Returns how many were closed.
+ */
+int probes__detach_owner(struct probes *p, const void *owner);
 
 /**
  * probes__attach_unwind_hooks - let C++ exceptions pass traced frames; close them at the catch
@@ -65,7 +81,8 @@ int probes__attach_module(struct probes *p, const struct sym_module *m, pid_t pi
  * SIGCONT (user/record/recorder_unwind.c): only a reader that does so may attach these hooks.
  * @pid as for probes__attach_module. Call it before probes__attach_module: in a running
  * program, a throw through a traced frame before the hooks exist ends in std::terminate.
- * 0, or a negative errno (-ENOENT: no __cxa_begin_catch in that file).
+ * 0, or a negative errno (-ENOENT: no __cxa_begin_catch in that file; -EOPNOTSUPP:
+ * probes__open() was not asked for them, probe_opts.unwind_hooks).
  */
 int probes__attach_unwind_hooks(struct probes *p, const char *libstdcxx_path, pid_t pid);
 

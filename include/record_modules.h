@@ -81,6 +81,9 @@ int rm_modules_open(struct rm_modules *mods, const struct rm_spec *spec, pid_t p
  */
 int rm_modules_attach(struct rm_modules *mods, struct probes *p, pid_t pid);
 
+/** rm_modules_attach_hooks - only the C++ unwind hooks (modules attached another way). */
+void rm_modules_attach_hooks(struct rm_modules *mods, struct probes *p, pid_t pid);
+
 void rm_modules_free(struct rm_modules *mods);
 
 /**

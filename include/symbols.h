@@ -57,6 +57,8 @@ struct sym_func {
 	bool endbr64;               /* a leading endbr64 was hopped: probe_offset = entry + 4 */
 	uint8_t origin;             /* enum sym_origin of the name */
 	uint64_t ifunc_impl;        /* an ifunc probed at its implementation: that address, else 0 */
+	uint8_t tramp;              /* enum tramp_reason (include/trampoline.h), 0 until decided */
+	bool via_tramp;             /* entered through a trampoline: no probe on the function itself */
 };
 
 /* An R_*_IRELATIVE relocation: the GOT slot that holds what the ifunc resolver returned. */

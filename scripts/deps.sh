@@ -11,6 +11,7 @@ BUILD_PKGS=(
   libdebuginfod-dev                  # debug files from debuginfod servers (loaded at run time)
   liblz4-dev zlib1g-dev              # ZTS0 compression, CRC32
   libjansson-dev                     # manifest.json
+  libzydis-dev                       # x86 decoder: moving entry instructions into trampolines
 )
 PKGS=(
   "${BUILD_PKGS[@]}"

@@ -50,3 +50,6 @@ $(OUTPUT)/targets/libatfplugin.so: tests/targets/libatfplugin.c
 	$(Q)$(CC) $(TARGET_CFLAGS) -fPIC -shared $< -o $@
 TARGET_LDFLAGS_dlopen_user := -ldl
 EXTRA_TARGETS += $(OUTPUT)/targets/libatfplugin.so
+# tramp_sites: one assembly function per first-instruction kind, for entry trampolines.
+TARGET_CFLAGS_tramp_sites  := -fcf-protection=none -pthread
+TARGET_LDFLAGS_tramp_sites := -pthread

@@ -23,6 +23,7 @@
 #include "commands.h"
 #include "container.h"
 #include "symbols.h"
+#include "trampoline.h"
 
 #define NSKIP (SYM_SKIP_IFUNC + 1)
 #define WHO "atftrace list-functions"
@@ -136,9 +137,30 @@ static char *main_executable(const struct lf_args *a)
 	return strdup(a->binary);
 }
 
-static void print_module(const struct sym_module *m, bool selected_only, size_t *counts,
+/*
+ * How record enters a selected function: "trampoline", or "probe:REASON" when it keeps the
+ * plain probe (REASON "nop5": already the fast kind). Decided from the file's bytes; record
+ * can still fall back at run time (a thread inside the bytes, no room near the module).
+ */
+static const char *entry_str(const struct sym_func *f)
+{
+	static char buf[32];
+
+	if (!f->selected || f->tramp == TRAMP_UNSET)
+		return "-";
+	if (f->tramp == TRAMP_OK)
+		return "trampoline";
+	snprintf(buf, sizeof(buf), "probe:%s", tramp_reason_str(f->tramp));
+	return buf;
+}
+
+static void print_module(struct sym_module *m, bool selected_only, size_t *counts,
 			 size_t *nselected, size_t *nunmatched)
 {
+	size_t ntramp = 0;
+
+	if (tramp_check_module(m) < 0)
+		fprintf(stderr, WHO ": %s: cannot read its code to check trampolines\n", m->path);
 	printf("module %s build-id %s %s module-id 0x%08x functions %zu", m->path,
 	       m->build_id ? m->build_id : "none", m->pie ? "pie" : "non-pie", m->module_id,
 	       m->nfuncs);
@@ -151,6 +173,7 @@ static void print_module(const struct sym_module *m, bool selected_only, size_t 
 							       : "unmatched";
 		char insn[32];
 
+		ntramp += f->selected && f->tramp == TRAMP_OK;
 		if (f->selected)
 			(*nselected)++;
 		else if (f->skip)
@@ -161,13 +184,15 @@ static void print_module(const struct sym_module *m, bool selected_only, size_t 
 			continue;
 		snprintf(insn, sizeof(insn), "%s%s", f->endbr64 ? "endbr64+" : "",
 			 f->probe_offset || f->skip == SYM_OK ? sym_insn_str(f->insn) : "-");
-		printf("  0x%016llx 0x%08llx %-10s %8llu %-20s %-10s %s", (unsigned long long)f->addr,
+		printf("  0x%016llx 0x%08llx %-10s %8llu %-20s %-16s %-10s %s", (unsigned long long)f->addr,
 		       (unsigned long long)f->probe_offset, sym_origin_str(f->origin),
-		       (unsigned long long)f->size, insn, status, f->demangled ? f->demangled : f->name);
+		       (unsigned long long)f->size, insn, entry_str(f), status,
+		       f->demangled ? f->demangled : f->name);
 		if (f->ifunc_impl)
 			printf(" -> 0x%llx", (unsigned long long)f->ifunc_impl);
 		printf("\n");
 	}
+	printf("trampolines: %zu functions would be entered through one\n", ntramp);
 }
 
 /*
@@ -197,8 +222,8 @@ int cmd_list_functions(int argc, char **argv)
 {
 	static const struct argp argp = { options, parse_opt, "(-p PID | BINARY)",
 		"Print every function symbol of the traced modules: address, probe file offset, size, "
-		"the instruction at the probe site, and whether record would probe it (selected) or "
-		"why not.", NULL, NULL, NULL };
+		"the instruction at the probe site, how record --trampolines would enter it, and "
+		"whether record would probe it (selected) or why not.", NULL, NULL, NULL };
 	struct lf_args a = { 0 };
 	size_t counts[NSKIP] = { 0 }, nsel = 0, nunm = 0;
 	const char **globs = NULL;

@@ -35,6 +35,7 @@
 #include "recorder.h"
 #include "recorder_detail.h"
 #include "timefmt.h"
+#include "trampoline.h"
 
 #define TICK_MS 5
 
@@ -51,6 +52,8 @@ struct record_args {
 	const char *ready_file;
 	bool force;                 /* -o may name an earlier session: replace its processes */
 	bool kill_at_end;           /* SIGTERM the launched command when the session ends first */
+	bool trampolines;           /* --trampolines: enter functions through entry trampolines */
+	bool no_trampolines;        /* --no-trampolines: plain probes on every function (default) */
 	char **cmd;
 	int ncmd;
 	struct detail_args detail;  /* --detail* and --stack-bytes (user/record/recorder_detail.c) */
@@ -58,7 +61,7 @@ struct record_args {
 };
 
 enum { OPT_FOLLOW_FORK = 1000, OPT_DURATION, OPT_RING_SIZE, OPT_READY_FILE, OPT_DEBUG_DIR, OPT_FORCE,
-       OPT_KILL_AT_END, OPT_MODE };
+       OPT_KILL_AT_END, OPT_MODE, OPT_TRAMPOLINES, OPT_NO_TRAMPOLINES };
 
 static const struct argp_option options[] = {
 	{ "pid", 'p', "PID", 0, "Trace the running process PID instead of launching CMD", 0 },
@@ -89,6 +92,12 @@ static const struct argp_option options[] = {
 	  "BPF ring buffer size, a power of two with optional K/M/G suffix (default 8M)", 0 },
 	{ "ready-file", OPT_READY_FILE, "PATH", 0,
 	  "Create PATH once the probes are attached (an existing FIFO is opened and closed instead, so a reader learns it without polling)", 0 },
+	{ "trampolines", OPT_TRAMPOLINES, NULL, 0,
+	  "Move the first instructions of functions the kernel would single-step into entry "
+	  "trampolines in the target (much faster; see README: no other uprobe tool may probe "
+	  "the same functions of the target meanwhile)", 0 },
+	{ "no-trampolines", OPT_NO_TRAMPOLINES, NULL, 0,
+	  "Probe every function where it starts; the target's text is never written (default)", 0 },
 	{ "verbose", 'v', NULL, 0, "Say more: skipped functions, processes, libbpf messages", 0 },
 	{ 0 }
 };
@@ -182,6 +191,12 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 	case OPT_READY_FILE:
 		a->ready_file = arg;
 		break;
+	case OPT_TRAMPOLINES:
+		a->trampolines = true;
+		break;
+	case OPT_NO_TRAMPOLINES:
+		a->no_trampolines = true;
+		break;
 	case 'v':
 		a->verbose = true;
 		break;
@@ -222,6 +237,10 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 			argp_error(state, "give --cgroup or --container, not both");
 		if (a->kill_at_end && !a->cmd)
 			argp_error(state, "--kill-at-end ends a launched command: give -- CMD [ARGS...]");
+		if (a->trampolines && a->no_trampolines)
+			argp_error(state, "give --trampolines or --no-trampolines, not both");
+		if (a->trampolines && a->sys.all)
+			argp_error(state, "--trampolines patches one process's text: not with -a");
 		if (!a->pid && !a->cmd && !a->sys.all)
 			argp_error(state, "give a command to launch (-- CMD [ARGS...]), -p PID or -a");
 		break;
@@ -499,6 +518,55 @@ static int write_ready_file(const char *path)
 	return 0;
 }
 
+/*
+ * Entry trampolines (include/trampoline.h) with --trampolines. Off by default: a uprobe that
+ * another tool registers later on a patched function (bpftrace, perf probe, an atftrace -a
+ * session) writes its int3 over our jmp, and the kernel then resumes in the middle of it.
+ * Not for -a: the text of a module is shared by every process that maps it, and a process
+ * started later would need stopping and patching too. Not with perf links (kernels before
+ * 6.6), which cannot be attached per trampoline file.
+ */
+static bool use_trampolines(const struct record_args *a, struct probes *probes)
+{
+#if defined(__x86_64__)
+	if (a->trampolines && probes__link_kind(probes) == PROBE_LINK_PERF)
+		fprintf(stderr, "atftrace record: --trampolines needs uprobe-multi links (kernel 6.6 "
+			"or later): plain probes\n");
+	return a->trampolines && !a->sys.all && probes__link_kind(probes) != PROBE_LINK_PERF;
+#else
+	return false;
+#endif
+}
+
+static int attach_trampolines(const struct record_args *a, struct rm_modules *mods,
+			      struct probes *probes, pid_t target, pid_t link_pid,
+			      struct tramp_process **tp)
+{
+	struct tramp_opts to = { .link_pid = link_pid, .launched = a->cmd != NULL,
+				 .verbose = a->verbose };
+	size_t ntramp = 0;
+	int n = tramp_process__attach(tp, probes, mods->m, mods->n, target, &to, &ntramp);
+
+	if (n < 0) {
+		fprintf(stderr, "atftrace record: cannot attach probes: %s\n", strerror(-n));
+		return n;
+	}
+	if (!a->cmd)
+		mods->attached = (size_t)n;
+	if (a->verbose)
+		fprintf(stderr, "atftrace record: %zu functions entered through trampolines\n", ntramp);
+	return 0;
+}
+
+static void restore_trampolines(struct tramp_process *tp)
+{
+	int n = tramp_process__restore(tp);
+
+	if (n < 0)
+		fprintf(stderr, "atftrace record: cannot write the target's original text back (%s); "
+			"it goes on correctly through the trampolines\n", strerror(-n));
+}
+
 static int record_main(struct record_args *a)
 {
 	struct probe_opts po = { .ring_size = a->ring_size ? a->ring_size : 8u << 20 };
@@ -510,7 +578,9 @@ static int record_main(struct record_args *a)
 	const char *reason = NULL;
 	sigset_t sigs;
 	int sigfd = -1, err, ret = 1, status;
-	pid_t target;
+	pid_t target, link_pid;
+	struct tramp_process *tp = NULL;
+	bool tramps;
 	double t0;
 
 	raise_nofile_limit();
@@ -538,6 +608,9 @@ static int record_main(struct record_args *a)
 	/* symbols first: a bad -f fails before anything is created */
 	if (rm_modules_open(&mods, &a->spec, a->pid, a->cmd ? a->cmd[0] : NULL, a->verbose) < 0)
 		goto cleanup;
+	/* a -p target's code that another tool rewrote (its trampolines) must get no probe */
+	if (a->pid)
+		tramp_skip_rewritten(a->pid, mods.m, mods.n, a->verbose);
 	if (detail_resolve(&a->detail, &mods) < 0)
 		goto cleanup;
 	detail_probe_opts(&a->detail, &po);
@@ -547,6 +620,7 @@ static int record_main(struct record_args *a)
 	po.follow_fork = a->follow_fork && !po.system_wide;
 	po.announce_tasks = po.exclude_self = a->sys.all;
 	po.verbose = a->verbose;
+	po.unwind_hooks = mods.cxx_path != NULL;
 	err = probes__open(&probes, &po);
 	if (err < 0) {
 		fprintf(stderr, "atftrace record: cannot load the BPF probes: %s%s\n", strerror(-err),
@@ -588,7 +662,17 @@ static int record_main(struct record_args *a)
 			strerror(-err));
 		goto cleanup;
 	}
-	if (rm_modules_attach(&mods, probes, a->follow_fork || a->sys.all ? 0 : target) < 0)
+	link_pid = a->follow_fork || a->sys.all ? 0 : target;
+	tramps = use_trampolines(a, probes);
+	if (tramps && a->cmd && (err = tramp_seize_child(target)) < 0) {
+		fprintf(stderr, "atftrace record: cannot trace %d to place trampolines (%s): plain "
+			"probes\n", (int)target, strerror(-err));
+		tramps = false;
+	}
+	/* -p with trampolines: the modules are attached with them, only the hooks here */
+	if (tramps && !a->cmd)
+		rm_modules_attach_hooks(&mods, probes, link_pid);
+	else if (rm_modules_attach(&mods, probes, link_pid) < 0)
 		goto cleanup;
 	/* the target's later programs (exec) and libraries (dlopen): user/record/record_live.c;
 	 * a container's files are never opened by host paths, so its modules stay as attached */
@@ -605,6 +689,8 @@ static int record_main(struct record_args *a)
 			goto cleanup;
 		}
 	}
+	if (tramps && attach_trampolines(a, &mods, probes, target, link_pid, &tp) < 0)
+		goto cleanup;
 	if (a->ready_file && write_ready_file(a->ready_file) < 0)
 		goto cleanup;
 	if (a->sys.all)
@@ -617,6 +703,8 @@ static int record_main(struct record_args *a)
 			mods.n == 1 ? "" : "s", session_dir);
 	t0 = mono_s();
 	reason = record_loop(rec, sigfd, a->duration, &a->detail, probes, a->sys.all);
+	/* the target's text is the file's again before the session ends */
+	restore_trampolines(tp);
 	err = recorder__finish(rec, reason ? reason : "recorder error");
 	if (!reason || err < 0)
 		goto cleanup;
@@ -646,8 +734,10 @@ static int record_main(struct record_args *a)
 cleanup:
 	if (child.gate_fd >= 0)
 		proc_child__abort(&child);      /* never released: it exits 127 without running */
+	restore_trampolines(tp);
 	recorder__free(rec);
 	probes__free(probes);
+	tramp_process__free(tp);
 	rm_modules_free(&mods);
 	free(session_dir);
 	if (sigfd >= 0)

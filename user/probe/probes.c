@@ -37,7 +37,8 @@ struct link_list {
 struct probes {
 	struct atftrace_bpf *skel;
 	enum probe_link_kind kind;
-	int *link_fds;              /* session / multi links */
+	int *link_fds;              /* session / multi links; -1 once closed */
+	const void **link_owners;   /* what each was attached for (a module, a trampoline file) */
 	size_t nlink_fds, cap_link_fds;
 	struct link_list functions; /* perf uprobes and uretprobes of traced functions */
 	struct link_list hooks;     /* the C++ unwind hooks */
@@ -141,6 +142,9 @@ static int configure(struct probes *p, const struct probe_opts *opts)
 	bpf_program__set_autoload(s->progs.atf_multi_return, p->kind == PROBE_LINK_MULTI);
 	bpf_program__set_autoload(s->progs.atf_uprobe, p->kind == PROBE_LINK_PERF);
 	bpf_program__set_autoload(s->progs.atf_uretprobe, p->kind == PROBE_LINK_PERF);
+	/* the verifier's time is most of the start-up: programs a session will not use stay out */
+	bpf_program__set_autoload(s->progs.atf_unwind_catch, opts->unwind_hooks);
+	bpf_program__set_autoload(s->progs.atf_unwind_raise, opts->unwind_hooks);
 	bpf_program__set_expected_attach_type(s->progs.atf_session, ATF_BPF_TRACE_UPROBE_SESSION);
 	bpf_program__set_expected_attach_type(s->progs.atf_multi_entry, ATF_BPF_TRACE_UPROBE_MULTI);
 	bpf_program__set_expected_attach_type(s->progs.atf_multi_return, ATF_BPF_TRACE_UPROBE_MULTI);
@@ -225,17 +229,23 @@ int probes__add_pid(struct probes *p, pid_t tgid)
 	return 0;
 }
 
-static int keep_link_fd(struct probes *p, int fd)
+static int keep_link_fd(struct probes *p, int fd, const void *owner)
 {
 	if (p->nlink_fds == p->cap_link_fds) {
 		size_t cap = p->cap_link_fds ? p->cap_link_fds * 2 : 8;
 		int *n = realloc(p->link_fds, cap * sizeof(*n));
+		const void **o;
 
 		if (!n)
 			return -ENOMEM;
 		p->link_fds = n;
+		o = realloc(p->link_owners, cap * sizeof(*o));
+		if (!o)
+			return -ENOMEM;
+		p->link_owners = o;
 		p->cap_link_fds = cap;
 	}
+	p->link_owners[p->nlink_fds] = owner;
 	p->link_fds[p->nlink_fds++] = fd;
 	return 0;
 }
@@ -263,16 +273,16 @@ static void destroy_links(struct link_list *l)
 	*l = (struct link_list){ 0 };
 }
 
-static int attach_multi_link(struct probes *p, int prog_fd, uint32_t type, const char *path,
-			     const uint64_t *offsets, const uint64_t *cookies, uint32_t n,
-			     uint32_t flags, pid_t pid)
+static int attach_multi_link(struct probes *p, const void *owner, int prog_fd, uint32_t type,
+			     const char *path, const uint64_t *offsets, const uint64_t *cookies,
+			     uint32_t n, uint32_t flags, pid_t pid)
 {
 	int fd = uprobe_multi_link_create(prog_fd, type, path, offsets, cookies, n, flags, pid);
 	int err;
 
 	if (fd < 0)
 		return fd;
-	err = keep_link_fd(p, fd);
+	err = keep_link_fd(p, fd, owner);
 	if (err)
 		close(fd);
 	return err;
@@ -322,10 +332,65 @@ static void report_refused(const struct sym_module *m, const char *path, const u
 		close(fd);
 }
 
+/* Entry and return probes at @offsets of @path in the links of the session's kind. */
+static int attach_offsets(struct probes *p, const void *owner, const char *path,
+			  const uint64_t *offsets, const uint64_t *cookies, uint32_t n, pid_t pid)
+{
+	struct atftrace_bpf *s = p->skel;
+	int err = 0;
+
+	switch (p->kind) {
+	case PROBE_LINK_SESSION:
+		err = attach_multi_link(p, owner, bpf_program__fd(s->progs.atf_session),
+					ATF_BPF_TRACE_UPROBE_SESSION, path, offsets, cookies, n, 0, pid);
+		break;
+	case PROBE_LINK_MULTI:
+		err = attach_multi_link(p, owner, bpf_program__fd(s->progs.atf_multi_entry),
+					ATF_BPF_TRACE_UPROBE_MULTI, path, offsets, cookies, n, 0, pid);
+		if (!err)
+			err = attach_multi_link(p, owner, bpf_program__fd(s->progs.atf_multi_return),
+						ATF_BPF_TRACE_UPROBE_MULTI, path, offsets, cookies, n,
+						ATF_BPF_F_UPROBE_MULTI_RETURN, pid);
+		break;
+	case PROBE_LINK_PERF:
+		for (uint32_t i = 0; i < n && !err; i++) {
+			err = attach_perf(&p->functions, s->progs.atf_uprobe, path, offsets[i],
+					  cookies[i], false, pid);
+			if (!err)
+				err = attach_perf(&p->functions, s->progs.atf_uretprobe, path, offsets[i],
+						  cookies[i], true, pid);
+		}
+		break;
+	}
+	return err;
+}
+
+int probes__attach_sites(struct probes *p, const void *owner, const char *path,
+			 const uint64_t *offsets, const uint64_t *cookies, uint32_t n, pid_t pid)
+{
+	/* perf links cannot be told apart by owner; trampolines need a multi or session link */
+	if (p->kind == PROBE_LINK_PERF || !n)
+		return -EOPNOTSUPP;
+	return attach_offsets(p, owner, path, offsets, cookies, n, pid);
+}
+
+int probes__detach_owner(struct probes *p, const void *owner)
+{
+	int n = 0;
+
+	for (size_t i = 0; i < p->nlink_fds; i++) {
+		if (p->link_fds[i] < 0 || p->link_owners[i] != owner)
+			continue;
+		close(p->link_fds[i]);  /* the kernel removes the link's probes before this returns */
+		p->link_fds[i] = -1;
+		n++;
+	}
+	return n;
+}
+
 int probes__attach_module(struct probes *p, const struct sym_module *m, pid_t pid)
 {
 	const char *path = m->open_path ? m->open_path : m->path;
-	struct atftrace_bpf *s = p->skel;
 	uint64_t *offsets = NULL, *cookies = NULL;
 	uint32_t *func = NULL, *refused = NULL, n = 0, nrefused = 0;
 	size_t cap = m->nfuncs ? m->nfuncs : 1;
@@ -342,7 +407,7 @@ int probes__attach_module(struct probes *p, const struct sym_module *m, pid_t pi
 	for (size_t i = 0; i < m->nfuncs; i++) {
 		const struct sym_func *f = &m->funcs[i];
 
-		if (!f->selected || f->skip != 0)
+		if (!f->selected || f->skip != 0 || f->via_tramp)
 			continue;
 		offsets[n] = f->probe_offset;
 		func[n++] = (uint32_t)i;
@@ -367,29 +432,7 @@ int probes__attach_module(struct probes *p, const struct sym_module *m, pid_t pi
 	if (n == 0)
 		goto cleanup;
 
-	switch (p->kind) {
-	case PROBE_LINK_SESSION:
-		err = attach_multi_link(p, bpf_program__fd(s->progs.atf_session),
-					ATF_BPF_TRACE_UPROBE_SESSION, path, offsets, cookies, n, 0, pid);
-		break;
-	case PROBE_LINK_MULTI:
-		err = attach_multi_link(p, bpf_program__fd(s->progs.atf_multi_entry),
-					ATF_BPF_TRACE_UPROBE_MULTI, path, offsets, cookies, n, 0, pid);
-		if (!err)
-			err = attach_multi_link(p, bpf_program__fd(s->progs.atf_multi_return),
-						ATF_BPF_TRACE_UPROBE_MULTI, path, offsets, cookies, n,
-						ATF_BPF_F_UPROBE_MULTI_RETURN, pid);
-		break;
-	case PROBE_LINK_PERF:
-		for (uint32_t i = 0; i < n && !err; i++) {
-			err = attach_perf(&p->functions, s->progs.atf_uprobe, path, offsets[i],
-					  cookies[i], false, pid);
-			if (!err)
-				err = attach_perf(&p->functions, s->progs.atf_uretprobe, path, offsets[i],
-						  cookies[i], true, pid);
-		}
-		break;
-	}
+	err = attach_offsets(p, m, path, offsets, cookies, n, pid);
 	if (err)
 		fprintf(stderr, "atftrace: attach %u functions of %s (%s links): %s\n", n, m->path,
 			kind_name(p->kind), strerror(-err));
@@ -470,6 +513,8 @@ int probes__attach_unwind_hooks(struct probes *p, const char *libstdcxx_path, pi
 	char *libgcc = NULL;
 	int n;
 
+	if (bpf_program__fd(p->skel->progs.atf_unwind_catch) < 0)
+		return -EOPNOTSUPP;     /* not loaded: probe_opts.unwind_hooks was false */
 	n = attach_entry_hooks(p, p->skel->progs.atf_unwind_catch, libstdcxx_path, catch_names, 1, pid);
 	if (n <= 0)
 		return n < 0 ? n : -ENOENT;
@@ -571,9 +616,12 @@ void probes__detach_functions(struct probes *p)
 {
 	/* Multi/session links detach all their probes in one close. */
 	for (size_t i = 0; i < p->nlink_fds; i++)
-		close(p->link_fds[i]);
+		if (p->link_fds[i] >= 0)
+			close(p->link_fds[i]);
 	free(p->link_fds);
+	free(p->link_owners);
 	p->link_fds = NULL;
+	p->link_owners = NULL;
 	p->nlink_fds = p->cap_link_fds = 0;
 	destroy_links(&p->functions);
 }

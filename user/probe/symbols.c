@@ -78,6 +78,14 @@ static int classify_insn(const uint8_t *p, size_t avail)
 		return SYM_INSN_EMULATED;       /* nop, call rel32, jmp rel32, jmp rel8 */
 	if (p[0] == 0xcc || p[0] == 0xcd || p[0] == 0xf4 || (avail >= 2 && p[0] == 0x0f && p[1] == 0x0b))
 		return -1;                      /* int3, int n, hlt, ud2 */
+	/* the kernel refuses lock and es/cs/ss/ds prefixes (uprobes' is_prefix_bad): ENOTSUPP */
+	for (size_t i = 0; i < avail && i < 15; i++) {
+		if (p[i] == 0xf0 || p[i] == 0x26 || p[i] == 0x2e || p[i] == 0x36 || p[i] == 0x3e)
+			return -1;
+		if (p[i] != 0x66 && p[i] != 0x67 && p[i] != 0xf2 && p[i] != 0xf3 && p[i] != 0x64 &&
+		    p[i] != 0x65)
+			break;          /* not a legacy prefix: the opcode (or REX) */
+	}
 	return SYM_INSN_OTHER;                  /* single-stepped */
 }
 
@@ -526,7 +534,12 @@ int sym_module__open(struct sym_module **out, const char *path, int fd)
 		}
 	}
 	elf_version(EV_CURRENT);
-	r.elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	/*
+	 * Read, not mmap: a private read-only mapping of the file is one a system-wide uprobe
+	 * (another tool's, or an -a session's) puts its int3s into, and the first instructions
+	 * read through it would then look like breakpoints.
+	 */
+	r.elf = elf_begin(fd, ELF_C_READ, NULL);
 	if (!r.elf || elf_kind(r.elf) != ELF_K_ELF) {
 		err = bad_elf(&r, r.elf ? "not an ELF object" : elf_errmsg(-1));
 		goto cleanup;

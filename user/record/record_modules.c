@@ -468,6 +468,21 @@ int rm_modules_attach(struct rm_modules *mods, struct probes *p, pid_t pid)
 	 * slot of every traced frame it enters, and a running C++ target (-p) that throws through
 	 * such a frame before the hooks are there dies in std::terminate.
 	 */
+	rm_modules_attach_hooks(mods, p, pid);
+	for (size_t i = 0; i < mods->n; i++) {
+		int n = probes__attach_module(p, mods->m[i], pid);
+		if (n < 0) {
+			fprintf(stderr, "atftrace record: %s: cannot attach probes: %s\n",
+				mods->m[i]->path, strerror(-n));
+			return n;
+		}
+		mods->attached += (size_t)n;
+	}
+	return 0;
+}
+
+void rm_modules_attach_hooks(struct rm_modules *mods, struct probes *p, pid_t pid)
+{
 	if (mods->cxx_path) {
 		int err = probes__attach_unwind_hooks(p, mods->cxx_path, pid);
 		if (err < 0) {
@@ -479,16 +494,6 @@ int rm_modules_attach(struct rm_modules *mods, struct probes *p, pid_t pid)
 			fprintf(stderr, "atftrace record: catch hook on %s\n", mods->cxx_path);
 		}
 	}
-	for (size_t i = 0; i < mods->n; i++) {
-		int n = probes__attach_module(p, mods->m[i], pid);
-		if (n < 0) {
-			fprintf(stderr, "atftrace record: %s: cannot attach probes: %s\n",
-				mods->m[i]->path, strerror(-n));
-			return n;
-		}
-		mods->attached += (size_t)n;
-	}
-	return 0;
 }
 
 void rm_modules_free(struct rm_modules *mods)

@@ -1,0 +1,103 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Out-of-line entry trampolines (user/probe/trampoline*.c).
+ *
+ * A function whose entry the kernel would single-step (or emulate) gets its first instructions
+ * moved to a trampoline `nop; <moved instructions>; jmp back` in an executable, file-backed
+ * private mapping (a memfd) inside the traced process, within +-2 GiB of its module, and a
+ * `jmp trampoline` in their place. The uprobe-session link is attached on the memfd at each
+ * trampoline's nop, with the function_id as cookie: the BPF programs and the records are the
+ * same as with a probe on the function itself, only the kernel emulates the probed nop
+ * instead of single-stepping the function's own first instruction (user/probe/
+ * trampoline_plan.c says why not a 5-byte nop).
+ *
+ * The text is changed only while every thread of the process is stopped, never under a
+ * thread's instruction pointer (or a signal frame's), and is written back at the end. A
+ * function that cannot be patched keeps the plain probe, with the reason recorded in
+ * sym_func.tramp (list-functions and record -v show it).
+ */
+#ifndef ATFTRACE_TRAMPOLINE_H
+#define ATFTRACE_TRAMPOLINE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
+#include "probes.h"
+#include "symbols.h"
+
+/* Why a function is (not) entered through a trampoline; stored in sym_func.tramp. */
+enum tramp_reason {
+	TRAMP_UNSET = 0,            /* not considered (not selected, or trampolines off) */
+	TRAMP_OK,                   /* entered through a trampoline */
+	TRAMP_NOT_NEEDED,           /* starts with a 5-byte nop: already the kernel's fast path */
+	TRAMP_SHORT,                /* shorter than the 5-byte jmp */
+	TRAMP_BRANCH_IN,            /* the function branches (or points) into the replaced bytes */
+	TRAMP_INSN,                 /* a first instruction that cannot run elsewhere (call, syscall, ...) */
+	TRAMP_DECODE,               /* bytes the decoder does not accept as code */
+	TRAMP_RANGE,                /* a displacement does not reach from the trampoline */
+	TRAMP_THREAD_INSIDE,        /* a thread (or a signal frame) was inside the replaced bytes */
+	TRAMP_TEXT_DIFFERS,         /* the process's text is not the file's (patched by someone else) */
+	TRAMP_NO_AREA,              /* no trampoline mapping could be made within +-2 GiB */
+	TRAMP_NOT_MAPPED,           /* the module was not mapped when the probes were attached */
+	TRAMP_NO_PTRACE,            /* the process could not be stopped (traced by another tool?) */
+	TRAMP_LINK_FAILED,          /* the probe on the trampoline could not be attached */
+	TRAMP_REWRITTEN,            /* its code in the process was rewritten (not a breakpoint): untraced */
+	TRAMP_SECCOMP,              /* the process has a seccomp filter: no syscall is run inside it */
+	TRAMP_NREASONS
+};
+
+/** tramp_reason_str - a short name: "trampoline", "nop5", "short", "branch-in", ... */
+const char *tramp_reason_str(enum tramp_reason r);
+
+/**
+ * tramp_check_module - decide from the file alone which selected functions of @m could be
+ * entered through a trampoline; sets each one's sym_func.tramp. For list-functions.
+ * Returns how many could, or a negative errno when the file cannot be read.
+ */
+int tramp_check_module(struct sym_module *m);
+
+/**
+ * tramp_skip_rewritten - leave out (unselect) each selected function of @mods whose first
+ * bytes in the running process @pid are neither the file's nor the file's with a breakpoint
+ * on the first byte: another tool (another atftrace --trampolines session) rewrote them, and a
+ * probe there would run the file's instruction over someone else's code. One line per module
+ * that has such functions (one per function with @verbose). Returns how many were left out.
+ */
+int tramp_skip_rewritten(pid_t pid, struct sym_module **mods, size_t nmods, bool verbose);
+
+struct tramp_process;
+
+struct tramp_opts {
+	pid_t link_pid;             /* the links' process filter (0: every process, --follow-fork) */
+	bool launched;              /* a child seized with tramp_seize_child() before its exec */
+	bool verbose;               /* one line per function that keeps a plain probe */
+};
+
+/** tramp_seize_child - trace a gated child before it is released, so it stops at its exec. */
+int tramp_seize_child(pid_t pid);
+
+/**
+ * tramp_process__attach - give the selected functions of @mods in process @pid trampolines and
+ * attach every module's probes: a link on each module's trampoline file for the patched ones,
+ * and probes__attach_module() for the rest (replacing a plain link attached before, as for a
+ * launched command). With @o->launched, first waits for the child's exec and runs it to its
+ * entry point, after the loader mapped its libraries and before the program's first
+ * instruction. The process runs again when this returns. A module not mapped then keeps its
+ * plain probes. Returns the number of functions attached (@ntramp of them through
+ * trampolines), or a negative errno when probes could not be attached at all. Never leaves a
+ * half-patched function: any failure falls back to plain probes for what it concerns.
+ */
+int tramp_process__attach(struct tramp_process **out, struct probes *p, struct sym_module **mods,
+			  size_t nmods, pid_t pid, const struct tramp_opts *o, size_t *ntramp);
+
+/**
+ * tramp_process__restore - stop the process and write every function's original bytes back
+ * (the trampolines stay mapped: a thread still in one finishes through it). Nothing to do
+ * when the process is gone. Returns the number of functions restored, or a negative errno.
+ */
+int tramp_process__restore(struct tramp_process *t);
+
+/** tramp_process__free - release (restores first if that was not done). NULL is ignored. */
+void tramp_process__free(struct tramp_process *t);
+
+#endif

@@ -1,0 +1,488 @@
+// SPDX-License-Identifier: MIT
+/*
+ * A traced process held still with ptrace (user/probe/ptrace_target.h).
+ *
+ * Stopping: every thread in /proc/PID/task is seized (PTRACE_SEIZE: no signal is sent) and
+ * interrupted; once all are stopped none can start another, so the task list is read again
+ * until it has nothing new. A thread may first report a signal it was about to take: it is
+ * stopped then too, and the signal goes back to it at detach, so none is lost.
+ *
+ * Waiting never reaps what is not ours to reap: a stop is peeked with WNOWAIT before it is
+ * taken, and the exit of our own launched child is left for the recorder (which reaps it and
+ * reports its status). The exit of a thread we trace but did not start is taken, which hands
+ * it back to its real parent.
+ *
+ * Syscalls run in the target by pointing a stopped thread at a `syscall` instruction that is
+ * already in its memory (the vDSO has one) and single-stepping it: no byte of its text changes.
+ * All registers, orig_rax included, are put back afterwards, so a syscall the thread was in
+ * restarts as the kernel would have restarted it.
+ */
+#include <elf.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <dirent.h>
+#include <signal.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/ptrace.h>
+#include <sys/uio.h>
+#include <sys/wait.h>
+#include "ptrace_target.h"
+
+#define STACK_SCAN_MAX (8u << 20)
+
+/* Wait for @tid's next stop: its wait status, or -ESRCH when it exited instead. */
+static int wait_stop(struct pt_target *t, pid_t tid)
+{
+	for (;;) {
+		siginfo_t si;
+		int st;
+
+		memset(&si, 0, sizeof(si));
+		if (waitid(P_PID, (id_t)tid, &si, WEXITED | WSTOPPED | __WALL | WNOWAIT) < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		if (si.si_code == CLD_TRAPPED || si.si_code == CLD_STOPPED) {
+			if (waitpid(tid, &st, __WALL) < 0)
+				return -errno;
+			if (WIFSTOPPED(st))
+				return st;
+			return -ESRCH;
+		}
+		if (!(t->own_child && tid == t->pid))
+			waitpid(tid, &st, __WALL | WNOHANG);
+		return -ESRCH;
+	}
+}
+
+static int open_mem(struct pt_target *t)
+{
+	char path[64];
+
+	if (t->mem_fd >= 0)
+		return 0;
+	snprintf(path, sizeof(path), "/proc/%d/mem", (int)t->pid);
+	t->mem_fd = open(path, O_RDWR | O_CLOEXEC);
+	return t->mem_fd < 0 ? -errno : 0;
+}
+
+int pt_read(struct pt_target *t, uint64_t addr, void *buf, size_t len)
+{
+	ssize_t n = pread(t->mem_fd, buf, len, (off_t)addr);
+
+	return n == (ssize_t)len ? 0 : n < 0 ? -errno : -EIO;
+}
+
+int pt_write(struct pt_target *t, uint64_t addr, const void *buf, size_t len)
+{
+	ssize_t n = pwrite(t->mem_fd, buf, len, (off_t)addr);
+
+	return n == (ssize_t)len ? 0 : n < 0 ? -errno : -EIO;
+}
+
+static struct pt_thread *find_thread(struct pt_target *t, pid_t tid)
+{
+	for (size_t i = 0; i < t->nthreads; i++)
+		if (t->threads[i].tid == tid)
+			return &t->threads[i];
+	return NULL;
+}
+
+static struct pt_thread *add_thread(struct pt_target *t, pid_t tid)
+{
+	if (t->nthreads == t->cap) {
+		size_t cap = t->cap ? t->cap * 2 : 16;
+		struct pt_thread *n = realloc(t->threads, cap * sizeof(*n));
+
+		if (!n)
+			return NULL;
+		t->threads = n;
+		t->cap = cap;
+	}
+	memset(&t->threads[t->nthreads], 0, sizeof(t->threads[0]));
+	t->threads[t->nthreads].tid = tid;
+	return &t->threads[t->nthreads++];
+}
+
+static void drop_thread(struct pt_target *t, struct pt_thread *th)
+{
+	*th = t->threads[--t->nthreads];
+}
+
+/* A seized thread's first stop: an interrupt (event stop) or a signal it was about to take. */
+static int take_stop(struct pt_target *t, struct pt_thread *th)
+{
+	int st = wait_stop(t, th->tid);
+
+	if (st < 0)
+		return st;
+	if (st >> 16 == 0 && WSTOPSIG(st) != SIGTRAP)
+		th->pending_sig = WSTOPSIG(st);     /* signal-delivery-stop: give it back later */
+	else if (st >> 16 == 0 && WSTOPSIG(st) == SIGTRAP)
+		th->pending_sig = SIGTRAP;
+	if (ptrace(PTRACE_GETREGS, th->tid, NULL, &th->regs) < 0)
+		return -errno;
+	return 0;
+}
+
+/* Seize and stop every thread not yet held; returns how many were new, or -errno. */
+static int stop_new_threads(struct pt_target *t)
+{
+	char path[64];
+	struct dirent *de;
+	DIR *d;
+	int added = 0, err = 0;
+
+	snprintf(path, sizeof(path), "/proc/%d/task", (int)t->pid);
+	d = opendir(path);
+	if (!d)
+		return errno == ENOENT ? -ESRCH : -errno;
+	while (!err && (de = readdir(d))) {
+		pid_t tid = (pid_t)atoi(de->d_name);
+		struct pt_thread *th;
+
+		if (tid <= 0 || find_thread(t, tid))
+			continue;
+		if (ptrace(PTRACE_SEIZE, tid, NULL, (void *)(long)PTRACE_O_TRACEEXEC) < 0) {
+			if (errno == ESRCH)
+				continue;           /* it exited meanwhile */
+			err = -errno;
+			break;
+		}
+		th = add_thread(t, tid);
+		if (!th) {
+			ptrace(PTRACE_DETACH, tid, NULL, NULL);
+			err = -ENOMEM;
+			break;
+		}
+		if (ptrace(PTRACE_INTERRUPT, tid, NULL, NULL) < 0 || take_stop(t, th) < 0) {
+			/* gone meanwhile: the thread or the whole process */
+			drop_thread(t, th);
+			continue;
+		}
+		added++;
+	}
+	closedir(d);
+	return err ? err : added;
+}
+
+int pt_stop_all(struct pt_target *t, pid_t pid, bool own_child)
+{
+	int n, err;
+
+	memset(t, 0, sizeof(*t));
+	t->pid = pid;
+	t->own_child = own_child;
+	t->mem_fd = -1;
+	err = open_mem(t);
+	if (err)
+		return err == -ENOENT ? -ESRCH : err;
+	do
+		n = stop_new_threads(t);
+	while (n > 0);
+	if (n < 0 || t->nthreads == 0) {
+		pt_detach_all(t);
+		return n < 0 ? n : -ESRCH;
+	}
+	return 0;
+}
+
+/*
+ * A thread that cannot be detached is dying (killed while stopped: nothing else takes a
+ * thread out of a ptrace stop). Wait for its exit so it is not left a zombie traced by us,
+ * which would keep its whole process from ending; the exit of our own child is left for the
+ * recorder to reap.
+ */
+static void detach_one(struct pt_target *t, struct pt_thread *th)
+{
+	int sig = th->pending_sig == SIGTRAP ? 0 : th->pending_sig;
+	siginfo_t si;
+
+	if (ptrace(PTRACE_DETACH, th->tid, NULL, (void *)(long)sig) == 0 || errno != ESRCH)
+		return;
+	while (waitid(P_PID, (id_t)th->tid, &si, WEXITED | __WALL |
+		      (t->own_child && th->tid == t->pid ? WNOWAIT : 0)) < 0 && errno == EINTR)
+		;
+}
+
+void pt_detach_all(struct pt_target *t)
+{
+	/* the leader last: its exit is reported only once every other thread is gone */
+	for (size_t i = 0; i < t->nthreads; i++)
+		if (t->threads[i].tid != t->pid)
+			detach_one(t, &t->threads[i]);
+	for (size_t i = 0; i < t->nthreads; i++)
+		if (t->threads[i].tid == t->pid)
+			detach_one(t, &t->threads[i]);
+	free(t->threads);
+	t->threads = NULL;
+	t->nthreads = t->cap = 0;
+	if (t->mem_fd >= 0)
+		close(t->mem_fd);
+	t->mem_fd = -1;
+}
+
+int pt_seize_child(pid_t pid)
+{
+	return ptrace(PTRACE_SEIZE, pid, NULL, (void *)(long)PTRACE_O_TRACEEXEC) < 0 ? -errno : 0;
+}
+
+/* AT_ENTRY from /proc/PID/auxv. */
+static int read_entry(pid_t pid, uint64_t *entry)
+{
+	char path[64];
+	Elf64_auxv_t av[64];
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/auxv", (int)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	n = read(fd, av, sizeof(av));
+	close(fd);
+	for (ssize_t i = 0; n > 0 && i < n / (ssize_t)sizeof(av[0]); i++) {
+		if (av[i].a_type == AT_ENTRY) {
+			*entry = av[i].a_un.a_val;
+			return 0;
+		}
+	}
+	return -ENOENT;
+}
+
+static int set_debugreg(pid_t tid, int n, uint64_t v)
+{
+	size_t off = offsetof(struct user, u_debugreg) + (size_t)n * sizeof(long);
+
+	return ptrace(PTRACE_POKEUSER, tid, (void *)off, (void *)v) < 0 ? -errno : 0;
+}
+
+int pt_run_to_entry(struct pt_target *t, pid_t pid)
+{
+	uint64_t entry;
+	int st, err;
+
+	memset(t, 0, sizeof(*t));
+	t->pid = pid;
+	t->own_child = true;
+	t->mem_fd = -1;
+	st = wait_stop(t, pid);
+	if (st < 0)
+		return st;
+	if (st >> 8 != (SIGTRAP | PTRACE_EVENT_EXEC << 8)) {
+		ptrace(PTRACE_DETACH, pid, NULL, (void *)(long)(st >> 16 ? 0 : WSTOPSIG(st)));
+		return -EPROTO;
+	}
+	/* DR0 = entry, execute; DR7 bit 0 enables it locally. No text is touched. */
+	err = read_entry(pid, &entry);
+	if (!err)
+		err = set_debugreg(pid, 0, entry);
+	if (!err)
+		err = set_debugreg(pid, 7, 1);
+	if (err) {
+		ptrace(PTRACE_DETACH, pid, NULL, NULL);
+		return err;
+	}
+	if (ptrace(PTRACE_CONT, pid, NULL, NULL) < 0)
+		return -errno;
+	for (;;) {
+		st = wait_stop(t, pid);
+		if (st < 0)
+			return st;
+		if (st >> 16 == 0 && WSTOPSIG(st) == SIGTRAP)
+			break;
+		/* a signal on the way (or another event): deliver it and go on to the entry */
+		if (ptrace(PTRACE_CONT, pid, NULL, (void *)(long)(st >> 16 ? 0 : WSTOPSIG(st))) < 0)
+			return -errno;
+	}
+	set_debugreg(pid, 7, 0);
+	err = open_mem(t);
+	if (!err) {
+		struct pt_thread *th = add_thread(t, pid);
+
+		err = th ? 0 : -ENOMEM;
+		if (th && ptrace(PTRACE_GETREGS, pid, NULL, &th->regs) < 0)
+			err = -errno;
+		if (!err && th->regs.rip != entry)
+			err = -EPROTO;
+	}
+	/* threads the loader's constructors may have started */
+	while (!err && (err = stop_new_threads(t)) > 0)
+		;
+	if (err < 0) {
+		pt_detach_all(t);
+		return err;
+	}
+	return 0;
+}
+
+/* Find the bytes 0f 05 in an executable mapping, the vDSO first. */
+static int find_syscall_insn(struct pt_target *t)
+{
+	char path[64], line[512];
+	uint8_t buf[8192];
+	FILE *f;
+
+	if (t->syscall_insn)
+		return 0;
+	snprintf(path, sizeof(path), "/proc/%d/maps", (int)t->pid);
+	for (int pass = 0; pass < 2 && !t->syscall_insn; pass++) {
+		f = fopen(path, "re");
+		if (!f)
+			return -errno;
+		while (!t->syscall_insn && fgets(line, sizeof(line), f)) {
+			unsigned long lo, hi;
+			char perms[5];
+
+			if (sscanf(line, "%lx-%lx %4s", &lo, &hi, perms) != 3 || perms[2] != 'x')
+				continue;
+			if ((pass == 0) != (strstr(line, "[vdso]") != NULL))
+				continue;
+			for (uint64_t a = lo; a < hi && !t->syscall_insn; a += sizeof(buf) - 1) {
+				size_t n = hi - a < sizeof(buf) ? hi - a : sizeof(buf);
+
+				if (pt_read(t, a, buf, n))
+					break;
+				for (size_t i = 0; i + 1 < n; i++)
+					if (buf[i] == 0x0f && buf[i + 1] == 0x05) {
+						t->syscall_insn = a + i;
+						break;
+					}
+			}
+		}
+		fclose(f);
+	}
+	return t->syscall_insn ? 0 : -ENOENT;
+}
+
+int pt_syscall(struct pt_target *t, long nr, const uint64_t args[6], int64_t *ret)
+{
+	struct pt_thread *th = t->nthreads ? &t->threads[0] : NULL;
+	struct user_regs_struct r;
+	int st, err;
+
+	if (!th)
+		return -ESRCH;
+	err = find_syscall_insn(t);
+	if (err)
+		return err;
+	r = th->regs;
+	r.rip = t->syscall_insn;
+	r.rax = (unsigned long long)nr;
+	r.orig_rax = (unsigned long long)-1;    /* not in a syscall: nothing to restart first */
+	r.rdi = args[0];
+	r.rsi = args[1];
+	r.rdx = args[2];
+	r.r10 = args[3];
+	r.r8 = args[4];
+	r.r9 = args[5];
+	if (ptrace(PTRACE_SETREGS, th->tid, NULL, &r) < 0)
+		return -errno;
+	if (ptrace(PTRACE_SINGLESTEP, th->tid, NULL, NULL) < 0)
+		return -errno;
+	st = wait_stop(t, th->tid);
+	if (st < 0)
+		return st;
+	if (ptrace(PTRACE_GETREGS, th->tid, NULL, &r) < 0)
+		return -errno;
+	if (WSTOPSIG(st) != SIGTRAP || r.rip != t->syscall_insn + 2) {
+		/* another signal came first: keep it for the detach; the syscall did not run */
+		if (st >> 16 == 0 && WSTOPSIG(st) != SIGTRAP && !th->pending_sig)
+			th->pending_sig = WSTOPSIG(st);
+		ptrace(PTRACE_SETREGS, th->tid, NULL, &th->regs);
+		return -EAGAIN;
+	}
+	*ret = (int64_t)r.rax;
+	if (ptrace(PTRACE_SETREGS, th->tid, NULL, &th->regs) < 0)
+		return -errno;
+	return 0;
+}
+
+
+/* The end of the mapping that holds @addr, from /proc/PID/maps; 0 if none. */
+static uint64_t mapping_end(pid_t pid, uint64_t addr)
+{
+	char path[64], line[512];
+	uint64_t end = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/maps", (int)pid);
+	f = fopen(path, "re");
+	if (!f)
+		return 0;
+	while (!end && fgets(line, sizeof(line), f)) {
+		unsigned long lo, hi;
+
+		if (sscanf(line, "%lx-%lx", &lo, &hi) == 2 && addr >= lo && addr < hi)
+			end = hi;
+	}
+	fclose(f);
+	return end;
+}
+
+/* One range of pt_stack_holds(), sorted by start. */
+struct hold_range {
+	uint64_t lo, hi;
+	size_t idx;
+};
+
+static int cmp_range(const void *a, const void *b)
+{
+	const struct hold_range *x = a, *y = b;
+
+	return x->lo < y->lo ? -1 : x->lo > y->lo;
+}
+
+/* Mark every range that holds @v (ranges do not overlap: functions do not). */
+static void mark_holder(const struct hold_range *r, size_t n, uint64_t v, bool *hit)
+{
+	size_t lo = 0, hi = n;
+
+	while (lo < hi) {                       /* the last range starting at or below v */
+		size_t mid = (lo + hi) / 2;
+
+		if (r[mid].lo <= v)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo && v < r[lo - 1].hi)
+		hit[r[lo - 1].idx] = true;
+}
+
+int pt_stack_holds(struct pt_target *t, const uint64_t (*ranges)[2], size_t n, bool *hit)
+{
+	struct hold_range *r;
+	uint64_t buf[4096];
+	size_t nr = 0;
+
+	memset(hit, 0, n * sizeof(*hit));
+	r = malloc((n ? n : 1) * sizeof(*r));
+	if (!r)
+		return -ENOMEM;
+	for (size_t i = 0; i < n; i++)
+		if (ranges[i][1] > ranges[i][0])
+			r[nr++] = (struct hold_range){ ranges[i][0], ranges[i][1], i };
+	qsort(r, nr, sizeof(*r), cmp_range);
+	for (size_t k = 0; nr && k < t->nthreads; k++) {
+		uint64_t sp = t->threads[k].regs.rsp & ~7ull, end = mapping_end(t->pid, sp);
+
+		if (end > sp + STACK_SCAN_MAX)
+			end = sp + STACK_SCAN_MAX;
+		for (uint64_t a = sp; a < end; a += sizeof(buf)) {
+			size_t len = end - a < sizeof(buf) ? end - a : sizeof(buf);
+
+			if (pt_read(t, a, buf, len))
+				break;
+			for (size_t w = 0; w < len / 8; w++)
+				mark_holder(r, nr, buf[w], hit);
+		}
+	}
+	free(r);
+	return 0;
+}

@@ -1,0 +1,200 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Entry trampolines: which functions can have one, decided from the file (trampoline_plan.h),
+ * and which must get no probe at all because another tool rewrote them in the process.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/stat.h>
+#include "trampoline.h"
+#include "trampoline_area.h"
+#include "trampoline_plan.h"
+
+const char *tramp_reason_str(enum tramp_reason r)
+{
+	switch (r) {
+	case TRAMP_UNSET:         return "-";
+	case TRAMP_OK:            return "trampoline";
+	case TRAMP_NOT_NEEDED:    return "nop5";
+	case TRAMP_SHORT:         return "short";
+	case TRAMP_BRANCH_IN:     return "branch-in";
+	case TRAMP_INSN:          return "insn";
+	case TRAMP_DECODE:        return "decode";
+	case TRAMP_RANGE:         return "range";
+	case TRAMP_THREAD_INSIDE: return "thread-inside";
+	case TRAMP_TEXT_DIFFERS:  return "text-differs";
+	case TRAMP_NO_AREA:       return "no-area";
+	case TRAMP_NOT_MAPPED:    return "not-mapped";
+	case TRAMP_NO_PTRACE:     return "no-ptrace";
+	case TRAMP_LINK_FAILED:   return "link-failed";
+	case TRAMP_REWRITTEN:     return "rewritten";
+	case TRAMP_SECCOMP:       return "seccomp";
+	case TRAMP_NREASONS:      break;
+	}
+	return "?";
+}
+
+const char *tramp_module_file(const struct sym_module *m)
+{
+	return m->open_path ? m->open_path : m->path;
+}
+
+/* @size bytes of the file at @off (malloc'd), or NULL. */
+static uint8_t *read_code(int fd, uint64_t off, uint64_t size)
+{
+	uint8_t *code = size && size <= (16u << 20) ? malloc(size) : NULL;
+
+	if (code && pread(fd, code, size, (off_t)off) != (ssize_t)size) {
+		free(code);
+		code = NULL;
+	}
+	return code;
+}
+
+/*
+ * Does another symbol of @m enter the replaced bytes of its function @i: one that starts
+ * inside them (a second entry point), or a part of it the compiler split off ("f.cold",
+ * "f.part.0") that branches into them?
+ */
+static bool entered_elsewhere(int fd, const struct sym_module *m, size_t i, uint64_t patch_addr,
+			      uint64_t patch_end)
+{
+	const struct sym_func *f = &m->funcs[i];
+	size_t len = strlen(f->name);
+
+	for (size_t j = i + 1; j < m->nfuncs && m->funcs[j].addr < patch_end; j++)
+		if (m->funcs[j].addr > patch_addr)
+			return true;
+	for (size_t j = 0; j < m->nfuncs; j++) {
+		const struct sym_func *s = &m->funcs[j];
+		uint8_t *code;
+		bool in;
+
+		if (j == i || !s->size || !s->probe_offset || strncmp(s->name, f->name, len) ||
+		    s->name[len] != '.')
+			continue;
+		code = read_code(fd, s->probe_offset - (s->endbr64 ? 4 : 0), s->size);
+		in = !code || tramp_refers_into(code, s->size, s->addr, patch_addr, patch_end);
+		free(code);
+		if (in)
+			return true;
+	}
+	return false;
+}
+
+enum tramp_reason tramp_plan_function(int fd, const struct sym_module *m, size_t i,
+				      struct tramp_plan *plan, uint8_t *moved, size_t cap)
+{
+	const struct sym_func *f = &m->funcs[i];
+	uint64_t hop = f->endbr64 ? 4 : 0;
+	uint8_t *code = read_code(fd, f->probe_offset - hop, f->size);
+	enum tramp_reason r;
+
+	if (!code)
+		return TRAMP_DECODE;
+	r = tramp_plan(code, f->size, f->addr, f->addr + hop, plan);
+	if (r == TRAMP_OK && plan->patch_len > cap)
+		r = TRAMP_INSN;
+	if (r == TRAMP_OK && entered_elsewhere(fd, m, i, f->addr + hop, f->addr + hop +
+					       plan->patch_len))
+		r = TRAMP_BRANCH_IN;
+	if (r == TRAMP_OK)
+		memcpy(moved, code + hop, plan->patch_len);
+	free(code);
+	return r;
+}
+
+bool tramp_wanted(const struct sym_func *f)
+{
+	return f->selected && f->skip == SYM_OK;
+}
+
+int tramp_check_module(struct sym_module *m)
+{
+	int fd = open(tramp_module_file(m), O_RDONLY | O_CLOEXEC), n = 0;
+
+	if (fd < 0)
+		return -errno;
+	for (size_t i = 0; i < m->nfuncs; i++) {
+		struct sym_func *f = &m->funcs[i];
+		struct tramp_plan plan;
+		uint8_t moved[32];
+
+		if (!tramp_wanted(f))
+			continue;
+		f->tramp = (uint8_t)tramp_plan_function(fd, m, i, &plan, moved, sizeof(moved));
+		n += f->tramp == TRAMP_OK;
+	}
+	close(fd);
+	return n;
+}
+
+/*
+ * Do @now and the file's @file differ only by a uprobe: an int3 on the first byte, or a 5-byte
+ * nop the kernel turned into a call to its uprobe trampoline?
+ */
+bool tramp_only_breakpoint(const uint8_t *now, const uint8_t *file, size_t len)
+{
+	static const uint8_t nop5[4] = { 0x0f, 0x1f, 0x44, 0x00 };
+
+	if (len >= 5 && now[0] == 0xe8 && !memcmp(file, nop5, sizeof(nop5)))
+		return !memcmp(now + 5, file + 5, len - 5);
+	return len && now[0] == 0xcc && !memcmp(now + 1, file + 1, len - 1);
+}
+
+int tramp_skip_rewritten(pid_t pid, struct sym_module **mods, size_t nmods, bool verbose)
+{
+	struct ta_maps maps;
+	char path[64];
+	int mem, total = 0;
+
+	snprintf(path, sizeof(path), "/proc/%d/mem", (int)pid);
+	mem = open(path, O_RDONLY | O_CLOEXEC);
+	if (mem < 0 || ta_maps_read(pid, &maps) < 0) {
+		if (mem >= 0)
+			close(mem);
+		return 0;
+	}
+	for (size_t k = 0; k < nmods; k++) {
+		struct sym_module *m = mods[k];
+		int fd = open(tramp_module_file(m), O_RDONLY | O_CLOEXEC), n = 0;
+		struct stat st;
+
+		for (size_t i = 0; fd >= 0 && !fstat(fd, &st) && i < m->nfuncs; i++) {
+			struct sym_func *f = &m->funcs[i];
+			uint64_t addr = tramp_wanted(f) ? ta_file_addr(&maps, st.st_dev, st.st_ino,
+								 f->probe_offset) : 0;
+			uint64_t len = f->size - (f->endbr64 ? 4 : 0);
+			uint8_t file[8], now[8];
+
+			if (!addr)
+				continue;
+			if (len > sizeof(file))
+				len = sizeof(file);
+			if (pread(fd, file, len, (off_t)f->probe_offset) != (ssize_t)len ||
+			    pread(mem, now, len, (off_t)addr) != (ssize_t)len ||
+			    !memcmp(now, file, len) || tramp_only_breakpoint(now, file, len))
+				continue;
+			f->selected = false;
+			f->tramp = TRAMP_REWRITTEN;
+			n++;
+			if (verbose)
+				fprintf(stderr, "atftrace record: %s: %s: its code in the process is not "
+					"the file's: not traced\n", m->path, f->name);
+		}
+		if (fd >= 0)
+			close(fd);
+		if (n)
+			fprintf(stderr, "atftrace record: %s: %d functions rewritten in process %d by "
+				"another tool (another --trampolines session?) are not traced\n",
+				m->path, n, (int)pid);
+		total += n;
+	}
+	ta_maps_free(&maps);
+	close(mem);
+	return total;
+}
