@@ -150,10 +150,10 @@ assert_contains "$T/h.err" "tramp_sites: [1-9][0-9]* functions through trampolin
 # per thread: the calls between tr_mark and tr_done
 "$ATF" dump "$T/h" | awk '
 	/^# thread_/ { t = $2; inwin[t] = 0 }
-	/ tr_mark\(\) / { inwin[t] = 1; marks[t]++ }
-	/ tr_done\(\) / { inwin[t] = 0 }
-	inwin[t] && / tr_sub\(\) / { sub_[t]++ }
-	inwin[t] && / tr_mov\(\) / { mov[t]++ }
+	/ tr_mark\(\)[ ;]/ { inwin[t] = 1; marks[t]++ }
+	/ tr_done\(\)[ ;]/ { inwin[t] = 0 }
+	inwin[t] && / tr_sub\(\)[ ;]/ { sub_[t]++ }
+	inwin[t] && / tr_mov\(\)[ ;]/ { mov[t]++ }
 	END { for (t in marks) print t, marks[t], sub_[t] + 0, mov[t] + 0 }' | sort >"$T/h.win"
 assert_eq $NT "$(wc -l <"$T/h.win")" "threads that reached the mark"
 assert_eq $NT "$(awk -v k=$K '$2 == 1 && $3 == k && $4 == k' "$T/h.win" | wc -l)" "threads with exactly $K calls of each after the mark"
