@@ -13,7 +13,9 @@
  * container), has no pid the recorder could name: it is not visible, and never traced.
  *
  * Level 0 (the usual case) keeps bpf_get_current_pid_tgid() and task->tgid/pid: the level is
- * read-only data, so the verifier drops the namespace branch, and it costs nothing.
+ * read-only data, so the verifier drops the namespace branch. It drops it whole (no jump left)
+ * only when the host path is the fall-through, hence the __builtin_expect on each test; what
+ * stays is the load of the level itself (as for every other rodata switch).
  */
 #ifndef ATFTRACE_PIDNS_BPF_H
 #define ATFTRACE_PIDNS_BPF_H
@@ -40,16 +42,14 @@ static __always_inline __u32 pid_nr_at(struct pid *pid)
 }
 
 /*
- * task_pid_tgid - (tgid << 32 | tid) of @task in the recorder's pid namespace, in the form of
- * bpf_get_current_pid_tgid(); 0 when the task is not visible to the recorder. Threads share
- * their process's namespace (CLONE_THREAD excludes CLONE_NEWPID), so one visible is both.
+ * task_ns_pid_tgid - (tgid << 32 | tid) of @task at the recorder's level, 0 when the task is
+ * not visible to the recorder. Threads share their process's namespace (CLONE_THREAD excludes
+ * CLONE_NEWPID), so one visible is both.
  */
-static __always_inline __u64 task_pid_tgid(struct task_struct *task)
+static __always_inline __u64 task_ns_pid_tgid(struct task_struct *task)
 {
 	__u32 tid, tgid;
 
-	if (!pidns_level)
-		return (__u64)task->tgid << 32 | (__u32)task->pid;
 	tid = pid_nr_at(BPF_CORE_READ(task, thread_pid));
 	if (!tid)
 		return 0;
@@ -59,21 +59,49 @@ static __always_inline __u64 task_pid_tgid(struct task_struct *task)
 	return (__u64)tgid << 32 | tid;
 }
 
-/* current_pid_tgid - bpf_get_current_pid_tgid() in the recorder's pid namespace (0: not visible). */
-static __always_inline __u64 current_pid_tgid(void)
+/*
+ * ns_current_pid_tgid - task_ns_pid_tgid() of the current task, as a global function: it is
+ * verified once on its own and its result is an unknown number to the caller. Inlined, its zero
+ * and non-zero paths went on through the entry program's loops as separate states, more than
+ * the verifier explores (E2BIG).
+ */
+__noinline __u64 ns_current_pid_tgid(void)
 {
-	if (!pidns_level)
-		return bpf_get_current_pid_tgid();
-	return task_pid_tgid(bpf_get_current_task_btf());
+	return task_ns_pid_tgid(bpf_get_current_task_btf());
 }
 
 /*
- * pid_visible - may a pid taken from the two helpers above be traced? At level 0 always (the
- * test is dead code then); inside a namespace a task the recorder cannot see reads as pid 0.
+ * task_pid_tgid - (tgid << 32 | tid) of @task in the recorder's pid namespace, in the form of
+ * bpf_get_current_pid_tgid(); 0 when the task is not visible to the recorder.
+ */
+static __always_inline __u64 task_pid_tgid(struct task_struct *task)
+{
+	if (__builtin_expect(!pidns_level, 1))
+		return (__u64)task->tgid << 32 | (__u32)task->pid;
+	return task_ns_pid_tgid(task);
+}
+
+/* current_pid_tgid - bpf_get_current_pid_tgid() in the recorder's pid namespace (0: not visible). */
+static __always_inline __u64 current_pid_tgid(void)
+{
+	if (__builtin_expect(!pidns_level, 1))
+		return bpf_get_current_pid_tgid();
+	return ns_current_pid_tgid();
+}
+
+/*
+ * pid_visible - may a pid taken from the two helpers above be traced? At level 0 always;
+ * inside a namespace a task the recorder cannot see reads as pid 0. The empty asm keeps the
+ * compiler from testing the pid first: the verifier drops a branch only when its other side is
+ * reached from nowhere else, so the level must be the first test for level 0 to cost nothing.
  */
 static __always_inline bool pid_visible(__u32 pid)
 {
-	return !pidns_level || pid;
+	if (__builtin_expect(pidns_level != 0, 0)) {
+		asm volatile("" : "+r"(pid));
+		return pid != 0;
+	}
+	return true;
 }
 
 #endif

@@ -29,8 +29,14 @@ set -eu
 mode=$1 APP=$2 ATF=$3 T=$4
 case $mode in
 pid)
-	"$APP" "$T/in.cmd" >"$T/in.out" &
-	"$ATF" record -p $! -f loop_work -o "$T/s_pid" --ready-file "$T/ready" 2>"$T/rec.err"
+	# -p once the target runs attach_loop (its first line), not while it is still the shell
+	mkfifo "$T/in.first"
+	"$APP" "$T/in.cmd" >"$T/in.first" &
+	target=$!
+	exec 5<"$T/in.first"
+	read -r line <&5
+	{ echo "$line"; cat <&5; } >"$T/in.out" &
+	"$ATF" record -p $target -f loop_work -o "$T/s_pid" --ready-file "$T/ready" 2>"$T/rec.err"
 	;;
 launch)
 	"$ATF" record -f loop_work -o "$T/s_launch" -- "$APP" "$T/in.cmd" >"$T/in.out" 2>"$T/rec.err"
@@ -56,7 +62,7 @@ ask() {         # fd-out fd-in command expected-answer-pattern
 # and TID (its worker thread's tid there).
 record_inside() {
 	local mode=$1
-	rm -f "$T/in.cmd" "$T/in.out" "$T/ready"
+	rm -f "$T/in.cmd" "$T/in.out" "$T/in.first" "$T/ready"
 	mkfifo "$T/in.cmd" "$T/in.out" "$T/ready"
 	unshare -pf --mount-proc bash "$T/inside.sh" "$mode" "$APP" "$ATF" "$T" 2>"$T/inside.err" &
 	local ns=$!
