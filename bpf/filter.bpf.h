@@ -2,9 +2,9 @@
 /*
  * Task filters for system-wide sessions (record -a, --comm, --cgroup, --container), included by
  * bpf/atftrace.bpf.c after its configuration block and pidns.bpf.h (it uses cgroup_id and
- * current_pid_tgid() from there). Every probe
- * hit and every task record passes task_filters_pass() first; with no filter set it is two
- * loads of read-only data, which the verifier turns into dead code.
+ * current_pid_tgid() from there). Every probe hit and every task record passes
+ * task_filters_pass() first; with no filter set it is two loads of read-only data, which the
+ * verifier turns into dead code.
  *
  * Cgroups. The id user space gives (cgroup_id) is the kernfs node id of the cgroup directory
  * (user/probe/container.c cgroup_id_of_path). A task is traced when it is in that cgroup or below it:
