@@ -3,7 +3,8 @@
 # namespace) records with the pids of its namespace: -p PID, a launched command and -a each trace
 # an attach_loop inside `unshare -pf --mount-proc` with exact counts, its main thread and a
 # worker thread under the tids the target itself sees (getpid(), gettid()), while a twin of the
-# same binary runs outside the namespace, where the recorder cannot see it, and is not recorded.
+# same binary runs outside the namespace, where the recorder cannot see it, and is not recorded;
+# --follow-fork there traces a child under its pid in the namespace.
 # Synchronisation: attach_loop answers every command on a fifo; the recorder opens its
 # --ready-file fifo once its probes are attached.
 source "$(dirname "$0")/lib.sh"
@@ -26,7 +27,7 @@ exec {TWIN_CMD}>"$T/twin.cmd"
 # What runs inside the new pid namespace (bash is its pid 1).
 cat >"$T/inside.sh" <<'EOF'
 set -eu
-mode=$1 APP=$2 ATF=$3 T=$4
+mode=$1 APP=$2 ATF=$3 T=$4 FORK_EXEC=${5:-}
 case $mode in
 pid)
 	# -p once the target runs attach_loop (its first line), not while it is still the shell
@@ -48,6 +49,10 @@ all)
 	"$APP" "$T/in.cmd" >"$T/in.out"
 	kill -INT $rec
 	wait $rec
+	;;
+fork)
+	"$ATF" record --follow-fork -o "$T/s_fork" -f child_work -f parent_work -- "$FORK_EXEC" 5 3 \
+		2>"$T/rec.err"
 	;;
 esac
 EOF
@@ -109,6 +114,20 @@ record_inside launch
 check "launch" "$T/s_launch"
 record_inside all
 check "-a" "$T/s_all"
+
+# --follow-fork: the child forked inside is traced from its first instruction, under its pid
+# there (a fresh namespace has a few processes; the host's pids here are far above them)
+unshare -pf --mount-proc bash "$T/inside.sh" fork "$APP" "$ATF" "$T" "$TARGETS/fork_exec" \
+	2>"$T/inside.err" || { cat "$T/rec.err" "$T/inside.err" >&2; fail "--follow-fork: the session inside failed"; }
+"$TOOLS/record_stats" "$T/s_fork" >"$T/stats"
+assert_eq "processes 2" "$(head -n 1 "$T/stats")" "--follow-fork: processes"
+parent=$(awk '$1 == "call" && $3 == "parent_work" { print $2 }' "$T/stats")
+child=$(awk '$1 == "call" && $3 == "child_work" { print $2 }' "$T/stats")
+[ -n "$parent" ] && [ -n "$child" ] && [ "$parent" != "$child" ] || fail "--follow-fork: parent ($parent) and child ($child) not told apart"
+[ "$parent" -lt 100 ] && [ "$child" -lt 100 ] || fail "--follow-fork: pids $parent and $child are not those of the namespace"
+assert_eq 5 "$(awk -v p=$child '$1 == "call" && $2 == p && $3 == "child_work" { print $4 }' "$T/stats")" "--follow-fork: the child's calls"
+assert_eq 3 "$(awk -v p=$parent '$1 == "call" && $2 == p && $3 == "parent_work" { print $4 }' "$T/stats")" "--follow-fork: the parent's calls"
+assert_contains "$T/rec.err" "process $child called exec" "--follow-fork: the child's exec"
 
 echo q >&$TWIN_CMD
 exec {TWIN_CMD}>&-
