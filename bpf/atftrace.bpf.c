@@ -146,12 +146,15 @@ static __always_inline __u64 wakeup_flag(void)
 									: BPF_RB_NO_WAKEUP;
 }
 
+/* Pids in the recorder's pid namespace: current_pid_tgid(), task_pid_tgid(). */
+#include "pidns.bpf.h"
 /* System-wide sessions (record -a): --cgroup/--container, --comm, process identity. */
 #include "filter.bpf.h"
 
+/* tgid_traced - is process @tgid (0: not visible to the recorder) traced? */
 static __always_inline bool tgid_traced(__u32 tgid)
 {
-	if (!task_filters_pass())
+	if (!pid_visible(tgid) || !task_filters_pass())
 		return false;
 	if (system_wide)
 		return true;
@@ -296,7 +299,7 @@ static __always_inline bool tail_call(struct task_state *st, __u64 sp)
  */
 static __always_inline int on_entry(struct pt_regs *ctx)
 {
-	__u64 pid_tgid = bpf_get_current_pid_tgid();
+	__u64 pid_tgid = current_pid_tgid();
 	struct task_state *st = NULL;
 
 	/*
@@ -346,7 +349,7 @@ static __always_inline void on_return(struct pt_regs *ctx)
 	if (!st || st->depth == 0)
 		return;
 
-	__u64 pid_tgid = bpf_get_current_pid_tgid();
+	__u64 pid_tgid = current_pid_tgid();
 	__u64 ts = bpf_ktime_get_boot_ns();
 	__u64 entry_sp = PT_REGS_SP(ctx) - RET_SP_ADJUST;
 
@@ -548,7 +551,7 @@ out:
 SEC("uprobe")
 int atf_unwind_raise(struct pt_regs *ctx)
 {
-	__u64 pid_tgid = bpf_get_current_pid_tgid();
+	__u64 pid_tgid = current_pid_tgid();
 
 	if (!tgid_traced(pid_tgid >> 32))
 		return 0;
@@ -566,7 +569,7 @@ int atf_unwind_raise(struct pt_regs *ctx)
 SEC("uprobe")
 int atf_unwind_catch(struct pt_regs *ctx)
 {
-	__u64 pid_tgid = bpf_get_current_pid_tgid();
+	__u64 pid_tgid = current_pid_tgid();
 
 	if (!tgid_traced(pid_tgid >> 32))
 		return 0;
@@ -605,16 +608,21 @@ static __always_inline void emit_task(__u32 type, __u32 tgid, __u32 tid, __u32 a
 SEC("tp_btf/sched_process_fork")
 int BPF_PROG(atf_fork, struct task_struct *parent, struct task_struct *child)
 {
-	__u32 ptgid = parent->tgid, ctgid = child->tgid;
+	__u64 parent_ids;
+	__u32 ptgid, ctgid;
 	__u8 one = 1;
 
-	if (!follow_fork || ptgid == ctgid)    /* a new thread is not a new process */
+	if (!follow_fork || parent->tgid == child->tgid)    /* a new thread is not a new process */
 		return 0;
+	parent_ids = task_pid_tgid(parent);
+	ptgid = parent_ids >> 32;
 	if (!tgid_traced(ptgid))
 		return 0;
+	/* a child is in its parent's pid namespace or below it: visible when the parent is */
+	ctgid = task_pid_tgid(child) >> 32;
 	if (!system_wide)
 		bpf_map_update_elem(&tgid_filter, &ctgid, &one, BPF_ANY);
-	emit_task(REC_TASK_FORK, ptgid, parent->pid, ctgid);
+	emit_task(REC_TASK_FORK, ptgid, (__u32)parent_ids, ctgid);
 	return 0;
 }
 
@@ -622,12 +630,13 @@ int BPF_PROG(atf_fork, struct task_struct *parent, struct task_struct *child)
 SEC("tp_btf/sched_process_exit")
 int BPF_PROG(atf_exit, struct task_struct *p)
 {
-	__u32 tgid = p->tgid;
+	__u64 ids = task_pid_tgid(p);
+	__u32 tgid = ids >> 32;
 
 	if (!tgid_traced(tgid))
 		return 0;
 	/* do_exit() has set exit_code: the signal that killed the group, or the exit status << 8 */
-	emit_task(REC_TASK_EXIT, tgid, p->pid, (__u32)p->exit_code);
+	emit_task(REC_TASK_EXIT, tgid, (__u32)ids, (__u32)p->exit_code);
 	/* signal->live is decremented before this tracepoint: 0 means the whole group is dead. */
 	if (!system_wide && BPF_CORE_READ(p, signal, live.counter) == 0)
 		bpf_map_delete_elem(&tgid_filter, &tgid);
@@ -672,7 +681,8 @@ out:
 SEC("tp_btf/sched_process_exec")
 int BPF_PROG(atf_exec, struct task_struct *p, pid_t old_pid)
 {
-	__u32 tgid = p->tgid;
+	__u64 ids = task_pid_tgid(p);      /* p is current */
+	__u32 tgid = ids >> 32;
 
 	if (!tgid_traced(tgid))
 		return 0;
@@ -681,8 +691,8 @@ int BPF_PROG(atf_exec, struct task_struct *p, pid_t old_pid)
 
 	if (st)
 		st->depth = 0;
-	emit_held_task(REC_TASK_EXEC, tgid, p->pid, exec_hold);
-	announce_exec(bpf_get_current_pid_tgid());
+	emit_held_task(REC_TASK_EXEC, tgid, (__u32)ids, exec_hold);
+	announce_exec(ids);
 	return 0;
 }
 
@@ -691,7 +701,7 @@ int BPF_PROG(atf_exec, struct task_struct *p, pid_t old_pid)
 SEC("uprobe")
 int atf_dl_state(struct pt_regs *ctx)
 {
-	__u64 pid_tgid = bpf_get_current_pid_tgid();
+	__u64 pid_tgid = current_pid_tgid();
 
 	if (!tgid_traced(pid_tgid >> 32))
 		return 0;

@@ -2,7 +2,7 @@
 /*
  * Records shared by bpf/atftrace.bpf.c and the recorder (user/record/recorder.c). Plain __u32/__u64
  * only. Every ring record starts with a __u32 type tag; the recorder dispatches on it with one
- * switch.
+ * switch. Pids and tids are those of the recorder's pid namespace (bpf/pidns.bpf.h).
  */
 #ifndef ATFTRACE_RING_H
 #define ATFTRACE_RING_H
@@ -42,8 +42,8 @@ struct rec_proc_info {
 struct rec_event {
 	__u32 type;             /* REC_EVENT / REC_EVENT_DETAIL */
 	__u32 kind;             /* ATF_KIND_CALL / RETURN / EXCEPTION */
-	__u32 pid;              /* tgid (host) */
-	__u32 tid;              /* host tid */
+	__u32 pid;              /* tgid in the recorder's pid namespace */
+	__u32 tid;              /* tid in the recorder's pid namespace */
 	__u64 ts;               /* bpf_ktime_get_boot_ns() */
 	__u64 function_id;      /* the link cookie: module_id << 32 | symbol_index */
 	__u32 depth;            /* traced frames open below this one on the thread */
@@ -107,8 +107,8 @@ struct rec_unwind_slot {
 
 struct rec_unwind_fixup {
 	__u32 type;             /* REC_UNWIND_FIXUP */
-	__u32 pid;              /* tgid (host) */
-	__u32 tid;              /* host tid of the stopped thread */
+	__u32 pid;              /* tgid in the recorder's pid namespace */
+	__u32 tid;              /* tid of the stopped thread (recorder's pid namespace) */
 	__u32 count;            /* pairs[] in use, <= REC_UNWIND_MAX_SLOTS */
 	__u32 flags;            /* REC_UNWIND_F_* */
 	__u32 _pad;

@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: (MIT OR GPL-2.0) */
 /*
  * Task filters for system-wide sessions (record -a, --comm, --cgroup, --container), included by
- * bpf/atftrace.bpf.c after its configuration block (it uses cgroup_id from there). Every probe
- * hit and every task record passes task_filters_pass() first; with no filter set it is two
- * loads of read-only data, which the verifier turns into dead code.
+ * bpf/atftrace.bpf.c after its configuration block and pidns.bpf.h (it uses cgroup_id and
+ * current_pid_tgid() from there). Every probe hit and every task record passes
+ * task_filters_pass() first; with no filter set it is two loads of read-only data, which the
+ * verifier turns into dead code.
  *
  * Cgroups. The id user space gives (cgroup_id) is the kernfs node id of the cgroup directory
  * (user/probe/container.c cgroup_id_of_path). A task is traced when it is in that cgroup or below it:
@@ -27,11 +28,9 @@
 /*
  * The recorder itself, excluded from system-wide sessions (tracing libc's malloc system-wide
  * would otherwise record the recorder's own mallocs, each drain making more). Known as its pid
- * in its own pid namespace (dev/ino of /proc/self/ns/pid), which is right in a container too.
+ * in its own pid namespace, the namespace every probe reports pids in (pidns.bpf.h).
  */
 const volatile __u32 self_pid = 0;            /* 0: nothing excluded */
-const volatile __u64 self_pidns_dev = 0;
-const volatile __u64 self_pidns_ino = 0;
 const volatile __u32 cgroup_level = 0;        /* v2: level of cgroup_id (root = 0) */
 const volatile __u32 cgroup_v1_ssid = 0;      /* v1: controller's subsystem id + 1; 0 = v2 */
 /* "" = any process name; otherwise the name zero-padded to 16 bytes, as the kernel pads comm */
@@ -71,13 +70,8 @@ static __always_inline bool comm_matches(void)
 /* task_filters_pass - does the current task pass --cgroup/--container and --comm? */
 static __always_inline bool task_filters_pass(void)
 {
-	if (self_pid) {
-		struct bpf_pidns_info ns = {};
-
-		if (!bpf_get_ns_current_pid_tgid(self_pidns_dev, self_pidns_ino, &ns, sizeof(ns)) &&
-		    ns.tgid == self_pid)
-			return false;
-	}
+	if (self_pid && (__u32)(current_pid_tgid() >> 32) == self_pid)
+		return false;
 	if (cgroup_id) {
 		if (cgroup_v1_ssid) {
 			if (!cgroup_v1_contains())

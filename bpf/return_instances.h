@@ -11,8 +11,8 @@
 
 /* One pending uretprobe return instance of one thread, as the kernel keeps it. */
 struct rec_return_slot {
-	__u32 pid;              /* tgid (host) */
-	__u32 tid;              /* host tid */
+	__u32 pid;              /* tgid in the recorder's pid namespace */
+	__u32 tid;              /* tid in the recorder's pid namespace */
 	__u64 addr;             /* the return-address slot: the sp at the function's entry */
 	__u64 trampoline;       /* what a hijacked slot holds: the [uprobes] page's first slot */
 	__u64 orig;             /* the real return address the kernel saved */

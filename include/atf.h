@@ -220,7 +220,7 @@ struct atf_symbol {
 
 struct atf_thread_info {
 	uint32_t id;                /* thread_<id> directory; dense, in order of first appearance */
-	uint32_t tid;               /* OS (host) thread id */
+	uint32_t tid;               /* OS thread id in the recorder's pid namespace (host: host tid) */
 	uint32_t ns_tid;            /* tid in the target's pid namespace, 0 when unknown */
 	char *name;                 /* comm, or NULL */
 	bool has_detail;

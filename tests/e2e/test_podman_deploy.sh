@@ -6,7 +6,8 @@
 #   sidecar    deploy/k8s/sidecar-pod.yaml played with `podman kube play`, a test app image in
 #              place of registry.example/app: the sidecar finds the app by TARGET_COMM, attaches,
 #              and SIGTERM (what Kubernetes sends each container before it ends the pod) finalizes
-#              its session in the emptyDir volume, read back from the host; the host then traces
+#              its session in the emptyDir volume, read back from the host, with the app's calls
+#              counted exactly under its pid in the pod's shared namespace; the host then traces
 #              the same pod's app with --container, exact counts; `podman kube down` removes pod
 #              and volume. (podman 4.3's kube down ends the infra container, pid 1 of the shared
 #              pid namespace, with the others: the sidecar dies of SIGKILL, so it is stopped first.)
@@ -70,9 +71,8 @@ podman stop -t 30 "$POD-atftrace" >/dev/null
 assert_eq 0 "$(podman inspect -f '{{.State.ExitCode}}' "$POD-atftrace")" "the sidecar's exit status"
 podman logs "$POD-atftrace" >"$T/sidecar.log" 2>&1
 assert_contains "$T/sidecar.log" "ended by signal; output in /traces/session_" "the sidecar's summary"
-# Its session names the app's modules and functions but has no events yet: a recorder in a pid
-# namespace of its own selects the pid it sees, while its probes report host pids (README,
-# Deployment). The counts are checked from the host below.
+# Its session is the app's, under the pid the sidecar sees (the pod's shared pid namespace),
+# with every call the app made while it was attached.
 VOL=$(podman volume inspect -f '{{.Mountpoint}}' "traces$S")
 sessions=("$VOL"/session_*)
 assert_eq 1 "${#sessions[@]}" "sessions in the emptyDir volume"
@@ -81,6 +81,11 @@ man=${sessions[0]}/pid_$NSPID/manifest.json
 assert_eq signal "$(jq -r .end_reason "$man")" "the sidecar session's end"
 assert_eq "/usr/local/bin/app /usr/lib/x86_64-linux-gnu/libc.so.6" "$(jq -r '[.modules[].path] | join(" ")' "$man")" "modules the sidecar probed"
 assert_eq "handle_request malloc" "$(jq -r '[.symbols[].name | sub("^__libc_"; "")] | sort | join(" ")' "$man")" "functions the sidecar probed"
+"$TOOLS/record_stats" "${sessions[0]}" >"$T/stats"
+assert_eq "processes 1" "$(head -n 1 "$T/stats")" "processes the sidecar recorded"
+assert_eq 8 "$(calls_to "$T/stats" "$NSPID" handle_request)" "sidecar: handle_request calls in the app"
+assert_eq 8 "$(calls_to "$T/stats" "$NSPID" malloc __libc_malloc)" "sidecar: malloc calls in the app"
+assert_eq "$NSPID" "$(jq -r '.threads[0].tid' "$man")" "sidecar: the app's tid as the sidecar sees it"
 
 # with the sidecar gone, the host traces the same app through --container: a pod's container,
 # in cgroup libpod_parent/<POD ID>/libpod-<ID>

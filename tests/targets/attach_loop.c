@@ -1,9 +1,12 @@
 // SPDX-License-Identifier: MIT
 /*
  * attach_loop CMD_FIFO: prints its pid, then loops reading commands from CMD_FIFO, one per
- * line: "K" calls loop_work() K times and prints "done K"; "q" exits. A test attaches while the
+ * line: "K" calls loop_work() K times and prints "done K"; "tK" does the same on a new thread and
+ * prints "thread TID done K" (TID: gettid() of that thread); "q" exits. A test attaches while the
  * target sits in this loop, and then knows exactly how many calls happen after the attach.
  */
+#define _GNU_SOURCE
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -11,6 +14,21 @@
 volatile int loop_sink;
 
 __attribute__((noinline)) void loop_work(int i) { loop_sink += i; }
+
+struct work {
+	int k;
+	pid_t tid;
+};
+
+static void *work_thread(void *arg)
+{
+	struct work *w = arg;
+
+	w->tid = gettid();
+	for (int i = 0; i < w->k; i++)
+		loop_work(i);
+	return NULL;
+}
 
 int main(int argc, char **argv)
 {
@@ -31,6 +49,16 @@ int main(int argc, char **argv)
 	while (fgets(line, sizeof(line), in)) {
 		if (line[0] == 'q')
 			break;
+		if (line[0] == 't') {
+			struct work w = { .k = atoi(line + 1) };
+			pthread_t t;
+
+			if (pthread_create(&t, NULL, work_thread, &w) || pthread_join(t, NULL))
+				return 1;
+			printf("thread %d done %d\n", (int)w.tid, w.k);
+			fflush(stdout);
+			continue;
+		}
 		int k = atoi(line);
 		for (int i = 0; i < k; i++)
 			loop_work(i);

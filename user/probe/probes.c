@@ -25,6 +25,7 @@
 #include "atftrace.skel.h"
 #include "probes.h"
 #include "container.h"
+#include "pidns.h"
 #include "uprobe_multi.h"
 
 #define DEFAULT_RING_SIZE (4u << 20)
@@ -107,19 +108,12 @@ static int configure(struct probes *p, const struct probe_opts *opts)
 	s->rodata->cgroup_level = opts->cgroup_level;
 	s->rodata->cgroup_v1_ssid = opts->cgroup_v1_ssid;
 	s->rodata->announce_tasks = opts->announce_tasks;
-	if (opts->exclude_self) {
-		struct stat ns;
-
-		if (stat("/proc/self/ns/pid", &ns)) {
-			int err = -errno;
-
-			fprintf(stderr, "atftrace: /proc/self/ns/pid: %s\n", strerror(-err));
-			return err;
-		}
+	/* pids as this process's pid namespace sees them (bpf/pidns.bpf.h) */
+	err = pidns_self(&s->rodata->pidns_level, &s->rodata->pidns_inum);
+	if (err)
+		return err;
+	if (opts->exclude_self)
 		s->rodata->self_pid = (uint32_t)getpid();
-		s->rodata->self_pidns_dev = (uint64_t)ns.st_dev;
-		s->rodata->self_pidns_ino = (uint64_t)ns.st_ino;
-	}
 	memcpy((char *)s->rodata->comm_filter, opts->comm, sizeof(s->rodata->comm_filter));
 	s->rodata->wakeup_bytes = opts->wakeup_bytes;
 	s->rodata->detail_always = opts->detail_always;

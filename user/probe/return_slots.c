@@ -10,6 +10,7 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include "return_slots.h"
+#include "pidns.h"
 #include "return_instances.h"
 #include "return_instances.skel.h"
 
@@ -30,6 +31,9 @@ int return_slots__open(struct return_slots **out)
 		err = -errno;
 		goto cleanup;
 	}
+	err = pidns_self(&rs->skel->rodata->pidns_level, &rs->skel->rodata->pidns_inum);
+	if (err)
+		goto cleanup;
 	err = return_instances_bpf__load(rs->skel);
 	if (err)
 		goto cleanup;

@@ -1,0 +1,18 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Record of bpf/pidns_self.bpf.c, read by user/probe/pidns.c. Plain __u32 only.
+ */
+#ifndef ATFTRACE_PIDNS_SELF_H
+#define ATFTRACE_PIDNS_SELF_H
+
+#ifndef __VMLINUX_H__
+#include <linux/types.h>
+#endif
+
+/* The pid namespace of the task the iterator visited. */
+struct rec_pidns_self {
+	__u32 level;            /* namespaces above it (the host's is level 0) */
+	__u32 inum;             /* its inode number, as st_ino of /proc/PID/ns/pid */
+};
+
+#endif
