@@ -43,6 +43,7 @@ enum tramp_reason {
 	TRAMP_LINK_FAILED,          /* the probe on the trampoline could not be attached */
 	TRAMP_REWRITTEN,            /* its code in the process was rewritten (not a breakpoint): untraced */
 	TRAMP_SECCOMP,              /* the process has a seccomp filter: no syscall is run inside it */
+	TRAMP_EMULATED,             /* the kernel emulates its first instruction: no faster through one */
 	TRAMP_NREASONS
 };
 

@@ -46,9 +46,11 @@ assert_eq "unbalanced 0" "$(awk '$1 == "unbalanced" { print $1, $3 }' "$T/on.sta
 "$ATF" dump "$T/on" | normalise_dump >"$T/on.dump"
 "$ATF" dump "$T/off" | normalise_dump >"$T/off.dump"
 cmp -s "$T/on.dump" "$T/off.dump" || { diff "$T/on.dump" "$T/off.dump" | head >&2; fail "dumps differ"; }
-# off by default: no trampoline without --trampolines; never with -a
+# on by default, off with --no-trampolines; never with -a
 "$ATF" record -v -o "$T/def" -f 'tr_*' -- "$TS" all 1 2>"$T/def.err" || { cat "$T/def.err" >&2; fail "record (default)"; }
-if grep -q "through trampolines" "$T/def.err"; then fail "trampolines without --trampolines"; fi
+assert_contains "$T/def.err" "functions entered through trampolines" "trampolines by default"
+"$ATF" record -v -o "$T/noT" --no-trampolines -f 'tr_*' -- "$TS" all 1 2>"$T/noT.err" || { cat "$T/noT.err" >&2; fail "record --no-trampolines"; }
+if grep -q "through trampolines" "$T/noT.err"; then fail "trampolines with --no-trampolines"; fi
 if "$ATF" record -a --trampolines -f "$TS:tr_*" --duration 1 -o "$T/a" 2>"$T/a.err"; then fail "-a --trampolines accepted"; fi
 assert_contains "$T/a.err" "--trampolines patches one process's text: not with -a" "-a --trampolines refused"
 

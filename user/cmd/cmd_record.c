@@ -52,8 +52,8 @@ struct record_args {
 	const char *ready_file;
 	bool force;                 /* -o may name an earlier session: replace its processes */
 	bool kill_at_end;           /* SIGTERM the launched command when the session ends first */
-	bool trampolines;           /* --trampolines: enter functions through entry trampolines */
-	bool no_trampolines;        /* --no-trampolines: plain probes on every function (default) */
+	bool trampolines;           /* --trampolines: asked for explicitly (the default anyway) */
+	bool no_trampolines;        /* --no-trampolines: plain probes on every function */
 	char **cmd;
 	int ncmd;
 	struct detail_args detail;  /* --detail* and --stack-bytes (user/record/recorder_detail.c) */
@@ -93,11 +93,10 @@ static const struct argp_option options[] = {
 	{ "ready-file", OPT_READY_FILE, "PATH", 0,
 	  "Create PATH once the probes are attached (an existing FIFO is opened and closed instead, so a reader learns it without polling)", 0 },
 	{ "trampolines", OPT_TRAMPOLINES, NULL, 0,
-	  "Move the first instructions of functions the kernel would single-step into entry "
-	  "trampolines in the target (much faster; see README: no other uprobe tool may probe "
-	  "the same functions of the target meanwhile)", 0 },
+	  "Enter functions the kernel would single-step through entry trampolines in the target "
+	  "(the default for a launched command and -p; see README)", 0 },
 	{ "no-trampolines", OPT_NO_TRAMPOLINES, NULL, 0,
-	  "Probe every function where it starts; the target's text is never written (default)", 0 },
+	  "Probe every function where it starts; the target's text is never written", 0 },
 	{ "verbose", 'v', NULL, 0, "Say more: skipped functions, processes, libbpf messages", 0 },
 	{ 0 }
 };
@@ -519,20 +518,24 @@ static int write_ready_file(const char *path)
 }
 
 /*
- * Entry trampolines (include/trampoline.h) with --trampolines. Off by default: a uprobe that
- * another tool registers later on a patched function (bpftrace, perf probe, an atftrace -a
- * session) writes its int3 over our jmp, and the kernel then resumes in the middle of it.
- * Not for -a: the text of a module is shared by every process that maps it, and a process
- * started later would need stopping and patching too. Not with perf links (kernels before
- * 6.6), which cannot be attached per trampoline file.
+ * Entry trampolines (include/trampoline.h), on unless --no-trampolines. Not for -a: the text
+ * of a module is shared by every process that maps it, and a process started later would need
+ * stopping and patching too. Not with perf links (kernels before 6.6), which cannot be
+ * attached per trampoline file. A uprobe that another tool registers later on a patched
+ * function is met by the trampoline guard (user/record/record_tramp_guard.c).
  */
 static bool use_trampolines(const struct record_args *a, struct probes *probes)
 {
 #if defined(__x86_64__)
-	if (a->trampolines && probes__link_kind(probes) == PROBE_LINK_PERF)
-		fprintf(stderr, "atftrace record: --trampolines needs uprobe-multi links (kernel 6.6 "
-			"or later): plain probes\n");
-	return a->trampolines && !a->sys.all && probes__link_kind(probes) != PROBE_LINK_PERF;
+	if (a->no_trampolines || a->sys.all)
+		return false;
+	if (probes__link_kind(probes) == PROBE_LINK_PERF) {
+		if (a->trampolines)
+			fprintf(stderr, "atftrace record: --trampolines needs uprobe-multi links "
+				"(kernel 6.6 or later): plain probes\n");
+		return false;
+	}
+	return true;
 #else
 	return false;
 #endif

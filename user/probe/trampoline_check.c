@@ -33,6 +33,7 @@ const char *tramp_reason_str(enum tramp_reason r)
 	case TRAMP_LINK_FAILED:   return "link-failed";
 	case TRAMP_REWRITTEN:     return "rewritten";
 	case TRAMP_SECCOMP:       return "seccomp";
+	case TRAMP_EMULATED:      return "emulated";
 	case TRAMP_NREASONS:      break;
 	}
 	return "?";
@@ -93,9 +94,20 @@ enum tramp_reason tramp_plan_function(int fd, const struct sym_module *m, size_t
 	uint64_t hop = f->endbr64 ? 4 : 0;
 	uint8_t *code = read_code(fd, f->probe_offset - hop, f->size);
 	enum tramp_reason r;
+	bool endbr;
 
 	if (!code)
 		return TRAMP_DECODE;
+	/*
+	 * A site the kernel emulates (push, nop, jmp) costs what the trampoline's own emulated nop
+	 * costs: moving it gains nothing. Patching only single-stepped sites also means that
+	 * another tool's later probe on the patch site always passes through the single-step
+	 * path, where the trampoline guard sees it.
+	 */
+	if (sym_probe_site(code + hop, f->size - hop, f->size - hop, &endbr) == SYM_INSN_EMULATED) {
+		free(code);
+		return TRAMP_EMULATED;
+	}
 	r = tramp_plan(code, f->size, f->addr, f->addr + hop, plan);
 	if (r == TRAMP_OK && plan->patch_len > cap)
 		r = TRAMP_INSN;
