@@ -194,6 +194,25 @@ static void test_garbage_refused(void **state)
 	assert_int_equal(tramp_plan(f, sizeof(f), FUNC, FUNC, &p), TRAMP_DECODE);
 }
 
+/* Restoring a patch: our jmp bytes go back to the original, another tool's int3 stays. */
+static void test_unpatch_keeps_other_breakpoint(void **state)
+{
+	const uint8_t jmp[5] = { 0xe9, 0x10, 0x20, 0x30, 0x00 };
+	const uint8_t orig[5] = { 0x48, 0x83, 0xec, 0x08, 0x89 };
+	uint8_t now[5], out[5];
+	(void)state;
+
+	memcpy(now, jmp, 5);
+	assert_true(tramp_unpatch_bytes(jmp, orig, now, out));
+	assert_memory_equal(out, orig, 5);
+	now[0] = 0xcc;                  /* a uprobe registered since, on the function */
+	assert_true(tramp_unpatch_bytes(jmp, orig, now, out));
+	const uint8_t want[5] = { 0xcc, 0x83, 0xec, 0x08, 0x89 };
+	assert_memory_equal(out, want, 5);
+	memcpy(now, orig, 5);           /* written back already: nothing of ours is left */
+	assert_false(tramp_unpatch_bytes(jmp, orig, now, out));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -207,6 +226,7 @@ int main(void)
 		cmocka_unit_test(test_cold_part_into_first_bytes),
 		cmocka_unit_test(test_endbr64_hop),
 		cmocka_unit_test(test_garbage_refused),
+		cmocka_unit_test(test_unpatch_keeps_other_breakpoint),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

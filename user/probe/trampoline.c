@@ -162,6 +162,19 @@ cleanup:
 	free(on_stack);
 }
 
+/* Write the original bytes of @t back where our jmp still is; 0 when nothing was left. */
+static int write_original(struct pt_target *pt, const struct tramp_fn *t)
+{
+	uint8_t now[TRAMP_JMP_LEN], out[TRAMP_JMP_LEN];
+	int err = pt_read(pt, t->patch_addr, now, TRAMP_JMP_LEN);
+
+	if (err)
+		return err;
+	if (!tramp_unpatch_bytes(t->jmp, t->moved, now, out))
+		return 0;
+	return pt_write(pt, t->patch_addr, out, TRAMP_JMP_LEN) ?: 1;
+}
+
 /* Write @on ? jmp : original bytes for the module's patched functions; how many were written. */
 static size_t write_entries(struct pt_target *pt, struct tramp_mod *tm, bool on)
 {
@@ -169,17 +182,12 @@ static size_t write_entries(struct pt_target *pt, struct tramp_mod *tm, bool on)
 
 	for (size_t i = 0; i < tm->nfns; i++) {
 		struct tramp_fn *t = &tm->fns[i];
-		uint8_t now[TRAMP_JMP_LEN];
 
 		if (on) {
 			if (pt_write(pt, t->patch_addr, t->jmp, TRAMP_JMP_LEN))
 				break;
-		} else {
-			/* only where our jmp still is */
-			if (pt_read(pt, t->patch_addr, now, TRAMP_JMP_LEN) ||
-			    memcmp(now, t->jmp, TRAMP_JMP_LEN) ||
-			    pt_write(pt, t->patch_addr, t->moved, TRAMP_JMP_LEN))
-				continue;
+		} else if (write_original(pt, t) <= 0) {
+			continue;
 		}
 		n++;
 	}

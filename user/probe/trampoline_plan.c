@@ -277,3 +277,16 @@ enum tramp_reason tramp_emit(const uint8_t *code, const struct tramp_plan *plan,
 		return TRAMP_RANGE;
 	return TRAMP_OK;
 }
+
+bool tramp_unpatch_bytes(const uint8_t *jmp, const uint8_t *orig, const uint8_t *now, uint8_t *out)
+{
+	bool ours = false;
+
+	for (size_t i = 0; i < TRAMP_JMP_LEN; i++) {
+		bool mine = now[i] == jmp[i];
+
+		out[i] = mine ? orig[i] : now[i];
+		ours |= mine;
+	}
+	return ours;
+}

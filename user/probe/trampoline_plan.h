@@ -54,6 +54,14 @@ enum tramp_reason tramp_emit(const uint8_t *code, const struct tramp_plan *plan,
 /** tramp_jmp - the 5 bytes `jmp @to` placed at @from; false when out of rel32 range. */
 bool tramp_jmp(uint64_t from, uint64_t to, uint8_t out[TRAMP_JMP_LEN]);
 
+/**
+ * tramp_unpatch_bytes - what to write back over @now, the patch's TRAMP_JMP_LEN bytes as they
+ * are today: @orig wherever our @jmp's byte still is, anything else (another tool's int3, put
+ * there after we patched) kept, so its breakpoint goes on working. Into @out; false when no
+ * byte of our jmp is left (nothing to write).
+ */
+bool tramp_unpatch_bytes(const uint8_t *jmp, const uint8_t *orig, const uint8_t *now, uint8_t *out);
+
 /* ---- per function of a module (user/probe/trampoline_check.c) ---- */
 
 /** tramp_module_file - the path to open for @m (open_path when set). */
