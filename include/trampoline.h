@@ -66,6 +66,13 @@ int tramp_check_module(struct sym_module *m);
  */
 int tramp_skip_rewritten(pid_t pid, struct sym_module **mods, size_t nmods, bool verbose);
 
+/**
+ * tramp_skip_rewritten_everywhere - tramp_skip_rewritten() for every process that has an
+ * atftrace trampoline mapping: a system-wide probe on one of its rewritten functions would
+ * crash it. Returns how many functions were left out.
+ */
+int tramp_skip_rewritten_everywhere(struct sym_module **mods, size_t nmods, bool verbose);
+
 struct tramp_process;
 
 struct tramp_opts {

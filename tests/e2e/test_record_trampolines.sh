@@ -112,6 +112,11 @@ grep -q 'memfd:atftrace-trampolines' /proc/$target/maps || fail "no trampoline m
 	|| { cat "$T/p2.err" >&2; fail "a second session on a patched process"; }
 assert_contains "$T/p2.err" "tramp_sites: 7 functions rewritten in process $target by another tool" "the second session leaves the patched functions alone"
 kill -0 $target || fail "the target died under two sessions"
+# so does a system-wide session: its probes would reach this process's rewritten text too
+"$ATF" record -a -o "$T/a2" -f "$TS:tr_*" --duration 0.5 2>"$T/a2.err" \
+	|| { cat "$T/a2.err" >&2; fail "a system-wide session beside a patched process"; }
+assert_contains "$T/a2.err" "tramp_sites: 7 functions rewritten in process $target by another tool" "-a leaves the patched functions alone"
+kill -0 $target || fail "the target died under a system-wide session"
 kill -INT $rec
 wait $rec || { cat "$T/p.err" >&2; fail "record -p failed"; }
 assert_eq 0 "$(text_equal $target)" "text after the recording"

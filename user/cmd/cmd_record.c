@@ -611,9 +611,12 @@ static int record_main(struct record_args *a)
 	/* symbols first: a bad -f fails before anything is created */
 	if (rm_modules_open(&mods, &a->spec, a->pid, a->cmd ? a->cmd[0] : NULL, a->verbose) < 0)
 		goto cleanup;
-	/* a -p target's code that another tool rewrote (its trampolines) must get no probe */
+	/* code that another session rewrote (its trampolines) must get no probe: in a -p target,
+	 * or, system-wide, in any process that has trampolines */
 	if (a->pid)
 		tramp_skip_rewritten(a->pid, mods.m, mods.n, a->verbose);
+	else if (a->sys.all)
+		tramp_skip_rewritten_everywhere(mods.m, mods.n, a->verbose);
 	if (detail_resolve(&a->detail, &mods) < 0)
 		goto cleanup;
 	detail_probe_opts(&a->detail, &po);
