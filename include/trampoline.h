@@ -44,6 +44,8 @@ enum tramp_reason {
 	TRAMP_REWRITTEN,            /* its code in the process was rewritten (not a breakpoint): untraced */
 	TRAMP_SECCOMP,              /* the process has a seccomp filter: no syscall is run inside it */
 	TRAMP_EMULATED,             /* the kernel emulates its first instruction: no faster through one */
+	TRAMP_GIVEN_BACK,           /* another tool probed it during the session: plain probe since */
+	TRAMP_NO_GUARD,             /* the registration guard is not available: no trampolines */
 	TRAMP_NREASONS
 };
 
@@ -104,6 +106,15 @@ int tramp_process__attach(struct tramp_process **out, struct probes *p, struct s
  * when the process is gone. Returns the number of functions restored, or a negative errno.
  */
 int tramp_process__restore(struct tramp_process *t);
+
+/**
+ * tramp_process__check - the registration guard stopped the process (REC_REG_GUARD): hold its
+ * threads with ptrace, end the group stop, wait until the other process's registering syscall
+ * is done, and give every patched function that another tool's breakpoint now sits on its
+ * original bytes back (around that breakpoint), with a plain probe of ours; one line each.
+ * The threads run again when this returns. The number given back, or a negative errno.
+ */
+int tramp_process__check(struct tramp_process *tp);
 
 /** tramp_process__free - release (restores first if that was not done). NULL is ignored. */
 void tramp_process__free(struct tramp_process *t);

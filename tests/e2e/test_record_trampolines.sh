@@ -76,34 +76,15 @@ if grep -q "the target" "$T/ff.err"; then fail "follow-fork: $(grep 'the target'
 assert_eq "100 200" "$(awk '$1 == "call" && $3 == "tr_sub" { print $4 }' "$T/ff.stats" | sort -n | tr '\n' ' ' | sed 's/ $//')" "tr_sub calls in the child and the parent"
 
 # ---- record -p: patched while recording, the file's text again afterwards ----------------------
-# text_equal PID: every executable mapping of tramp_sites in PID is byte-for-byte the file
-text_equal() {
-	python3 - "$1" "$TS" <<'PY'
-import os, sys
-pid, path = sys.argv[1], os.path.realpath(sys.argv[2])
-st = os.stat(path)
-diff = 0
-with open(f"/proc/{pid}/maps") as maps, open(f"/proc/{pid}/mem", "rb") as mem, open(path, "rb") as f:
-    for line in maps:
-        a = line.split()
-        if len(a) < 6 or int(a[4]) != st.st_ino or "x" not in a[1]:
-            continue
-        lo, hi = (int(x, 16) for x in a[0].split("-"))
-        mem.seek(lo); f.seek(int(a[2], 16))
-        m, d = mem.read(hi - lo), f.read(hi - lo)
-        diff += sum(1 for i in range(len(d)) if m[i] != d[i])
-print(diff)
-PY
-}
 mkfifo "$T/served" "$T/ready"
 "$TS" serve "$T/served" >"$T/serve.out" &
 target=$!
 cat "$T/served" >/dev/null
-assert_eq 0 "$(text_equal $target)" "text before the attach"
+assert_eq 0 "$(text_diff $target "$TS")" "text before the attach"
 "$ATF" record --trampolines -p $target -v -o "$T/p" -f 'tr_*' --ready-file "$T/ready" 2>"$T/p.err" &
 rec=$!
 timeout 60 cat "$T/ready" >/dev/null || { cat "$T/p.err" >&2; fail "record -p never became ready"; }
-patched=$(text_equal $target)
+patched=$(text_diff $target "$TS")
 [ "$patched" -ge 6 ] || fail "text while recording: $patched bytes differ from the file (6 jmps expected)"
 grep -q 'memfd:atftrace-trampolines' /proc/$target/maps || fail "no trampoline mapping in the target"
 # a second session on the same process leaves the rewritten functions alone (a probe over the
@@ -119,7 +100,7 @@ assert_contains "$T/a2.err" "tramp_sites: 7 functions rewritten in process $targ
 kill -0 $target || fail "the target died under a system-wide session"
 kill -INT $rec
 wait $rec || { cat "$T/p.err" >&2; fail "record -p failed"; }
-assert_eq 0 "$(text_equal $target)" "text after the recording"
+assert_eq 0 "$(text_diff $target "$TS")" "text after the recording"
 kill -TERM $target
 wait $target || fail "the served target failed: $(cat "$T/serve.out")"
 "$ATF" verify "$T/p" >/dev/null || fail "verify -p"

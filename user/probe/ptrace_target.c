@@ -227,6 +227,13 @@ void pt_detach_all(struct pt_target *t)
 	t->mem_fd = -1;
 }
 
+void pt_drop_signal(struct pt_target *t, int sig)
+{
+	for (size_t i = 0; i < t->nthreads; i++)
+		if (t->threads[i].pending_sig == sig)
+			t->threads[i].pending_sig = 0;
+}
+
 int pt_seize_child(pid_t pid)
 {
 	return ptrace(PTRACE_SEIZE, pid, NULL, (void *)(long)PTRACE_O_TRACEEXEC) < 0 ? -errno : 0;

@@ -50,6 +50,9 @@ int pt_stop_all(struct pt_target *t, pid_t pid, bool own_child);
 /** pt_detach_all - let every thread run again, each with the signal it stopped with. */
 void pt_detach_all(struct pt_target *t);
 
+/** pt_drop_signal - the threads that stopped with @sig get no signal back at detach. */
+void pt_drop_signal(struct pt_target *t, int sig);
+
 /** pt_read / pt_write - the target's memory (text too: a write makes the page private). */
 int pt_read(struct pt_target *t, uint64_t addr, void *buf, size_t len);
 int pt_write(struct pt_target *t, uint64_t addr, const void *buf, size_t len);

@@ -20,6 +20,7 @@
  * mapped, so a thread inside one (or a signal frame returning into one) finishes through it.
  */
 #include <errno.h>
+#include <signal.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -55,7 +56,9 @@ struct tramp_mod {
 struct tramp_process {
 	pid_t pid;
 	uint64_t start_ticks;               /* the process's start: a reused pid is not ours */
-	bool own_child, restored, verbose;
+	bool own_child, restored, verbose, no_guard;
+	struct probes *probes;              /* the guard, and plain probes for given-back functions */
+	pid_t link_pid;
 	struct tramp_mod *mods;
 	size_t nmods;
 };
@@ -324,7 +327,7 @@ cleanup:
 
 /* One module, all threads stopped: plan, patch, attach. Plain probes attached, or -errno. */
 static int attach_one(struct probes *p, struct pt_target *pt, const struct ta_maps *maps,
-		      struct tramp_mod *tm, const struct tramp_opts *o)
+		      struct tramp_mod *tm, const struct tramp_opts *o, bool no_guard)
 {
 	struct sym_module *m = tm->m;
 	struct tramp_fn *tf = NULL;
@@ -335,7 +338,7 @@ static int attach_one(struct probes *p, struct pt_target *pt, const struct ta_ma
 
 	if (!pt || stat(tramp_module_file(m), &st) ||
 	    !ta_module_span(maps, st.st_dev, st.st_ino, &lo, &hi)) {
-		mark_all(m, pt ? TRAMP_NOT_MAPPED : TRAMP_NO_PTRACE);
+		mark_all(m, no_guard ? TRAMP_NO_GUARD : pt ? TRAMP_NOT_MAPPED : TRAMP_NO_PTRACE);
 		/* a launched command's plain link, attached before its exec, stays */
 		return o->launched ? 0 : probes__attach_module(p, m, o->link_pid);
 	}
@@ -394,6 +397,8 @@ int tramp_process__attach(struct tramp_process **out, struct probes *p, struct s
 	proc_start_time(pid, &tp->start_ticks);
 	tp->own_child = o->launched;
 	tp->verbose = o->verbose;
+	tp->probes = p;
+	tp->link_pid = o->link_pid;
 	tp->nmods = nmods;
 	err = o->launched ? pt_run_to_entry(&pt, pid) : pt_stop_all(&pt, pid, false);
 	if (err == -ESRCH && o->launched) {
@@ -408,10 +413,19 @@ int tramp_process__attach(struct tramp_process **out, struct probes *p, struct s
 	stopped = !err;
 	if (stopped && ta_maps_read(pid, &maps) < 0)
 		memset(&maps, 0, sizeof(maps));
+	/* no function is patched unless another tool's later uprobe on it can be met */
+	err = stopped ? probes__guard_pid(p, pid, true) : 0;
+	if (err) {
+		fprintf(stderr, "atftrace record: process %d: no entry trampolines without the "
+			"registration guard (%s%s): plain probes\n", (int)pid, strerror(-err),
+			err == -EOPNOTSUPP ? "; a recorder in a pid namespace has none" : "");
+		tp->no_guard = true;
+	}
 	err = 0;
 	for (size_t i = 0; i < nmods && err >= 0; i++) {
 		tp->mods[i] = (struct tramp_mod){ .m = mods[i], .fd = -1 };
-		err = attach_one(p, stopped ? &pt : NULL, &maps, &tp->mods[i], o);
+		err = attach_one(p, stopped && !tp->no_guard ? &pt : NULL, &maps, &tp->mods[i], o,
+				 tp->no_guard);
 		if (err >= 0) {
 			total += err;
 			*ntramp += tp->mods[i].nfns;
@@ -437,15 +451,95 @@ int tramp_process__restore(struct tramp_process *tp)
 	for (size_t i = 0; i < tp->nmods; i++)
 		any += tp->mods[i].nfns;
 	if (!any || !proc_alive(tp->pid) || proc_start_time(tp->pid, &start) ||
-	    start != tp->start_ticks)
+	    start != tp->start_ticks) {
+		probes__guard_pid(tp->probes, tp->pid, false);
 		return 0;       /* nothing patched, or the process is gone (its pid maybe reused) */
+	}
 	err = pt_stop_all(&pt, tp->pid, tp->own_child);
 	if (err)
 		return err == -ESRCH ? 0 : err;     /* gone: nothing to give back */
 	for (size_t i = 0; i < tp->nmods; i++)
 		n += write_entries(&pt, &tp->mods[i], false);
+	probes__guard_pid(tp->probes, tp->pid, false);
 	pt_detach_all(&pt);
 	return (int)n;
+}
+
+/*
+ * give_back - @t's jmp no longer stands (another tool's int3 is on it): write its original
+ * bytes back around that int3, and attach a plain probe, of the same function id. The
+ * function leaves the module's patched list. 0, or a negative errno.
+ */
+static int give_back(struct tramp_process *tp, struct pt_target *pt, struct tramp_mod *tm,
+		     size_t j)
+{
+	struct tramp_fn t = tm->fns[j];
+	struct sym_func *f = t.f;
+	uint64_t cookie = (uint64_t)tm->m->module_id << 32 | f->symbol_index;
+	int err = write_original(pt, &t);
+
+	if (err < 0)
+		return err;
+	tm->fns[j] = tm->fns[--tm->nfns];
+	f->via_tramp = false;
+	f->tramp = TRAMP_GIVEN_BACK;
+	err = probes__attach_sites(tp->probes, tm->m, tramp_module_file(tm->m), &f->probe_offset,
+				   &cookie, 1, tp->link_pid);
+	if (err < 0)
+		fprintf(stderr, "atftrace record: process %d: %s: another tool probed it; its "
+			"trampoline is taken out, but our plain probe failed (%s): not traced from "
+			"now on\n", (int)tp->pid, f->name, strerror(-err));
+	else
+		fprintf(stderr, "atftrace record: process %d: %s: another tool probed it; its "
+			"trampoline is taken out and a plain probe traces it from now on\n",
+			(int)tp->pid, f->name);
+	return 0;
+}
+
+int tramp_process__check(struct tramp_process *tp)
+{
+	struct pt_target pt;
+	uint64_t start = 0;
+	int err, n = 0;
+
+	if (!tp || tp->restored || !proc_alive(tp->pid))
+		return 0;
+	if (proc_start_time(tp->pid, &start) || start != tp->start_ticks) {
+		/* gone, and its pid taken by a process the guard may have stopped meanwhile */
+		probes__guard_pid(tp->probes, tp->pid, false);
+		kill(tp->pid, SIGCONT);
+		return 0;
+	}
+	err = pt_stop_all(&pt, tp->pid, tp->own_child);
+	if (err) {
+		kill(tp->pid, SIGCONT);         /* never leave it stopped */
+		return err == -ESRCH ? 0 : err;
+	}
+	/*
+	 * Held by ptrace now: end the guard's group stop (SIGCONT also discards the stop signals
+	 * still queued), drop the SIGSTOP a thread stopped with, and wait for the registering
+	 * syscalls to be done before looking at the text.
+	 */
+	pt_drop_signal(&pt, SIGSTOP);
+	kill(tp->pid, SIGCONT);
+	if (probes__guard_settle(tp->probes, 2000) < 0)
+		fprintf(stderr, "atftrace record: process %d: another process's uprobe registration "
+			"did not finish within 2 s; checking the trampolines now\n", (int)tp->pid);
+	for (size_t i = 0; i < tp->nmods; i++) {
+		struct tramp_mod *tm = &tp->mods[i];
+
+		for (size_t j = tm->nfns; j-- > 0;) {
+			uint8_t now[TRAMP_JMP_LEN];
+
+			if (pt_read(&pt, tm->fns[j].patch_addr, now, TRAMP_JMP_LEN) ||
+			    !memcmp(now, tm->fns[j].jmp, TRAMP_JMP_LEN))
+				continue;
+			if (give_back(tp, &pt, tm, j) == 0)
+				n++;
+		}
+	}
+	pt_detach_all(&pt);
+	return n;
 }
 
 void tramp_process__free(struct tramp_process *tp)

@@ -35,6 +35,8 @@ const char *tramp_reason_str(enum tramp_reason r)
 	case TRAMP_REWRITTEN:     return "rewritten";
 	case TRAMP_SECCOMP:       return "seccomp";
 	case TRAMP_EMULATED:      return "emulated";
+	case TRAMP_GIVEN_BACK:    return "given-back";
+	case TRAMP_NO_GUARD:      return "no-guard";
 	case TRAMP_NREASONS:      break;
 	}
 	return "?";
