@@ -75,3 +75,35 @@ kill -INT $bt; wait $bt || true
 assert_eq 0 "$(text_diff $target "$TS")" "text once bpftrace is gone"
 kill -TERM $target
 wait $target || fail "the served target failed: $(cat "$T/serve.out")"
+
+# ---- a recorder in a pid namespace (a sidecar) guards by the host's pid of its target ------------
+command -v unshare >/dev/null || fail "unshare (util-linux) is missing"
+mkdir "$T/ns"
+cp "$TS" "$T/ns/ts"             # a private copy: only this test's processes run it
+cat >"$T/ns/inside.sh" <<'INSIDE'
+set -eu
+cd "$1"; ATF=$2
+mkfifo served ready
+./ts serve served >serve.out &
+t=$!
+cat served >/dev/null
+"$ATF" record -v -p $t -o s -f 'tr_*' --ready-file ready 2>rec.err &
+r=$!
+cat ready >/dev/null
+echo "$t" >target
+until grep -q "another tool probed it" rec.err; do sleep 0.05; done
+kill -INT $r; wait $r
+kill -TERM $t; wait $t
+echo "inside: done"
+INSIDE
+unshare -pf --mount-proc bash "$T/ns/inside.sh" "$T/ns" "$ATF" >"$T/ns/inside.out" 2>&1 &
+inside=$!
+wait_for "$T/ns/rec.err" "tramp_sites|ts: [1-9][0-9]* functions through trampolines" "trampolines in a pid namespace"
+wait_for "$T/ns/target" "^[0-9]+$" "the target's pid in the namespace"
+bpftrace -e "uprobe:$T/ns/ts:tr_sub { @calls = count(); }" >"$T/bt3.out" 2>&1 &
+bt=$!
+wait_for "$T/ns/rec.err" "process $(cat "$T/ns/target"): tr_sub: another tool probed it; its trampoline is taken out" \
+	"the guard in a pid namespace gives tr_sub back"
+wait $inside || { cat "$T/ns/inside.out" "$T/ns/rec.err" >&2; fail "the target or the recorder in the pid namespace failed"; }
+kill -INT $bt; wait $bt || true
+assert_contains "$T/ns/inside.out" "^inside: done$" "the namespace's target ran to its end"

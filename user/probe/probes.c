@@ -157,12 +157,17 @@ static int configure(struct probes *p, const struct probe_opts *opts)
 	bpf_program__set_autoload(s->progs.atf_unwind_catch, opts->unwind_hooks);
 	bpf_program__set_autoload(s->progs.atf_unwind_raise, opts->unwind_hooks);
 #if defined(__x86_64__)
-	/* the guard names processes by host pid: not from inside a pid namespace */
-	p->guard = opts->reg_guard && s->rodata->pidns_level == 0;
+	p->guard = opts->reg_guard;
 	bpf_program__set_autoload(s->progs.atf_reg_enter, p->guard);
 	bpf_program__set_autoload(s->progs.atf_reg_exit, p->guard);
 	s->rodata->uprobe_pmu_type = uprobe_pmu_type();
-	s->rodata->recorder_tgid = (uint32_t)getpid();
+	/* the guard compares and names processes by their host pids */
+	pid_t self;
+
+	err = pidns_host_pid(getpid(), &self);
+	if (err)
+		return err;
+	s->rodata->recorder_tgid = (uint32_t)self;
 #endif
 	bpf_program__set_expected_attach_type(s->progs.atf_session, ATF_BPF_TRACE_UPROBE_SESSION);
 	bpf_program__set_expected_attach_type(s->progs.atf_multi_entry, ATF_BPF_TRACE_UPROBE_MULTI);
@@ -585,10 +590,17 @@ int probes__stop_unwind_holds(struct probes *p)
 int probes__guard_pid(struct probes *p, pid_t pid, bool on)
 {
 	struct atftrace_bpf__bss *b = p->skel->bss;
-	uint32_t want = on ? 0 : (uint32_t)pid;
+	pid_t host;
+	uint32_t want;
+	int err;
 
 	if (!p->guard)
 		return -EOPNOTSUPP;
+	err = pidns_host_pid(pid, &host);
+	if (err)
+		return on ? err : 0;
+	want = on ? 0 : (uint32_t)host;
+	pid = host;
 	if (on && !p->skel->links.atf_reg_enter) {
 		p->skel->links.atf_reg_enter = bpf_program__attach(p->skel->progs.atf_reg_enter);
 		if (!p->skel->links.atf_reg_enter)
