@@ -167,6 +167,12 @@ void probes__free(struct probes *p);
 int probes__guard_pid(struct probes *p, pid_t pid, bool on);
 
 /**
+ * probes__guard_ready - is the registration guard loaded, and its programs attached (done
+ * here, once)? 0, or a negative errno (-EOPNOTSUPP: not loaded).
+ */
+int probes__guard_ready(struct probes *p);
+
+/**
  * probes__guard_settle - wait (at most @timeout_ms) until no registering syscall of another
  * process is in flight. 0, or -ETIMEDOUT.
  */

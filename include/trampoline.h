@@ -116,6 +116,15 @@ int tramp_process__restore(struct tramp_process *t);
  */
 int tramp_process__check(struct tramp_process *tp);
 
+/**
+ * tramp_process__fix_child - @child was forked by the process (or by one of its traced
+ * children) and is held stopped before its first instruction: over each probe site that the
+ * kernel optimised into a call to the parent's [uprobes-trampoline] page (which the child does
+ * not have), write the int3 the kernel put there first. Returns the number of sites fixed, or a
+ * negative errno.
+ */
+int tramp_process__fix_child(struct tramp_process *tp, pid_t child);
+
 /** tramp_process__free - release (restores first if that was not done). NULL is ignored. */
 void tramp_process__free(struct tramp_process *t);
 

@@ -76,6 +76,23 @@ assert_eq 0 "$(text_diff $target "$TS")" "text once bpftrace is gone"
 kill -TERM $target
 wait $target || fail "the served target failed: $(cat "$T/serve.out")"
 
+# ---- a child forked during the session runs the same patched text --------------------------------
+# Its copies of the probe sites that the kernel optimised call a page the child does not have:
+# it is held at its first instruction and given the kernel's int3 back; and it is guarded too.
+rm -f "$T/fsready"; mkfifo "$T/fsready"
+"$ATF" record -v -o "$T/fs" -f 'tr_*' -- "$TS" forkserve "$T/fsready" 2>"$T/fs.err" &
+rec=$!
+cat "$T/fsready" >/dev/null     # the child serves
+child=$(pgrep -n -f "tramp_sites forkserve $T/fsready")
+assert_contains "$T/fs.err" "forked $child: [1-9][0-9]* probe sites given back their int3" "the forked child's probe sites"
+bpftrace -e "uprobe:$TS:tr_mov { @calls = count(); }" >"$T/bt4.out" 2>&1 &
+bt=$!
+wait_for "$T/fs.err" "process $child \\(forked from [0-9]+\\): tr_mov: another tool probed it" "the guard gives tr_mov back in the child"
+kill -TERM $child
+wait $rec || { cat "$T/fs.err" >&2; fail "record forkserve failed"; }
+if grep -q "the target" "$T/fs.err"; then fail "forkserve: $(grep 'the target' "$T/fs.err")"; fi
+kill -INT $bt; wait $bt || true
+
 # ---- a recorder in a pid namespace (a sidecar) guards by the host's pid of its target ------------
 command -v unshare >/dev/null || fail "unshare (util-linux) is missing"
 mkdir "$T/ns"

@@ -91,12 +91,15 @@ grep -q 'memfd:atftrace-trampolines' /proc/$target/maps || fail "no trampoline m
 # jmp would crash the target) and traces the others
 "$ATF" record -p $target -o "$T/p2" -f 'tr_*' --duration 0.5 2>"$T/p2.err" \
 	|| { cat "$T/p2.err" >&2; fail "a second session on a patched process"; }
-assert_contains "$T/p2.err" "tramp_sites: 7 functions rewritten in process $target by another tool" "the second session leaves the patched functions alone"
+# as many as the first session patched (a function that a thread was inside at its attach is not)
+npatched=$(sed -n 's/.*tramp_sites: \([0-9]*\) functions through trampolines.*/\1/p' "$T/p.err")
+[ "${npatched:-0}" -ge 6 ] || fail "the first session patched only ${npatched:-no} functions"
+assert_contains "$T/p2.err" "tramp_sites: $npatched functions rewritten in process $target by another tool" "the second session leaves the patched functions alone"
 kill -0 $target || fail "the target died under two sessions"
 # so does a system-wide session: its probes would reach this process's rewritten text too
 "$ATF" record -a -o "$T/a2" -f "$TS:tr_*" --duration 0.5 2>"$T/a2.err" \
 	|| { cat "$T/a2.err" >&2; fail "a system-wide session beside a patched process"; }
-assert_contains "$T/a2.err" "tramp_sites: 7 functions rewritten in process $target by another tool" "-a leaves the patched functions alone"
+assert_contains "$T/a2.err" "tramp_sites: $npatched functions rewritten in process $target by another tool" "-a leaves the patched functions alone"
 kill -0 $target || fail "the target died under a system-wide session"
 kill -INT $rec
 wait $rec || { cat "$T/p.err" >&2; fail "record -p failed"; }

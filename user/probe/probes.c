@@ -160,6 +160,7 @@ static int configure(struct probes *p, const struct probe_opts *opts)
 	p->guard = opts->reg_guard;
 	bpf_program__set_autoload(s->progs.atf_reg_enter, p->guard);
 	bpf_program__set_autoload(s->progs.atf_reg_exit, p->guard);
+	bpf_program__set_autoload(s->progs.atf_fork_hold, p->guard);
 	s->rodata->uprobe_pmu_type = uprobe_pmu_type();
 	/* the guard compares and names processes by their host pids */
 	pid_t self;
@@ -594,21 +595,14 @@ int probes__guard_pid(struct probes *p, pid_t pid, bool on)
 	uint32_t want;
 	int err;
 
-	if (!p->guard)
-		return -EOPNOTSUPP;
+	err = on ? probes__guard_ready(p) : p->guard ? 0 : -EOPNOTSUPP;
+	if (err)
+		return err;
 	err = pidns_host_pid(pid, &host);
 	if (err)
 		return on ? err : 0;
 	want = on ? 0 : (uint32_t)host;
 	pid = host;
-	if (on && !p->skel->links.atf_reg_enter) {
-		p->skel->links.atf_reg_enter = bpf_program__attach(p->skel->progs.atf_reg_enter);
-		if (!p->skel->links.atf_reg_enter)
-			return -errno;
-		p->skel->links.atf_reg_exit = bpf_program__attach(p->skel->progs.atf_reg_exit);
-		if (!p->skel->links.atf_reg_exit)
-			return -errno;
-	}
 	/* .bss is mmap'ed: the next syscall's guard sees the slot */
 	for (size_t i = 0; i < GUARD_MAX_PIDS; i++) {
 		if (__atomic_load_n(&b->guard_pids[i], __ATOMIC_RELAXED) != want)
@@ -617,6 +611,26 @@ int probes__guard_pid(struct probes *p, pid_t pid, bool on)
 		return 0;
 	}
 	return on ? -ENOSPC : 0;
+}
+
+int probes__guard_ready(struct probes *p)
+{
+	struct atftrace_bpf *s = p->skel;
+	struct bpf_program *progs[] = { s->progs.atf_reg_enter, s->progs.atf_reg_exit,
+					s->progs.atf_fork_hold };
+	struct bpf_link **links[] = { &s->links.atf_reg_enter, &s->links.atf_reg_exit,
+				      &s->links.atf_fork_hold };
+
+	if (!p->guard)
+		return -EOPNOTSUPP;
+	for (size_t i = 0; i < sizeof(progs) / sizeof(progs[0]); i++) {
+		if (*links[i])
+			continue;
+		*links[i] = bpf_program__attach(progs[i]);
+		if (!*links[i])
+			return -errno;
+	}
+	return 0;
 }
 
 int probes__guard_settle(struct probes *p, unsigned int timeout_ms)
@@ -634,6 +648,12 @@ int probes__guard_settle(struct probes *p, unsigned int timeout_ms)
 int probes__guard_pid(struct probes *p, pid_t pid, bool on)
 {
 	(void)p; (void)pid; (void)on;
+	return -EOPNOTSUPP;
+}
+
+int probes__guard_ready(struct probes *p)
+{
+	(void)p;
 	return -EOPNOTSUPP;
 }
 

@@ -29,39 +29,11 @@
 #include <sys/stat.h>
 #include "proc.h"
 #include "ptrace_target.h"
-#include "trampoline.h"
 #include "trampoline_area.h"
-#include "trampoline_plan.h"
+#include "trampoline_int.h"
 
 #define PAGE 4096ull
 #define ENOTSUPP_K 524                      /* the kernel's ENOTSUPP: an instruction uprobes refuse */
-
-struct tramp_fn {
-	struct sym_func *f;
-	uint64_t patch_addr;                /* in the process */
-	struct tramp_plan plan;             /* patch_addr as in the file */
-	uint8_t moved[32];                  /* the file's bytes from the patch address */
-	uint8_t jmp[TRAMP_JMP_LEN];
-	uint32_t slot;
-};
-
-struct tramp_mod {
-	struct sym_module *m;
-	int fd;                             /* our copy of the trampoline memfd, or -1 */
-	uint64_t area;
-	struct tramp_fn *fns;               /* the patched ones */
-	size_t nfns;
-};
-
-struct tramp_process {
-	pid_t pid;
-	uint64_t start_ticks;               /* the process's start: a reused pid is not ours */
-	bool own_child, restored, verbose, no_guard;
-	struct probes *probes;              /* the guard, and plain probes for given-back functions */
-	pid_t link_pid;
-	struct tramp_mod *mods;
-	size_t nmods;
-};
 
 int tramp_seize_child(pid_t pid)
 {
@@ -165,8 +137,7 @@ cleanup:
 	free(on_stack);
 }
 
-/* Write the original bytes of @t back where our jmp still is; 0 when nothing was left. */
-static int write_original(struct pt_target *pt, const struct tramp_fn *t)
+int tramp_fn_write_original(struct pt_target *pt, const struct tramp_fn *t)
 {
 	uint8_t now[TRAMP_JMP_LEN], out[TRAMP_JMP_LEN];
 	int err = pt_read(pt, t->patch_addr, now, TRAMP_JMP_LEN);
@@ -189,7 +160,7 @@ static size_t write_entries(struct pt_target *pt, struct tramp_mod *tm, bool on)
 		if (on) {
 			if (pt_write(pt, t->patch_addr, t->jmp, TRAMP_JMP_LEN))
 				break;
-		} else if (write_original(pt, t) <= 0) {
+		} else if (tramp_fn_write_original(pt, t) <= 0) {
 			continue;
 		}
 		n++;
@@ -385,7 +356,7 @@ int tramp_process__attach(struct tramp_process **out, struct probes *p, struct s
 	struct ta_maps maps = { 0 };
 	struct pt_target pt;
 	bool stopped = false;
-	int err = 0, total = 0;
+	int err = 0, err2, total = 0;
 
 	*out = NULL;
 	*ntramp = 0;
@@ -414,7 +385,7 @@ int tramp_process__attach(struct tramp_process **out, struct probes *p, struct s
 	if (stopped && ta_maps_read(pid, &maps) < 0)
 		memset(&maps, 0, sizeof(maps));
 	/* no function is patched unless another tool's later uprobe on it can be met */
-	err = stopped ? probes__guard_pid(p, pid, true) : 0;
+	err = stopped ? probes__guard_ready(p) : 0;
 	if (err) {
 		fprintf(stderr, "atftrace record: process %d: no entry trampolines without the "
 			"registration guard (%s%s): plain probes\n", (int)pid, strerror(-err),
@@ -432,6 +403,14 @@ int tramp_process__attach(struct tramp_process **out, struct probes *p, struct s
 		}
 	}
 	ta_maps_free(&maps);
+	/*
+	 * Guarded from here on. Not before: a stop the guard sends while the threads are held
+	 * would cut into the syscalls run inside the process to map the trampolines.
+	 */
+	if (*ntramp && (err2 = probes__guard_pid(p, pid, true)) < 0)
+		fprintf(stderr, "atftrace record: process %d: cannot guard its trampolines (%s): "
+			"another tool's uprobe on a patched function would crash it\n", (int)pid,
+			strerror(-err2));
 	if (stopped)
 		pt_detach_all(&pt);
 	*out = tp;
@@ -448,6 +427,7 @@ int tramp_process__restore(struct tramp_process *tp)
 	if (!tp || tp->restored)
 		return 0;
 	tp->restored = true;
+	tramp_children_restore(tp);
 	for (size_t i = 0; i < tp->nmods; i++)
 		any += tp->mods[i].nfns;
 	if (!any || !proc_alive(tp->pid) || proc_start_time(tp->pid, &start) ||
@@ -465,83 +445,6 @@ int tramp_process__restore(struct tramp_process *tp)
 	return (int)n;
 }
 
-/*
- * give_back - @t's jmp no longer stands (another tool's int3 is on it): write its original
- * bytes back around that int3, and attach a plain probe, of the same function id. The
- * function leaves the module's patched list. 0, or a negative errno.
- */
-static int give_back(struct tramp_process *tp, struct pt_target *pt, struct tramp_mod *tm,
-		     size_t j)
-{
-	struct tramp_fn t = tm->fns[j];
-	struct sym_func *f = t.f;
-	uint64_t cookie = (uint64_t)tm->m->module_id << 32 | f->symbol_index;
-	int err = write_original(pt, &t);
-
-	if (err < 0)
-		return err;
-	tm->fns[j] = tm->fns[--tm->nfns];
-	f->via_tramp = false;
-	f->tramp = TRAMP_GIVEN_BACK;
-	err = probes__attach_sites(tp->probes, tm->m, tramp_module_file(tm->m), &f->probe_offset,
-				   &cookie, 1, tp->link_pid);
-	if (err < 0)
-		fprintf(stderr, "atftrace record: process %d: %s: another tool probed it; its "
-			"trampoline is taken out, but our plain probe failed (%s): not traced from "
-			"now on\n", (int)tp->pid, f->name, strerror(-err));
-	else
-		fprintf(stderr, "atftrace record: process %d: %s: another tool probed it; its "
-			"trampoline is taken out and a plain probe traces it from now on\n",
-			(int)tp->pid, f->name);
-	return 0;
-}
-
-int tramp_process__check(struct tramp_process *tp)
-{
-	struct pt_target pt;
-	uint64_t start = 0;
-	int err, n = 0;
-
-	if (!tp || tp->restored || !proc_alive(tp->pid))
-		return 0;
-	if (proc_start_time(tp->pid, &start) || start != tp->start_ticks) {
-		/* gone, and its pid taken by a process the guard may have stopped meanwhile */
-		probes__guard_pid(tp->probes, tp->pid, false);
-		kill(tp->pid, SIGCONT);
-		return 0;
-	}
-	err = pt_stop_all(&pt, tp->pid, tp->own_child);
-	if (err) {
-		kill(tp->pid, SIGCONT);         /* never leave it stopped */
-		return err == -ESRCH ? 0 : err;
-	}
-	/*
-	 * Held by ptrace now: end the guard's group stop (SIGCONT also discards the stop signals
-	 * still queued), drop the SIGSTOP a thread stopped with, and wait for the registering
-	 * syscalls to be done before looking at the text.
-	 */
-	pt_drop_signal(&pt, SIGSTOP);
-	kill(tp->pid, SIGCONT);
-	if (probes__guard_settle(tp->probes, 2000) < 0)
-		fprintf(stderr, "atftrace record: process %d: another process's uprobe registration "
-			"did not finish within 2 s; checking the trampolines now\n", (int)tp->pid);
-	for (size_t i = 0; i < tp->nmods; i++) {
-		struct tramp_mod *tm = &tp->mods[i];
-
-		for (size_t j = tm->nfns; j-- > 0;) {
-			uint8_t now[TRAMP_JMP_LEN];
-
-			if (pt_read(&pt, tm->fns[j].patch_addr, now, TRAMP_JMP_LEN) ||
-			    !memcmp(now, tm->fns[j].jmp, TRAMP_JMP_LEN))
-				continue;
-			if (give_back(tp, &pt, tm, j) == 0)
-				n++;
-		}
-	}
-	pt_detach_all(&pt);
-	return n;
-}
-
 void tramp_process__free(struct tramp_process *tp)
 {
 	if (!tp)
@@ -553,5 +456,6 @@ void tramp_process__free(struct tramp_process *tp)
 		free(tp->mods[i].fns);
 	}
 	free(tp->mods);
+	free(tp->children);
 	free(tp);
 }

@@ -43,7 +43,7 @@ bool tramp_refers_into(const uint8_t *code, uint64_t size, uint64_t addr, uint64
 
 /**
  * tramp_emit - write the trampoline for @plan at address @tramp_addr into @out (TRAMP_SLOT
- * bytes, the rest filled with int3): a 1-byte nop (the probe site, at offset 0), the moved instructions
+ * bytes, the rest filled with int3): a 5-byte nop (the probe site, at offset 0), the moved instructions
  * with rip-relative displacements and relative branches fixed for their new place, and a
  * jmp back to the first instruction after them. @code holds the bytes from @plan->patch_addr.
  * Returns TRAMP_OK, or TRAMP_RANGE when a displacement does not fit in 32 bits there.

@@ -10,10 +10,15 @@
  * The records of one burst of registrations (bpftrace opens one perf event per probe) are
  * checked once, at the end of the drain that read them.
  *
+ * REC_FORK_HOLD: a process on trampolines forked a child, which BPF stopped before its first
+ * instruction; its copies of the optimised probe sites call a page it does not have, so the
+ * kernel's int3 goes back over them (tramp_process__fix_child) before it runs.
+ *
  * A record the ring had no room for is counted in lost_records; the guard's SIGSTOP was sent
  * all the same, so whenever lost_records grew the process is checked too: it is never left
  * stopped.
  */
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 #include "atftrace.h"
@@ -39,6 +44,43 @@ void rec_tramp_guard_on_record(struct recorder *r, const void *data, size_t size
 	if (r->opts.verbose)
 		fprintf(stderr, "atftrace record: process %u (%.16s) may be registering a uprobe "
 			"(syscall %u): checking the trampolines\n", rec.pid, rec.comm, rec.child_pid);
+}
+
+void rec_tramp_guard_on_fork(struct recorder *r, const void *data, size_t size)
+{
+	struct rec_task rec;
+	pid_t child;
+	int err;
+
+	if (size < sizeof(rec)) {
+		r->st.bad_records++;
+		return;
+	}
+	memcpy(&rec, data, sizeof(rec));
+	child = (pid_t)rec.child_pid;
+	if (child <= 0) {
+		r->st.bad_records++;
+		return;
+	}
+	/* BPF stopped the child: it runs again after this drain, whatever happens here */
+	rec_hold(r, child);
+	err = rec_hold_wait(child, child);
+	if (err == -ESRCH)
+		return;
+	if (err) {
+		fprintf(stderr, "atftrace record: process %u's child %d did not stop in time; resuming "
+			"it unchanged (it dies if it calls a traced function before it execs)\n",
+			rec.pid, (int)child);
+		return;
+	}
+	err = tramp_process__fix_child(r->tramps, child);
+	if (err < 0)
+		fprintf(stderr, "atftrace record: process %u's child %d: cannot fix its trampolines' "
+			"probe sites (%s); it dies if it calls a traced function before it execs\n",
+			rec.pid, (int)child, strerror(-err));
+	else if (r->opts.verbose)
+		fprintf(stderr, "atftrace record: process %u forked %d: %d probe sites given back "
+			"their int3\n", rec.pid, (int)child, err);
 }
 
 void rec_tramp_guard_after_drain(struct recorder *r)
