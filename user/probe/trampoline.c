@@ -54,13 +54,19 @@ static void patch_module(struct pt_target *pt, const struct ta_maps *maps, struc
 	for (size_t i = 0; i < n; i++) {
 		uint64_t file_off = tf[i].f->probe_offset;
 
+		uint8_t now[sizeof(tf[i].moved)];
+
 		tf[i].patch_addr = ta_file_addr(maps, dev, ino, file_off);
-		if (!tf[i].patch_addr)
-			continue;                       /* an empty range: not mapped */
+		/* an empty range when not mapped, or not the file's code (never stepped through) */
+		if (!tf[i].patch_addr || pt_read(pt, tf[i].patch_addr, now, tf[i].plan.patch_len) ||
+		    memcmp(now, tf[i].moved, tf[i].plan.patch_len))
+			continue;
 		ranges[i][0] = tf[i].patch_addr + 1;       /* at the first byte is fine: same entry */
 		ranges[i][1] = tf[i].patch_addr + tf[i].plan.patch_len;
 	}
-	if (pt_stack_holds(pt, (const uint64_t (*)[2])ranges, n, on_stack) < 0)
+	/* a thread a few instructions into a function is stepped past the bytes to replace */
+	if (pt_step_out(pt, (const uint64_t (*)[2])ranges, n, 8) < 0 ||
+	    pt_stack_holds(pt, (const uint64_t (*)[2])ranges, n, on_stack) < 0)
 		goto cleanup;
 	for (size_t i = 0; i < n; i++) {
 		struct sym_func *f = tf[i].f;

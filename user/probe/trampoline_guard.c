@@ -181,10 +181,21 @@ static void add_child(struct tramp_process *tp, pid_t child)
 	}
 }
 
+static const uint8_t int3_nop5[TRAMP_JMP_LEN] = { 0xcc, 0x1f, 0x44, 0x00, 0x00 };
+
+/* The kernel's optimised site at @addr (`call [uprobes-trampoline]`) back to its int3. */
+static bool unoptimise(struct pt_target *pt, uint64_t addr)
+{
+	uint8_t now[TRAMP_JMP_LEN];
+
+	return addr && !pt_read(pt, addr, now, sizeof(now)) && now[0] == 0xe8 &&
+	       !pt_write(pt, addr, int3_nop5, sizeof(int3_nop5));
+}
+
 int tramp_process__fix_child(struct tramp_process *tp, pid_t child)
 {
-	static const uint8_t int3_nop5[TRAMP_JMP_LEN] = { 0xcc, 0x1f, 0x44, 0x00, 0x00 };
 	struct pt_target pt = { .pid = child };
+	struct ta_maps maps;
 	char path[32];
 	int n = 0;
 
@@ -194,20 +205,25 @@ int tramp_process__fix_child(struct tramp_process *tp, pid_t child)
 	pt.mem_fd = open(path, O_RDWR | O_CLOEXEC);
 	if (pt.mem_fd < 0)
 		return errno == ENOENT ? 0 : -errno;
+	if (ta_maps_read(child, &maps) < 0)
+		memset(&maps, 0, sizeof(maps));
 	for (size_t i = 0; i < tp->nmods; i++) {
 		const struct tramp_mod *tm = &tp->mods[i];
+		const struct sym_module *m = tm->m;
+		struct stat st;
 
-		for (size_t j = 0; j < tm->nfns; j++) {
-			uint64_t site = tm->area + (uint64_t)tm->fns[j].slot * TRAMP_SLOT;
-			uint8_t now[TRAMP_JMP_LEN];
-
-			/* the kernel's optimised site is `call [uprobes-trampoline]` */
-			if (pt_read(&pt, site, now, sizeof(now)) || now[0] != 0xe8)
-				continue;
-			if (pt_write(&pt, site, int3_nop5, sizeof(int3_nop5)) == 0)
-				n++;
-		}
+		/* the trampolines' probe sites */
+		for (size_t j = 0; j < tm->nfns; j++)
+			n += unoptimise(&pt, tm->area + (uint64_t)tm->fns[j].slot * TRAMP_SLOT);
+		/* and the functions that start with a 5-byte nop, probed where they are */
+		if (stat(tramp_module_file(m), &st))
+			continue;
+		for (size_t j = 0; j < m->nfuncs; j++)
+			if (m->funcs[j].tramp == TRAMP_NOT_NEEDED)
+				n += unoptimise(&pt, ta_file_addr(&maps, st.st_dev, st.st_ino,
+								  m->funcs[j].probe_offset));
 	}
+	ta_maps_free(&maps);
 	close(pt.mem_fd);
 	add_child(tp, child);
 	return n;

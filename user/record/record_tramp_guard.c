@@ -27,7 +27,8 @@
 
 void recorder__set_trampolines(struct recorder *r, struct tramp_process *tp)
 {
-	r->tramps = tp;
+	if (r)
+		r->tramps = tp;
 }
 
 void rec_tramp_guard_on_record(struct recorder *r, const void *data, size_t size)
