@@ -14,11 +14,11 @@
  *
  * At the entry of such a syscall by any other process, every guarded process is sent SIGSTOP
  * (it stops at its next return to user space, microseconds; registering a uprobe takes longer,
- * path lookup and allocations first), the syscall is counted in reg_inflight, and
- * REC_REG_GUARD wakes the recorder. After the drain, the recorder holds the processes with
- * ptrace, resumes their group stop, waits until reg_inflight is 0, and gives every patched
- * function whose jmp was written over its original bytes back, around the other tool's int3,
- * with a plain probe of ours (tramp_process__check). Then the threads run again.
+ * path lookup and allocations first) with one REC_REG_GUARD naming it, and the syscall is
+ * counted in reg_inflight until its exit. The recorder holds each stopped process (one SIGCONT
+ * after its drain, as for the C++ unwind holds), waits until reg_inflight is 0, and gives every
+ * patched function whose jmp was written over its original bytes back, around the other tool's
+ * int3, with a plain probe of ours (tramp_process__check). Then the processes run again.
  *
  * Forks. The trampolines' probe sites are 5-byte nops, which the kernel rewrites into a call to
  * its [uprobes-trampoline] page, a page fork does not copy. A guarded process (or, with
@@ -80,18 +80,49 @@ static __always_inline bool registers_uprobe(struct pt_regs *regs, long id)
 	return false;
 }
 
+/* What stop_guarded() tells the recorder about the syscall that made it stop a process. */
+struct guard_stop_ctx {
+	__u32 registrant;       /* the registering thread (host tid) */
+	__u32 syscall;
+};
+
+/*
+ * stop_guarded - stop guarded process @i and tell the recorder, one REC_REG_GUARD each (pid:
+ * the stopped process in the recorder's pid namespace), so that it holds exactly the
+ * processes that were stopped. Nobody would resume a process whose record is not in the
+ * ring: the record is reserved first, and the stop is not sent without it.
+ */
 static int stop_guarded(__u32 i, void *data)
 {
 	__u32 pid = guard_pids[i & (GUARD_MAX_PIDS - 1)];
+	struct guard_stop_ctx *c = data;
 	struct task_struct *task;
+	struct rec_task *r;
 
 	if (!pid)
 		return 0;
 	task = bpf_task_from_pid((s32)pid);
-	if (task) {
-		bpf_send_signal_task(task, ATF_SIGSTOP, PIDTYPE_TGID, 0);
+	if (!task)
+		return 0;
+	r = bpf_ringbuf_reserve(&rb, sizeof(*r), 0);
+	if (!r) {
+		count_lost(lost_records);
 		bpf_task_release(task);
+		return 0;
 	}
+	r->type = REC_REG_GUARD;
+	r->pid = task_pid_tgid(task) >> 32;
+	r->tid = c->registrant;
+	r->child_pid = c->syscall;
+	r->ts = bpf_ktime_get_boot_ns();
+	bpf_get_current_comm(r->comm, sizeof(r->comm));
+	if (bpf_send_signal_task(task, ATF_SIGSTOP, PIDTYPE_TGID, 0)) {
+		bpf_ringbuf_discard(r, BPF_RB_NO_WAKEUP);
+		count_lost(lost_records);
+	} else {
+		bpf_ringbuf_submit(r, BPF_RB_FORCE_WAKEUP);
+	}
+	bpf_task_release(task);
 	return 0;
 }
 
@@ -99,29 +130,15 @@ SEC("?tp_btf/sys_enter")
 int BPF_PROG(atf_reg_enter, struct pt_regs *regs, long id)
 {
 	__u64 ids = bpf_get_current_pid_tgid();
-	__u32 tid = (__u32)ids;
+	struct guard_stop_ctx c = { .registrant = (__u32)ids, .syscall = (__u32)id };
 	__u8 one = 1;
 
 	if ((id != NR_BPF && id != NR_PERF_EVENT_OPEN) || ids >> 32 == recorder_tgid ||
 	    !registers_uprobe(regs, id))
 		return 0;
-	if (bpf_map_update_elem(&registering, &tid, &one, BPF_NOEXIST) == 0)
+	if (bpf_map_update_elem(&registering, &c.registrant, &one, BPF_NOEXIST) == 0)
 		__sync_fetch_and_add(&reg_inflight, 1);
-	bpf_loop(GUARD_MAX_PIDS, stop_guarded, NULL, 0);
-
-	struct rec_task *r = bpf_ringbuf_reserve(&rb, sizeof(*r), 0);
-
-	if (!r) {       /* the recorder also looks at every drain while anything is guarded */
-		count_lost(lost_records);
-		return 0;
-	}
-	r->type = REC_REG_GUARD;
-	r->pid = ids >> 32;
-	r->tid = tid;
-	r->child_pid = (__u32)id;
-	r->ts = bpf_ktime_get_boot_ns();
-	bpf_get_current_comm(r->comm, sizeof(r->comm));
-	bpf_ringbuf_submit(r, BPF_RB_FORCE_WAKEUP);
+	bpf_loop(GUARD_MAX_PIDS, stop_guarded, &c, 0);
 	return 0;
 }
 
