@@ -47,6 +47,7 @@ cat "$T/hot" >/dev/null
 rec=$!
 timeout 60 cat "$T/ready" >/dev/null || { cat "$T/h.err" >&2; fail "record -p never became ready"; }
 assert_contains "$T/h.err" "tramp_sites: [1-9][0-9]* functions through trampolines" "tr_sub is patched"
+assert_contains "$T/h.err" "registration guard on the bpf and perf_event_open syscall tracepoints" "the guard's way in with tracefs"
 bpftrace -e "uprobe:$TS:tr_sub { @calls = count(); }" >"$T/bt.out" 2>&1 &
 bt=$!
 wait_for "$T/h.err" "process $target: tr_sub: another tool probed it; its trampoline is taken out and a plain probe traces it from now on" \
@@ -101,7 +102,8 @@ wait $rec || { cat "$T/fs.err" >&2; fail "record forkserve failed"; }
 if grep -q "the target" "$T/fs.err"; then fail "forkserve: $(grep 'the target' "$T/fs.err")"; fi
 stop_bpftrace $bt
 
-# ---- a recorder in a pid namespace (a sidecar) guards by the host's pid of its target ------------
+# ---- a recorder in a pid namespace (a sidecar) guards by the host's pid of its target, -----------
+# ---- here on the raw syscall tracepoints ---------------------------------------------------------
 command -v unshare >/dev/null || fail "unshare (util-linux) is missing"
 mkdir "$T/ns"
 cp "$TS" "$T/ns/ts"             # a private copy: only this test's processes run it
@@ -121,7 +123,8 @@ kill -INT $r; wait $r
 kill -TERM $t; wait $t
 echo "inside: done"
 INSIDE
-unshare -pf --mount-proc --kill-child bash "$T/ns/inside.sh" "$T/ns" "$ATF" >"$T/ns/inside.out" 2>&1 &
+# (and with the raw sys_enter/sys_exit tracepoints, the guard's way in without tracefs)
+ATFTRACE_GUARD=raw unshare -pf --mount-proc --kill-child bash "$T/ns/inside.sh" "$T/ns" "$ATF" >"$T/ns/inside.out" 2>&1 &
 inside=$!
 wait_for "$T/ns/rec.err" "tramp_sites|ts: [1-9][0-9]* functions through trampolines" "trampolines in a pid namespace"
 wait_for "$T/ns/target" "^[0-9]+$" "the target's pid in the namespace"
@@ -132,3 +135,4 @@ wait_for "$T/ns/rec.err" "process $(cat "$T/ns/target"): tr_sub: another tool pr
 wait $inside || { cat "$T/ns/inside.out" "$T/ns/rec.err" >&2; fail "the target or the recorder in the pid namespace failed"; }
 stop_bpftrace $bt
 assert_contains "$T/ns/inside.out" "^inside: done$" "the namespace's target ran to its end"
+assert_contains "$T/ns/rec.err" "registration guard on the raw sys_enter/sys_exit tracepoints" "the guard's raw way in"
