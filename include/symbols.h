@@ -32,6 +32,9 @@ enum sym_insn {
 	SYM_INSN_NOP5,              /* optimised to a call into the uprobe trampoline */
 	SYM_INSN_EMULATED,          /* push, 1-byte nop, jmp, call: emulated */
 	SYM_INSN_ENDBR64,           /* hopped over: the probe goes at function + 4 */
+	SYM_INSN_NO_STEP,           /* EVEX (AVX-512): the kernel accepts it, but its single-step
+				     * loses the instruction's result (kernel 6.18): only through an
+				     * entry trampoline, never a plain probe */
 };
 
 /* Where a function's name came from (list-functions shows it). */
@@ -120,6 +123,15 @@ const char *sym_origin_str(enum sym_origin o);
 
 /** sym_demangle - the C++ demangled form of @name (malloc'd), or NULL (not C++, no runtime). */
 char *sym_demangle(const char *name);
+
+/**
+ * sym_plain_probe_ok - may @f get a plain probe at its entry (one the kernel single-steps or
+ * emulates)? Not a function whose first instruction the kernel's single-step corrupts.
+ */
+static inline bool sym_plain_probe_ok(const struct sym_func *f)
+{
+	return f->insn != SYM_INSN_NO_STEP;
+}
 
 /**
  * sym_probe_site - the enum sym_insn class of the code at a probe site, @avail bytes of it

@@ -440,7 +440,7 @@ int probes__attach_module(struct probes *p, const struct sym_module *m, pid_t pi
 {
 	const char *path = m->open_path ? m->open_path : m->path;
 	uint64_t *offsets = NULL, *cookies = NULL;
-	uint32_t *func = NULL, *refused = NULL, n = 0, nrefused = 0;
+	uint32_t *func = NULL, *refused = NULL, n = 0, nrefused = 0, nostep = 0;
 	size_t cap = m->nfuncs ? m->nfuncs : 1;
 	int err = 0;
 
@@ -457,9 +457,21 @@ int probes__attach_module(struct probes *p, const struct sym_module *m, pid_t pi
 
 		if (!f->selected || f->skip != 0 || f->via_tramp)
 			continue;
+		if (!sym_plain_probe_ok(f)) {
+			nostep++;
+			if (libbpf_verbose)
+				fprintf(stderr, "atftrace record: %s: %s: not traced (its first "
+					"instruction is EVEX)\n", m->path, f->name);
+			continue;
+		}
 		offsets[n] = f->probe_offset;
 		func[n++] = (uint32_t)i;
 	}
+	/* with trampolines, they get one (trampoline.c says which do not) */
+	if (nostep && !p->guard)
+		fprintf(stderr, "atftrace record: %s: %u functions start with an AVX-512 (EVEX) "
+			"instruction, whose single-step by the kernel loses its result: not traced "
+			"without an entry trampoline\n", m->path, nostep);
 	if (n == 0)
 		goto cleanup;
 	/* the functions whose first instruction the kernel refuses are left out, each said */

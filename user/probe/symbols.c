@@ -57,6 +57,7 @@ const char *sym_insn_str(enum sym_insn i)
 	case SYM_INSN_NOP5:     return "nop5";
 	case SYM_INSN_EMULATED: return "emulated";
 	case SYM_INSN_ENDBR64:  return "endbr64";
+	case SYM_INSN_NO_STEP:  return "evex";
 	}
 	return "?";
 }
@@ -82,6 +83,13 @@ static int classify_insn(const uint8_t *p, size_t avail)
 	for (size_t i = 0; i < avail && i < 15; i++) {
 		if (p[i] == 0xf0 || p[i] == 0x26 || p[i] == 0x2e || p[i] == 0x36 || p[i] == 0x3e)
 			return -1;
+		/*
+		 * 0x62 in 64-bit mode opens an EVEX (AVX-512) instruction: the kernel single-steps
+		 * it, but the result is lost (seen on 6.18: a vpbroadcastb into ymm1 or ymm17 leaves
+		 * the register as it was). Such a function can only be entered through a trampoline.
+		 */
+		if (p[i] == 0x62)
+			return SYM_INSN_NO_STEP;
 		if (p[i] != 0x66 && p[i] != 0x67 && p[i] != 0xf2 && p[i] != 0xf3 && p[i] != 0x64 &&
 		    p[i] != 0x65)
 			break;          /* not a legacy prefix: the opcode (or REX) */
