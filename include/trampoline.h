@@ -44,6 +44,7 @@ enum tramp_reason {
 	TRAMP_REWRITTEN,            /* its code in the process was rewritten (not a breakpoint): untraced */
 	TRAMP_SECCOMP,              /* the process has a seccomp filter: no syscall is run inside it */
 	TRAMP_EMULATED,             /* the kernel emulates its first instruction: no faster through one */
+	TRAMP_TEXTREL,              /* the module has text relocations: ld.so may still write its code */
 	TRAMP_NREASONS
 };
 
@@ -97,6 +98,26 @@ int tramp_process__attach(struct tramp_process **out, struct probes *p, struct s
  * when the process is gone. Returns the number of functions restored, or a negative errno.
  */
 int tramp_process__restore(struct tramp_process *t);
+
+/**
+ * tramp_process__attach_module - module @m of the process, mapped after tramp_process__attach()
+ * (a library loaded with dlopen, while ld.so holds it at its debug-state call), or mapped again
+ * after it was unmapped (dlclose, then dlopen): stop every thread, patch @m's selected functions
+ * with the same checks as tramp_process__attach() and attach its probes (the link on its
+ * trampoline file, plain probes for the rest), in place of the links attached for it before.
+ * @m is restored with the others at the end. A module already patched in its current mapping,
+ * or one that got no trampoline (its plain probes follow every mapping of the file), is left
+ * as it is: 0. Returns the number of functions attached (@ntramp of them through trampolines),
+ * or a negative errno when its probes could not be attached.
+ */
+int tramp_process__attach_module(struct tramp_process *t, struct probes *p, struct sym_module *m,
+				 const struct tramp_opts *o, size_t *ntramp);
+
+/** tramp_process__pid - the process @t patches. */
+pid_t tramp_process__pid(const struct tramp_process *t);
+
+/** tramp_process__patched - does @t hold trampolines for @m (entered through them now or before)? */
+bool tramp_process__patched(const struct tramp_process *t, const struct sym_module *m);
 
 /** tramp_process__free - release (restores first if that was not done). NULL is ignored. */
 void tramp_process__free(struct tramp_process *t);

@@ -2,8 +2,9 @@
 /*
  * dlopen_user CMD_FIFO PLUGIN: prints its pid, then reads commands from CMD_FIFO, one a line:
  * "l K" dlopens PLUGIN, calls its plugin_work K times at once and prints "loaded K"; "c K" calls
- * plugin_work K times more and prints "done K"; "q" exits. The calls right after dlopen show
- * whether the plugin's probes were in place when dlopen returned.
+ * plugin_work K times more and prints "done K"; "u" dlcloses PLUGIN (unmapped: nothing else
+ * holds it) and prints "closed"; "q" exits. The calls right after dlopen show whether the
+ * plugin's probes were in place when dlopen returned.
  */
 #include <dlfcn.h>
 #include <stdio.h>
@@ -13,6 +14,7 @@
 int main(int argc, char **argv)
 {
 	void (*work)(int) = NULL;
+	void *h = NULL;
 	char line[64];
 	FILE *in;
 
@@ -29,7 +31,7 @@ int main(int argc, char **argv)
 	}
 	while (fgets(line, sizeof(line), in) && line[0] != 'q') {
 		if (line[0] == 'l') {
-			void *h = dlopen(argv[2], RTLD_NOW);
+			h = dlopen(argv[2], RTLD_NOW);
 
 			if (!h || !(work = (void (*)(int))dlsym(h, "plugin_work"))) {
 				fprintf(stderr, "dlopen_user: %s\n", dlerror());
@@ -46,6 +48,14 @@ int main(int argc, char **argv)
 			for (int i = 0; i < k; i++)
 				work(i);
 			printf("done %d\n", k);
+		} else if (line[0] == 'u' && h) {
+			if (dlclose(h)) {
+				fprintf(stderr, "dlopen_user: %s\n", dlerror());
+				return 1;
+			}
+			h = NULL;
+			work = NULL;
+			printf("closed\n");
 		}
 		fflush(stdout);
 	}

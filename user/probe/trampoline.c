@@ -26,6 +26,7 @@
 #include <string.h>
 #include <unistd.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include "proc.h"
 #include "ptrace_target.h"
 #include "trampoline.h"
@@ -48,6 +49,7 @@ struct tramp_mod {
 	struct sym_module *m;
 	int fd;                             /* our copy of the trampoline memfd, or -1 */
 	uint64_t area;
+	uint64_t dev, ino;                  /* the module's file: what a patch address must still map */
 	struct tramp_fn *fns;               /* the patched ones */
 	size_t nfns;
 };
@@ -207,7 +209,8 @@ static int attach_tramp_link(struct probes *p, struct pt_target *pt, struct tram
 		goto fail;
 	}
 	snprintf(path, sizeof(path), "/proc/self/fd/%d", tm->fd);
-	err = probes__attach_sites(p, tm, path, offs, cookies, (uint32_t)tm->nfns, link_pid);
+	/* owned by the functions' array, which stays where it is when the module list grows */
+	err = probes__attach_sites(p, tm->fns, path, offs, cookies, (uint32_t)tm->nfns, link_pid);
 	if (err)
 		goto fail;
 	for (size_t i = 0; i < tm->nfns; i++) {
@@ -331,6 +334,8 @@ static int attach_one(struct probes *p, struct pt_target *pt, const struct ta_ma
 		/* a launched command's plain link, attached before its exec, stays */
 		return o->launched ? 0 : probes__attach_module(p, m, o->link_pid);
 	}
+	tm->dev = st.st_dev;
+	tm->ino = st.st_ino;
 	fd = open(tramp_module_file(m), O_RDONLY | O_CLOEXEC);
 	tf = calloc(m->nfuncs ? m->nfuncs : 1, sizeof(*tf));
 	for (size_t i = 0; fd >= 0 && tf && i < m->nfuncs; i++) {
@@ -416,6 +421,176 @@ int tramp_process__attach(struct tramp_process **out, struct probes *p, struct s
 	return err < 0 ? err : total;
 }
 
+/* ---- modules mapped after the start (dlopen), or mapped anew (dlclose, then dlopen) ---- */
+
+pid_t tramp_process__pid(const struct tramp_process *tp)
+{
+	return tp->pid;
+}
+
+bool tramp_process__patched(const struct tramp_process *tp, const struct sym_module *m)
+{
+	for (size_t i = 0; i < tp->nmods; i++)
+		if (tp->mods[i].m == m && tp->mods[i].nfns)
+			return true;
+	return false;
+}
+
+static struct tramp_mod *find_mod(struct tramp_process *tp, const struct sym_module *m)
+{
+	for (size_t i = 0; i < tp->nmods; i++)
+		if (tp->mods[i].m == m)
+			return &tp->mods[i];
+	return NULL;
+}
+
+/* Is @t's patch address still file offset probe_offset of the module (dev, inode, offset)? */
+static bool same_mapping(const struct ta_maps *maps, const struct tramp_mod *tm,
+			 const struct tramp_fn *t)
+{
+	return ta_file_addr(maps, tm->dev, tm->ino, t->f->probe_offset) == t->patch_addr;
+}
+
+/*
+ * Forget the patched functions whose mapping is gone: a library unloaded since (dlclose) took
+ * its jmps with it, and its range may hold another mapping now; nothing is written there.
+ * Unreadable maps forget them all.
+ */
+static void keep_still_mapped(struct tramp_process *tp)
+{
+	struct ta_maps maps;
+	bool ok = ta_maps_read(tp->pid, &maps) == 0;
+
+	for (size_t i = 0; i < tp->nmods; i++) {
+		struct tramp_mod *tm = &tp->mods[i];
+		size_t k = 0;
+
+		for (size_t j = 0; ok && j < tm->nfns; j++)
+			if (same_mapping(&maps, tm, &tm->fns[j]))
+				tm->fns[k++] = tm->fns[j];
+		tm->nfns = k;
+	}
+	if (ok)
+		ta_maps_free(&maps);
+}
+
+/* Is one of @tm's jmps still where it was written, in the mapping it was written in? */
+static bool patch_in_place(struct pt_target *pt, const struct ta_maps *maps,
+			   const struct tramp_mod *tm)
+{
+	for (size_t i = 0; i < tm->nfns; i++) {
+		const struct tramp_fn *t = &tm->fns[i];
+		uint8_t now[TRAMP_JMP_LEN];
+
+		if (same_mapping(maps, tm, t) && !pt_read(pt, t->patch_addr, now, sizeof(now)) &&
+		    !memcmp(now, t->jmp, sizeof(now)))
+			return true;
+	}
+	return false;
+}
+
+/*
+ * The module was unmapped since @tm was patched (its jmps went with its text): close the link
+ * on its trampoline file and the plain link that left its functions out, unmap the trampoline
+ * file in the process (@pt, or not when it could not be stopped) when it is still that file
+ * there and no thread is in it (none can be: it jumps back into text that is gone), and clear
+ * the module's functions for a new plan.
+ */
+static void retire_mod(struct probes *p, struct pt_target *pt, const struct ta_maps *maps,
+		       struct tramp_mod *tm)
+{
+	struct stat st;
+
+	probes__detach_owner(p, tm->fns);
+	probes__detach_owner(p, tm->m);
+	for (size_t i = 0; pt && tm->fd >= 0 && !fstat(tm->fd, &st) && i < maps->n; i++) {
+		const struct ta_map *a = &maps->v[i];
+		uint64_t range[1][2] = { { a->lo, a->hi } }, args[6] = { a->lo, a->hi - a->lo };
+		bool inside = false;
+		int64_t ret;
+
+		if (a->lo != tm->area || a->dev != st.st_dev || a->ino != st.st_ino)
+			continue;
+		for (size_t k = 0; k < pt->nthreads; k++)
+			inside |= pt->threads[k].regs.rip >= a->lo && pt->threads[k].regs.rip < a->hi;
+		if (!inside && !pt_stack_holds(pt, (const uint64_t (*)[2])range, 1, &inside) &&
+		    !inside && !ta_seccomp(pt))
+			pt_syscall(pt, SYS_munmap, args, &ret);
+		break;
+	}
+	if (tm->fd >= 0)
+		close(tm->fd);
+	free(tm->fns);
+	*tm = (struct tramp_mod){ .m = tm->m, .fd = -1 };
+	for (size_t i = 0; i < tm->m->nfuncs; i++) {
+		tm->m->funcs[i].via_tramp = false;
+		tm->m->funcs[i].tramp = TRAMP_UNSET;
+	}
+}
+
+static struct tramp_mod *add_mod(struct tramp_process *tp, struct sym_module *m)
+{
+	struct tramp_mod *n = realloc(tp->mods, (tp->nmods + 1) * sizeof(*n));
+
+	if (!n)
+		return NULL;
+	tp->mods = n;
+	n[tp->nmods] = (struct tramp_mod){ .m = m, .fd = -1 };
+	return &n[tp->nmods++];
+}
+
+int tramp_process__attach_module(struct tramp_process *tp, struct probes *p, struct sym_module *m,
+				 const struct tramp_opts *o, size_t *ntramp)
+{
+	struct tramp_opts later = *o;
+	struct tramp_mod *tm = find_mod(tp, m);
+	struct ta_maps maps = { 0 };
+	struct pt_target pt;
+	int err, n;
+
+	*ntramp = 0;
+	later.launched = false;         /* no plain link of its own to keep */
+	/* without trampolines, its plain probes follow every mapping of the file */
+	if (tm && !tm->nfns)
+		return 0;
+	err = tp->restored ? -ESRCH : pt_stop_all(&pt, tp->pid, tp->own_child);
+	if (err) {
+		if (!tm) {
+			mark_all(m, TRAMP_NO_PTRACE);
+			return probes__attach_module(p, m, o->link_pid);
+		}
+		/* mapped anew and not patched again: plain probes on all of it */
+		retire_mod(p, NULL, NULL, tm);
+		mark_all(m, TRAMP_NO_PTRACE);
+		return probes__attach_module(p, m, o->link_pid);
+	}
+	if (ta_maps_read(tp->pid, &maps) < 0)
+		memset(&maps, 0, sizeof(maps));
+	if (tm && patch_in_place(&pt, &maps, tm)) {
+		n = 0;                  /* announced again, still the mapping we patched */
+		goto out;
+	}
+	if (tm)
+		retire_mod(p, &pt, &maps, tm);
+	else if (!(tm = add_mod(tp, m))) {
+		n = -ENOMEM;
+		goto out;
+	}
+	if (tramp_module_textrel(m)) {
+		mark_all(m, TRAMP_TEXTREL);
+		n = probes__attach_module(p, m, o->link_pid);
+		if (o->verbose)
+			report(tm);
+	} else {
+		n = attach_one(p, &pt, &maps, tm, &later);
+	}
+	*ntramp = tm->nfns;
+out:
+	ta_maps_free(&maps);
+	pt_detach_all(&pt);
+	return n;
+}
+
 int tramp_process__restore(struct tramp_process *tp)
 {
 	struct pt_target pt;
@@ -434,6 +609,7 @@ int tramp_process__restore(struct tramp_process *tp)
 	err = pt_stop_all(&pt, tp->pid, tp->own_child);
 	if (err)
 		return err == -ESRCH ? 0 : err;     /* gone: nothing to give back */
+	keep_still_mapped(tp);
 	for (size_t i = 0; i < tp->nmods; i++)
 		n += write_entries(&pt, &tp->mods[i], false);
 	pt_detach_all(&pt);

@@ -137,6 +137,29 @@ static void forget(struct rec_watch *w, pid_t pid)
 	w->nseen = k;
 }
 
+/*
+ * Files @pid no longer maps (a library it unloaded) are forgotten, so that loading one again
+ * announces it again: its text is new, and what was written into the old (entry trampolines'
+ * jmps) is gone with it.
+ */
+static void forget_unmapped(struct rec_watch *w, pid_t pid, const struct proc_mapping *maps,
+			    size_t n)
+{
+	size_t k = 0;
+
+	for (size_t i = 0; i < w->nseen; i++) {
+		bool mapped = w->seen[i].pid != pid;
+
+		for (size_t j = 0; j < n && !mapped; j++)
+			mapped = maps[j].exec && !strcmp(maps[j].path, w->seen[i].path);
+		if (mapped)
+			w->seen[k++] = w->seen[i];
+		else
+			free(w->seen[i].path);
+	}
+	w->nseen = k;
+}
+
 /* Announce every executable file @pid maps that its hooks have not seen yet. */
 static void scan(struct rec_watch *w, pid_t pid)
 {
@@ -145,6 +168,7 @@ static void scan(struct rec_watch *w, pid_t pid)
 
 	if (!w->nmod || proc_maps(pid, &maps, &n) < 0)
 		return;
+	forget_unmapped(w, pid, maps, n);
 	for (size_t i = 0; i < n; i++) {
 		if (!maps[i].exec || maps[i].path[0] != '/' || strstr(maps[i].path, " (deleted)") ||
 		    seen_before(w, pid, maps[i].path))
