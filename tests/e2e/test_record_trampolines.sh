@@ -76,25 +76,7 @@ if grep -q "the target" "$T/ff.err"; then fail "follow-fork: $(grep 'the target'
 assert_eq "100 200" "$(awk '$1 == "call" && $3 == "tr_sub" { print $4 }' "$T/ff.stats" | sort -n | tr '\n' ' ' | sed 's/ $//')" "tr_sub calls in the child and the parent"
 
 # ---- record -p: patched while recording, the file's text again afterwards ----------------------
-# text_equal PID: every executable mapping of tramp_sites in PID is byte-for-byte the file
-text_equal() {
-	python3 - "$1" "$TS" <<'PY'
-import os, sys
-pid, path = sys.argv[1], os.path.realpath(sys.argv[2])
-st = os.stat(path)
-diff = 0
-with open(f"/proc/{pid}/maps") as maps, open(f"/proc/{pid}/mem", "rb") as mem, open(path, "rb") as f:
-    for line in maps:
-        a = line.split()
-        if len(a) < 6 or int(a[4]) != st.st_ino or "x" not in a[1]:
-            continue
-        lo, hi = (int(x, 16) for x in a[0].split("-"))
-        mem.seek(lo); f.seek(int(a[2], 16))
-        m, d = mem.read(hi - lo), f.read(hi - lo)
-        diff += sum(1 for i in range(len(d)) if m[i] != d[i])
-print(diff)
-PY
-}
+text_equal() { text_diff "$1" "$TS"; }   # 0: PID's tramp_sites text is the file's
 mkfifo "$T/served" "$T/ready"
 "$TS" serve "$T/served" >"$T/serve.out" &
 target=$!

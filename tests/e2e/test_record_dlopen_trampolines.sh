@@ -1,0 +1,116 @@
+#!/usr/bin/env bash
+# Entry trampolines in a library loaded with dlopen while recording (user/probe/trampoline.c:
+# tramp_process__attach_module, called from user/record/record_live.c while ld.so holds the
+# target at its debug-state call). libatfplugin's plugin_leaf starts with a rip-relative mov,
+# which the kernel would single-step; plugin_work starts with a push, which it emulates:
+#   - launched and -p: record -v says plugin_leaf is entered through a trampoline, and the
+#     calls are exact, the K made the moment dlopen returns included;
+#   - dlclose and dlopen again, CYCLES times: patched again at each load (one trampoline file
+#     in the process, not one per load), exact counts, no crash;
+#   - -p: the plugin's text differs from the file while recording (the jmp) and is the file's
+#     again after it; a session that ends while the plugin is unloaded writes nothing into its
+#     old range, and the target loads and runs it again afterwards.
+# The target acknowledges every command; no sleep stands in for that.
+source "$(dirname "$0")/lib.sh"
+need_bpf
+cleanup() { local j; for j in $(jobs -p); do kill -KILL "$j" 2>/dev/null || true; done; rm -rf "$T"; }
+trap cleanup EXIT
+K=211
+CYCLES=3
+PLUGIN=$TARGETS/libatfplugin.so
+[ -x "$TARGETS/dlopen_user" ] && [ -f "$PLUGIN" ] || fail "build first: make OUTPUT=$OUTPUT targets"
+
+say() {     # command expected-ack what: one command to dlopen_user (fd 3), its ack (fd 4)
+	local line
+	echo "$1" >&3
+	read -r -u 4 line || fail "$3: dlopen_user gave no answer"
+	assert_eq "$2" "$line" "$3"
+}
+loaded_check() {    # pid what: the plugin is patched in pid, through one trampoline file
+	# plugin_leaf's 5-byte jmp, plugin_work's int3: at least 4 bytes (a plain int3 alone is 1)
+	local d; d=$(text_diff "$1" "$PLUGIN")
+	[ "$d" -ge 4 ] || fail "$2: $d bytes of the plugin's text differ from the file (no jmp)"
+	assert_eq 1 "$(grep -c 'memfd:atftrace-trampolines' /proc/"$1"/maps)" "$2: trampoline files in the process"
+}
+cycles() {  # pid what: CYCLES times load (K calls), K calls more, unload
+	for i in $(seq $CYCLES); do
+		say "l $K" "loaded $K" "$2: load $i"
+		loaded_check "$1" "$2: load $i"
+		say "c $K" "done $K" "$2: calls $i"
+		say u closed "$2: unload $i"
+	done
+}
+counts() {  # session work-calls what
+	"$ATF" verify "$1" >/dev/null || fail "$3: verify"
+	"$TOOLS/record_stats" "$1" >"$T/stats"
+	assert_eq "$2" "$(awk '$1 == "call" && $3 == "plugin_work" { print $4 }' "$T/stats")" "$3: plugin_work calls"
+	assert_eq $((2 * $2)) "$(awk '$1 == "call" && $3 == "plugin_leaf" { print $4 }' "$T/stats")" "$3: plugin_leaf calls"
+	assert_eq 0 "$(awk '$1 == "process" { print $16 }' "$T/stats")" "$3: lost"
+}
+reported() {    # err-file loads what: one -v summary per load, the later ones as mapped again
+	assert_eq "$2" "$(grep -c 'libatfplugin.so: 1 functions through trampolines, 0 at nop5 sites, 1 emulated$' "$1")" "$3: -v: plugin_leaf through a trampoline at each load"
+	assert_contains "$1" "libatfplugin.so: plugin_work: plain probe \(emulated\)$" "$3: -v: plugin_work keeps its probe"
+	assert_eq $(($2 - 1)) "$(grep -c "mapped .*/libatfplugin.so again: 2 functions attached, 1 through trampolines$" "$1")" "$3: -v: patched again after each dlclose"
+}
+
+# ---- launched --------------------------------------------------------------------------------
+mkfifo "$T/cmd" "$T/out"
+"$ATF" record -v -o "$T/launched" -f 'libatfplugin.so:plugin_*' -- "$TARGETS/dlopen_user" "$T/cmd" "$PLUGIN" \
+	>"$T/out" 2>"$T/l.err" &
+rec=$!
+exec 4<"$T/out" 3>"$T/cmd"
+read -r -u 4 word pid || fail "launched: no pid from dlopen_user"
+cycles "$pid" launched
+echo q >&3
+exec 3>&- 4<&-
+wait $rec || { cat "$T/l.err" >&2; fail "record (launched) failed"; }
+if grep -q "the target" "$T/l.err"; then fail "launched: $(grep 'the target' "$T/l.err")"; fi
+reported "$T/l.err" $CYCLES launched
+counts "$T/launched" $((CYCLES * 2 * K)) launched
+
+# ---- -p: cycles, then the session ends with the plugin loaded: its text is restored ----------
+rm -f "$T/cmd" "$T/out"; mkfifo "$T/cmd" "$T/out" "$T/ready"
+"$TARGETS/dlopen_user" "$T/cmd" "$PLUGIN" >"$T/out" &
+target=$!
+exec 4<"$T/out" 3>"$T/cmd"
+read -r -u 4 word pid || fail "-p: no pid from dlopen_user"
+"$ATF" record -v -p "$target" -o "$T/attached" -f 'libatfplugin.so:plugin_*' --ready-file "$T/ready" 2>"$T/p.err" &
+rec=$!
+timeout 60 cat "$T/ready" >/dev/null || { cat "$T/p.err" >&2; fail "the recorder never became ready"; }
+cycles "$target" -p
+say "l $K" "loaded $K" "-p: last load"
+loaded_check "$target" "-p: last load"
+kill -INT $rec
+wait $rec || { cat "$T/p.err" >&2; fail "record -p failed"; }
+assert_eq 0 "$(text_diff "$target" "$PLUGIN")" "-p: the plugin's text after the session"
+say "c $K" "done $K" "-p: calls after the session"
+say u closed "-p: unload after the session"
+say "l $K" "loaded $K" "-p: load after the session"
+echo q >&3
+exec 3>&- 4<&-
+wait $target || fail "dlopen_user failed after the -p session"
+reported "$T/p.err" $((CYCLES + 1)) -p
+counts "$T/attached" $(((2 * CYCLES + 1) * K)) -p
+
+# ---- -p: the session ends while the plugin is unloaded -----------------------------------------
+rm -f "$T/cmd" "$T/out" "$T/ready"; mkfifo "$T/cmd" "$T/out" "$T/ready"
+"$TARGETS/dlopen_user" "$T/cmd" "$PLUGIN" >"$T/out" &
+target=$!
+exec 4<"$T/out" 3>"$T/cmd"
+read -r -u 4 word pid || fail "-p (unloaded): no pid from dlopen_user"
+"$ATF" record -p "$target" -o "$T/gone" -f 'libatfplugin.so:plugin_*' --ready-file "$T/ready" 2>"$T/g.err" &
+rec=$!
+timeout 60 cat "$T/ready" >/dev/null || { cat "$T/g.err" >&2; fail "the recorder never became ready (unloaded)"; }
+say "l $K" "loaded $K" "-p (unloaded): load"
+loaded_check "$target" "-p (unloaded): load"
+say u closed "-p (unloaded): unload"
+kill -INT $rec
+wait $rec || { cat "$T/g.err" >&2; fail "record -p (unloaded) failed"; }
+say "l $K" "loaded $K" "-p (unloaded): load after the session"
+assert_eq 0 "$(text_diff "$target" "$PLUGIN")" "-p (unloaded): the plugin's text loaded after the session"
+say "c $K" "done $K" "-p (unloaded): calls after the session"
+echo q >&3
+exec 3>&- 4<&-
+wait $target || fail "dlopen_user failed after a session that ended while its plugin was unloaded"
+counts "$T/gone" $K "-p (unloaded)"
+echo "ok: plugin_leaf through a trampoline at each of $CYCLES loads, exact counts, text restored"
