@@ -8,8 +8,9 @@
 #   - dlclose and dlopen again, CYCLES times: patched again at each load (one trampoline file
 #     in the process, not one per load), exact counts, no crash;
 #   - -p: the plugin's text differs from the file while recording (the jmp) and is the file's
-#     again after it; a session that ends while the plugin is unloaded writes nothing into its
-#     old range, and the target loads and runs it again afterwards.
+#     again after it; a process that loaded it before the session is patched at the attach and
+#     again after each dlclose/dlopen; a session that ends while the plugin is unloaded writes
+#     nothing into its old range, and the target loads and runs it again afterwards.
 # The target acknowledges every command; no sleep stands in for that.
 source "$(dirname "$0")/lib.sh"
 need_bpf
@@ -92,25 +93,35 @@ wait $target || fail "dlopen_user failed after the -p session"
 reported "$T/p.err" $((CYCLES + 1)) -p
 counts "$T/attached" $(((2 * CYCLES + 1) * K)) -p
 
-# ---- -p: the session ends while the plugin is unloaded -----------------------------------------
+# ---- -p on a process that loaded the plugin before: patched at the attach, again at each
+# dlopen after a dlclose (the process is held at ld.so's changes for that); the session ends
+# while the plugin is unloaded: nothing is written into its old range ---------------------------
 rm -f "$T/cmd" "$T/out" "$T/ready"; mkfifo "$T/cmd" "$T/out" "$T/ready"
 "$TARGETS/dlopen_user" "$T/cmd" "$PLUGIN" >"$T/out" &
 target=$!
 exec 4<"$T/out" 3>"$T/cmd"
-read -r -u 4 word pid || fail "-p (unloaded): no pid from dlopen_user"
-"$ATF" record -p "$target" -o "$T/gone" -f 'libatfplugin.so:plugin_*' --ready-file "$T/ready" 2>"$T/g.err" &
+read -r -u 4 word pid || fail "-p (loaded before): no pid from dlopen_user"
+say "l 1" "loaded 1" "-p (loaded before): load before the session"
+"$ATF" record -v -p "$target" -o "$T/before" -f 'libatfplugin.so:plugin_*' --ready-file "$T/ready" 2>"$T/b.err" &
 rec=$!
-timeout 60 cat "$T/ready" >/dev/null || { cat "$T/g.err" >&2; fail "the recorder never became ready (unloaded)"; }
-say "l $K" "loaded $K" "-p (unloaded): load"
-loaded_check "$target" "-p (unloaded): load"
-say u closed "-p (unloaded): unload"
+timeout 60 cat "$T/ready" >/dev/null || { cat "$T/b.err" >&2; fail "the recorder never became ready (loaded before)"; }
+loaded_check "$target" "-p (loaded before): attached"
+say "c $K" "done $K" "-p (loaded before): calls"
+for i in $(seq $CYCLES); do
+	say u closed "-p (loaded before): unload $i"
+	say "l $K" "loaded $K" "-p (loaded before): load $i"
+	loaded_check "$target" "-p (loaded before): load $i"
+	say "c $K" "done $K" "-p (loaded before): calls $i"
+done
+say u closed "-p (loaded before): last unload"
 kill -INT $rec
-wait $rec || { cat "$T/g.err" >&2; fail "record -p (unloaded) failed"; }
-say "l $K" "loaded $K" "-p (unloaded): load after the session"
-assert_eq 0 "$(text_diff "$target" "$PLUGIN")" "-p (unloaded): the plugin's text loaded after the session"
-say "c $K" "done $K" "-p (unloaded): calls after the session"
+wait $rec || { cat "$T/b.err" >&2; fail "record -p (loaded before) failed"; }
+say "l $K" "loaded $K" "-p (loaded before): load after the session"
+assert_eq 0 "$(text_diff "$target" "$PLUGIN")" "-p (loaded before): the plugin's text loaded after the session"
+say "c $K" "done $K" "-p (loaded before): calls after the session"
 echo q >&3
 exec 3>&- 4<&-
 wait $target || fail "dlopen_user failed after a session that ended while its plugin was unloaded"
-counts "$T/gone" $K "-p (unloaded)"
+reported "$T/b.err" $((CYCLES + 1)) "-p (loaded before)"
+counts "$T/before" $(((2 * CYCLES + 1) * K)) "-p (loaded before)"
 echo "ok: plugin_leaf through a trampoline at each of $CYCLES loads, exact counts, text restored"
