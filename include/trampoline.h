@@ -106,8 +106,8 @@ int tramp_process__restore(struct tramp_process *t);
  * with the same checks as tramp_process__attach() and attach its probes (the link on its
  * trampoline file, plain probes for the rest), in place of the links attached for it before.
  * @m is restored with the others at the end. A module already patched in its current mapping,
- * or one that got no trampoline (its plain probes follow every mapping of the file), is left
- * as it is: 0. Returns the number of functions attached (@ntramp of them through trampolines),
+ * or one that got no trampoline once mapped (its plain probes follow every mapping of the
+ * file), is left as it is: 0. Returns the number of functions attached (@ntramp of them through trampolines),
  * or a negative errno when its probes could not be attached.
  */
 int tramp_process__attach_module(struct tramp_process *t, struct probes *p, struct sym_module *m,
@@ -116,8 +116,12 @@ int tramp_process__attach_module(struct tramp_process *t, struct probes *p, stru
 /** tramp_process__pid - the process @t patches. */
 pid_t tramp_process__pid(const struct tramp_process *t);
 
-/** tramp_process__patched - does @t hold trampolines for @m (entered through them now or before)? */
-bool tramp_process__patched(const struct tramp_process *t, const struct sym_module *m);
+/**
+ * tramp_process__wants - has @t patched @m (its functions are entered through trampolines, or
+ * were, in a mapping since unloaded), or was @m attached before it was mapped? Then
+ * tramp_process__attach_module() is called again for @m whenever the process maps it anew.
+ */
+bool tramp_process__wants(const struct tramp_process *t, const struct sym_module *m);
 
 /** tramp_process__free - release (restores first if that was not done). NULL is ignored. */
 void tramp_process__free(struct tramp_process *t);

@@ -7,6 +7,7 @@
 #     calls are exact, the K made the moment dlopen returns included;
 #   - dlclose and dlopen again, CYCLES times: patched again at each load (one trampoline file
 #     in the process, not one per load), exact counts, no crash;
+#   - a library of a program the launched command execs is patched once ld.so mapped it;
 #   - -p: the plugin's text differs from the file while recording (the jmp) and is the file's
 #     again after it; a process that loaded it before the session is patched at the attach and
 #     again after each dlclose/dlopen; a session that ends while the plugin is unloaded writes
@@ -51,7 +52,7 @@ counts() {  # session work-calls what
 reported() {    # err-file loads what: one -v summary per load, the later ones as mapped again
 	assert_eq "$2" "$(grep -c 'libatfplugin.so: 1 functions through trampolines, 0 at nop5 sites, 1 emulated$' "$1")" "$3: -v: plugin_leaf through a trampoline at each load"
 	assert_contains "$1" "libatfplugin.so: plugin_work: plain probe \(emulated\)$" "$3: -v: plugin_work keeps its probe"
-	assert_eq $(($2 - 1)) "$(grep -c "mapped .*/libatfplugin.so again: 2 functions attached, 1 through trampolines$" "$1")" "$3: -v: patched again after each dlclose"
+	assert_eq $(($2 - 1)) "$(grep -c "mapped .*/libatfplugin.so: 2 functions attached anew, 1 through trampolines$" "$1")" "$3: -v: patched again after each dlclose"
 }
 
 # ---- launched --------------------------------------------------------------------------------
@@ -68,6 +69,17 @@ wait $rec || { cat "$T/l.err" >&2; fail "record (launched) failed"; }
 if grep -q "the target" "$T/l.err"; then fail "launched: $(grep 'the target' "$T/l.err")"; fi
 reported "$T/l.err" $CYCLES launched
 counts "$T/launched" $((CYCLES * 2 * K)) launched
+
+# ---- a program the launched command execs: its library, attached at the exec before ld.so
+# mapped it, is patched once it is (lib_leaf starts with a rip-relative mov too) ---------------
+N=1000
+"$ATF" record -v -o "$T/exec" -f 'libatftest.so:lib_*' -- /bin/sh -c "exec '$TARGETS/shlib_user' $N" 2>"$T/x.err" \
+	|| { cat "$T/x.err" >&2; fail "record (exec) failed"; }
+if grep -q "the target" "$T/x.err"; then fail "exec: $(grep 'the target' "$T/x.err")"; fi
+assert_contains "$T/x.err" "libatftest.so: 1 functions through trampolines, 0 at nop5 sites, 1 emulated$" "exec: -v: lib_leaf through a trampoline"
+"$TOOLS/record_stats" "$T/exec" >"$T/stats"
+assert_eq $N "$(awk '$1 == "call" && $3 == "lib_entry" { print $4 }' "$T/stats")" "exec: lib_entry calls"
+assert_eq $((2 * N)) "$(awk '$1 == "call" && $3 == "lib_leaf" { print $4 }' "$T/stats")" "exec: lib_leaf calls"
 
 # ---- -p: cycles, then the session ends with the plugin loaded: its text is restored ----------
 rm -f "$T/cmd" "$T/out"; mkfifo "$T/cmd" "$T/out" "$T/ready"

@@ -289,8 +289,10 @@ static int attach_split(struct probes *p, const struct sym_module *m, const uint
 	return b < 0 ? b : a + b;
 }
 
-/* Plain probes on the functions without a trampoline. The number attached, or -errno. */
-static int attach_plain(struct probes *p, struct sym_module *m, pid_t pid, bool verbose)
+/* Plain probes on the functions without a trampoline (or, with @via_tramp, on those with one).
+ * The number attached, or -errno. */
+static int attach_plain(struct probes *p, struct sym_module *m, pid_t pid, bool verbose,
+			bool via_tramp)
 {
 	uint64_t *offs = calloc(m->nfuncs ? m->nfuncs : 1, sizeof(*offs));
 	uint64_t *cookies = calloc(m->nfuncs ? m->nfuncs : 1, sizeof(*cookies));
@@ -302,7 +304,7 @@ static int attach_plain(struct probes *p, struct sym_module *m, pid_t pid, bool 
 	for (size_t i = 0; i < m->nfuncs; i++) {
 		const struct sym_func *f = &m->funcs[i];
 
-		if (!tramp_wanted(f) || f->via_tramp)
+		if (!tramp_wanted(f) || f->via_tramp != via_tramp)
 			continue;
 		offs[n] = f->probe_offset;
 		cookies[n++] = (uint64_t)m->module_id << 32 | f->symbol_index;
@@ -364,7 +366,7 @@ static int attach_one(struct probes *p, struct pt_target *pt, const struct ta_ma
 	/* a process killed meanwhile: nothing to attach, its end ends the session */
 	if (!proc_alive(pt->pid))
 		return 0;
-	plain = attach_plain(p, m, o->link_pid, o->verbose);
+	plain = attach_plain(p, m, o->link_pid, o->verbose, false);
 	if (plain == -ESRCH && !proc_alive(pt->pid))
 		plain = 0;
 	if (plain < 0)
@@ -428,20 +430,28 @@ pid_t tramp_process__pid(const struct tramp_process *tp)
 	return tp->pid;
 }
 
-bool tramp_process__patched(const struct tramp_process *tp, const struct sym_module *m)
-{
-	for (size_t i = 0; i < tp->nmods; i++)
-		if (tp->mods[i].m == m && tp->mods[i].nfns)
-			return true;
-	return false;
-}
-
-static struct tramp_mod *find_mod(struct tramp_process *tp, const struct sym_module *m)
+static struct tramp_mod *find_mod(const struct tramp_process *tp, const struct sym_module *m)
 {
 	for (size_t i = 0; i < tp->nmods; i++)
 		if (tp->mods[i].m == m)
 			return &tp->mods[i];
 	return NULL;
+}
+
+/* Was @tm attached before its module was mapped (a program's library, attached at its exec)? */
+static bool waits_for_mapping(const struct tramp_mod *tm)
+{
+	for (size_t i = 0; i < tm->m->nfuncs; i++)
+		if (tramp_wanted(&tm->m->funcs[i]) && tm->m->funcs[i].tramp == TRAMP_NOT_MAPPED)
+			return true;
+	return false;
+}
+
+bool tramp_process__wants(const struct tramp_process *tp, const struct sym_module *m)
+{
+	const struct tramp_mod *tm = find_mod(tp, m);
+
+	return tm && (tm->nfns || waits_for_mapping(tm));
 }
 
 /* Is @t's patch address still file offset probe_offset of the module (dev, inode, offset)? */
@@ -491,18 +501,18 @@ static bool patch_in_place(struct pt_target *pt, const struct ta_maps *maps,
 
 /*
  * The module was unmapped since @tm was patched (its jmps went with its text): close the link
- * on its trampoline file and the plain link that left its functions out, unmap the trampoline
- * file in the process (@pt, or not when it could not be stopped) when it is still that file
- * there and no thread is in it (none can be: it jumps back into text that is gone), and clear
- * the module's functions for a new plan.
+ * on its trampoline file, unmap that file in the process (@pt, or not when it could not be
+ * stopped) when it is still that file there and no thread is in it (none can be: it jumps back
+ * into text that is gone), and clear the module's functions for a new plan. The plain link
+ * that left them out stays: the caller replaces it.
  */
 static void retire_mod(struct probes *p, struct pt_target *pt, const struct ta_maps *maps,
 		       struct tramp_mod *tm)
 {
 	struct stat st;
 
-	probes__detach_owner(p, tm->fns);
-	probes__detach_owner(p, tm->m);
+	if (tm->fns)
+		probes__detach_owner(p, tm->fns);
 	for (size_t i = 0; pt && tm->fd >= 0 && !fstat(tm->fd, &st) && i < maps->n; i++) {
 		const struct ta_map *a = &maps->v[i];
 		uint64_t range[1][2] = { { a->lo, a->hi } }, args[6] = { a->lo, a->hi - a->lo };
@@ -539,53 +549,113 @@ static struct tramp_mod *add_mod(struct tramp_process *tp, struct sym_module *m)
 	return &n[tp->nmods++];
 }
 
+/*
+ * Plain probes for the functions that @tm's module entered through trampolines, beside the
+ * plain link of the others, before the trampoline link goes (a call in flight keeps its return),
+ * for a mapping patched anew that is not patched again (@why). Returns how many were attached.
+ */
+static int fall_back_plain(struct probes *p, struct pt_target *pt, const struct ta_maps *maps,
+			   struct tramp_mod *tm, const struct tramp_opts *o, enum tramp_reason why)
+{
+	int n = attach_plain(p, tm->m, o->link_pid, o->verbose, true);
+
+	retire_mod(p, pt, maps, tm);
+	mark_all(tm->m, why);
+	return n;
+}
+
+/*
+ * Why a module whose probes are attached already cannot be switched to (new) trampolines now,
+ * or TRAMP_OK: it is not mapped, or its code ran since it was mapped (a thread's instruction
+ * pointer or a word on a stack lies in it: a call in flight would lose its return with the link
+ * it entered through; the process was not held at ld.so's call), or ld.so has yet to write its
+ * text (relocations).
+ */
+static enum tramp_reason cannot_switch(struct pt_target *pt, const struct ta_maps *maps,
+				       const struct sym_module *m)
+{
+	uint64_t (*text)[2] = calloc(maps->n ? maps->n : 1, sizeof(*text));
+	bool *ran = calloc(maps->n ? maps->n : 1, sizeof(*ran));
+	enum tramp_reason why = TRAMP_NOT_MAPPED;
+	struct stat st;
+	size_t n = 0;
+
+	if (!text || !ran || stat(tramp_module_file(m), &st)) {
+		why = TRAMP_NO_AREA;
+		goto cleanup;
+	}
+	for (size_t i = 0; i < maps->n; i++)      /* its code: the executable mappings */
+		if (maps->v[i].exec && maps->v[i].dev == st.st_dev && maps->v[i].ino == st.st_ino) {
+			text[n][0] = maps->v[i].lo;
+			text[n++][1] = maps->v[i].hi;
+		}
+	if (!n)
+		goto cleanup;
+	why = pt_stack_holds(pt, (const uint64_t (*)[2])text, n, ran) ? TRAMP_NO_AREA : TRAMP_OK;
+	for (size_t i = 0; i < n; i++)
+		for (size_t k = 0; k < pt->nthreads; k++)
+			ran[i] |= pt->threads[k].regs.rip >= text[i][0] &&
+				  pt->threads[k].regs.rip < text[i][1];
+	for (size_t i = 0; why == TRAMP_OK && i < n; i++)
+		if (ran[i])
+			why = TRAMP_THREAD_INSIDE;
+	if (why == TRAMP_OK && tramp_module_textrel(m))
+		why = TRAMP_TEXTREL;
+cleanup:
+	free(text);
+	free(ran);
+	return why;
+}
+
 int tramp_process__attach_module(struct tramp_process *tp, struct probes *p, struct sym_module *m,
 				 const struct tramp_opts *o, size_t *ntramp)
 {
 	struct tramp_opts later = *o;
 	struct tramp_mod *tm = find_mod(tp, m);
 	struct ta_maps maps = { 0 };
+	enum tramp_reason why;
 	struct pt_target pt;
-	int err, n;
+	int err, n = 0;
 
 	*ntramp = 0;
-	later.launched = false;         /* no plain link of its own to keep */
+	later.launched = false;         /* the plain link, if any, is replaced */
 	/* without trampolines, its plain probes follow every mapping of the file */
-	if (tm && !tm->nfns)
+	if (tm && !tramp_process__wants(tp, m))
 		return 0;
 	err = tp->restored ? -ESRCH : pt_stop_all(&pt, tp->pid, tp->own_child);
 	if (err) {
-		if (!tm) {
-			mark_all(m, TRAMP_NO_PTRACE);
-			return probes__attach_module(p, m, o->link_pid);
-		}
-		/* mapped anew and not patched again: plain probes on all of it */
-		retire_mod(p, NULL, NULL, tm);
+		if (tm)
+			return tm->nfns ? fall_back_plain(p, NULL, NULL, tm, o, TRAMP_NO_PTRACE) : 0;
 		mark_all(m, TRAMP_NO_PTRACE);
 		return probes__attach_module(p, m, o->link_pid);
 	}
 	if (ta_maps_read(tp->pid, &maps) < 0)
 		memset(&maps, 0, sizeof(maps));
-	if (tm && patch_in_place(&pt, &maps, tm)) {
+	if (!tm) {
+		/* new: no link of its own yet */
+		if (!(tm = add_mod(tp, m))) {
+			n = -ENOMEM;
+		} else if (tramp_module_textrel(m)) {
+			mark_all(m, TRAMP_TEXTREL);
+			n = probes__attach_module(p, m, o->link_pid);
+			if (o->verbose)
+				report(tm);
+		} else {
+			n = attach_one(p, &pt, &maps, tm, &later);
+		}
+	} else if (tm->nfns && patch_in_place(&pt, &maps, tm)) {
 		n = 0;                  /* announced again, still the mapping we patched */
-		goto out;
-	}
-	if (tm)
-		retire_mod(p, &pt, &maps, tm);
-	else if (!(tm = add_mod(tp, m))) {
-		n = -ENOMEM;
-		goto out;
-	}
-	if (tramp_module_textrel(m)) {
-		mark_all(m, TRAMP_TEXTREL);
-		n = probes__attach_module(p, m, o->link_pid);
-		if (o->verbose)
-			report(tm);
+	} else if ((why = cannot_switch(&pt, &maps, m)) != TRAMP_OK) {
+		if (tm->nfns)
+			n = fall_back_plain(p, &pt, &maps, tm, o, why);
+		else
+			mark_all(m, why);       /* its plain link stays; not-mapped waits on */
 	} else {
-		n = attach_one(p, &pt, &maps, tm, &later);
+		if (tm->nfns)
+			retire_mod(p, &pt, &maps, tm);
+		n = attach_one(p, &pt, &maps, tm, &later);     /* replaces the plain link */
 	}
-	*ntramp = tm->nfns;
-out:
+	*ntramp = tm ? tm->nfns : 0;
 	ta_maps_free(&maps);
 	pt_detach_all(&pt);
 	return n;

@@ -93,12 +93,18 @@ static bool is_attached(const struct rm_modules *mods, const char *path)
 	return false;
 }
 
-/* Does a module process @pid maps now get entry trampolines? Only the target's, and only while
+/* Is @pid the process with entry trampolines? */
+static bool tramp_target(const struct rm_modules *mods, pid_t pid)
+{
+	return mods->tramp && pid == tramp_process__pid(mods->tramp);
+}
+
+/* Does a library process @pid maps now get entry trampolines? Only the target's, and only while
  * the links are for it alone: a child that mapped the library by itself would run its own,
  * unpatched copy, where the functions moved to trampolines have no probe. */
 static bool tramps_for(const struct rm_modules *mods, pid_t pid)
 {
-	return mods->tramp && mods->link_pid && pid == tramp_process__pid(mods->tramp);
+	return tramp_target(mods, pid) && mods->link_pid;
 }
 
 /* Hold the target at each change of ld.so's list while one of its libraries has trampolines:
@@ -106,7 +112,7 @@ static bool tramps_for(const struct rm_modules *mods, pid_t pid)
 static void hold_for_trampolines(struct rm_modules *mods)
 {
 	for (size_t i = 0; mods->probes && mods->tramp && i < mods->n; i++)
-		if (tramp_process__patched(mods->tramp, mods->m[i]) &&
+		if (tramp_process__wants(mods->tramp, mods->m[i]) &&
 		    !(mods->exe_path && rm_same_file(mods->m[i]->path, mods->exe_path))) {
 			probes__set_holds(mods->probes, true, true);
 			return;
@@ -123,8 +129,8 @@ static int attach_probes(struct rm_modules *mods, struct sym_module *m, pid_t pi
 	if (!tramps_for(mods, pid))
 		return probes__attach_module(mods->probes, m, mods->link_pid);
 	n = tramp_process__attach_module(mods->tramp, mods->probes, m, &o, &ntramp);
-	if (ntramp)
-		hold_for_trampolines(mods);
+	if (tramp_process__wants(mods->tramp, m))
+		hold_for_trampolines(mods);     /* patched, or to be once ld.so maps it */
 	return n;
 }
 
@@ -264,23 +270,24 @@ static void on_mapped(void *ctx, pid_t pid, const char *path, uint64_t start, ui
 		pd->loaded = attach_live(mods, path, pd->globs, pd->nglobs, pid, false);
 	}
 	/* a library with trampolines mapped anew (dlclose, then dlopen): its jmps went with the
-	 * old text, so it is patched again before the target runs on */
-	for (size_t i = 0; tramps_for(mods, pid) && i < before; i++) {
+	 * old text, so it is patched again before the target runs on; or one attached at an exec
+	 * before ld.so mapped it, patched now that it is (its plain probes counted until then) */
+	for (size_t i = 0; tramp_target(mods, pid) && i < before; i++) {
 		struct sym_module *m = mods->m[i];
 		size_t ntramp = 0;
 		struct tramp_opts o = { .link_pid = mods->link_pid, .verbose = mods->verbose };
 		int n;
 
-		if (!tramp_process__patched(mods->tramp, m) || !rm_same_file(m->path, path))
+		if (!tramp_process__wants(mods->tramp, m) || !rm_same_file(m->path, path))
 			continue;
 		n = tramp_process__attach_module(mods->tramp, mods->probes, m, &o, &ntramp);
 		if (n < 0)
 			fprintf(stderr, "atftrace record: %s: cannot attach probes again: %s\n", path,
 				strerror(-n));
 		else if (n && mods->verbose)
-			fprintf(stderr, "atftrace record: process %d mapped %s again: %d function%s "
-				"attached, %zu through trampolines\n", (int)pid, path, n, n == 1 ? "" : "s",
-				ntramp);
+			fprintf(stderr, "atftrace record: process %d mapped %s: %d function%s "
+				"attached anew, %zu through trampolines\n", (int)pid, path, n,
+				n == 1 ? "" : "s", ntramp);
 	}
 }
 
