@@ -3,6 +3,7 @@
 # tramp_process__attach_module, called from user/record/record_live.c while ld.so holds the
 # target at its debug-state call). libatfplugin's plugin_leaf starts with a rip-relative mov,
 # which the kernel would single-step; plugin_work starts with a push, which it emulates:
+#   - with a second thread running in the program (stopped too while the plugin is patched);
 #   - launched and -p: record -v says plugin_leaf is entered through a trampoline, and the
 #     calls are exact, the K made the moment dlopen returns included;
 #   - dlclose and dlopen again, CYCLES times: patched again at each load (one trampoline file
@@ -62,6 +63,7 @@ mkfifo "$T/cmd" "$T/out"
 rec=$!
 exec 4<"$T/out" 3>"$T/cmd"
 read -r -u 4 word pid || fail "launched: no pid from dlopen_user"
+say s spinning "launched: a second thread"     # running while the target is held and patched
 cycles "$pid" launched
 echo q >&3
 exec 3>&- 4<&-
@@ -113,6 +115,7 @@ rm -f "$T/cmd" "$T/out" "$T/ready"; mkfifo "$T/cmd" "$T/out" "$T/ready"
 target=$!
 exec 4<"$T/out" 3>"$T/cmd"
 read -r -u 4 word pid || fail "-p (loaded before): no pid from dlopen_user"
+say s spinning "-p (loaded before): a second thread"
 say "l 1" "loaded 1" "-p (loaded before): load before the session"
 "$ATF" record -v -p "$target" -o "$T/before" -f 'libatfplugin.so:plugin_*' --ready-file "$T/ready" 2>"$T/b.err" &
 rec=$!

@@ -3,16 +3,31 @@
  * dlopen_user CMD_FIFO PLUGIN: prints its pid, then reads commands from CMD_FIFO, one a line:
  * "l K" dlopens PLUGIN, calls its plugin_work K times at once and prints "loaded K"; "c K" calls
  * plugin_work K times more and prints "done K"; "u" dlcloses PLUGIN (unmapped: nothing else
- * holds it) and prints "closed"; "q" exits. The calls right after dlopen show whether the
+ * holds it) and prints "closed"; "s" starts a thread that keeps calling spin_work (in the program)
+ * until the end and prints "spinning"; "q" exits. The calls right after dlopen show whether the
  * plugin's probes were in place when dlopen returned.
  */
 #include <dlfcn.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>
 
+static volatile unsigned long spins;
+
+__attribute__((noinline)) void spin_work(void) { spins++; }
+
+static void *spinner(void *arg)
+{
+	(void)arg;
+	for (;;)
+		spin_work();
+	return NULL;
+}
+
 int main(int argc, char **argv)
 {
+	pthread_t spin;
 	void (*work)(int) = NULL;
 	void *h = NULL;
 	char line[64];
@@ -48,6 +63,12 @@ int main(int argc, char **argv)
 			for (int i = 0; i < k; i++)
 				work(i);
 			printf("done %d\n", k);
+		} else if (line[0] == 's') {
+			if (pthread_create(&spin, NULL, spinner, NULL)) {
+				fprintf(stderr, "dlopen_user: cannot start a thread\n");
+				return 1;
+			}
+			printf("spinning\n");
 		} else if (line[0] == 'u' && h) {
 			if (dlclose(h)) {
 				fprintf(stderr, "dlopen_user: %s\n", dlerror());
