@@ -501,10 +501,10 @@ static bool patch_in_place(struct pt_target *pt, const struct ta_maps *maps,
 
 /*
  * The module was unmapped since @tm was patched (its jmps went with its text): close the link
- * on its trampoline file, unmap that file in the process (@pt, or not when it could not be
- * stopped) when it is still that file there and no thread is in it (none can be: it jumps back
- * into text that is gone), and clear the module's functions for a new plan. The plain link
- * that left them out stays: the caller replaces it.
+ * on its trampoline file, unmap that file in the stopped process @pt when it is still that file
+ * there and no thread is in it (none can be: it jumps back into text that is gone), and clear
+ * the module's functions for a new plan. The plain link that left them out stays: the caller
+ * replaces it.
  */
 static void retire_mod(struct probes *p, struct pt_target *pt, const struct ta_maps *maps,
 		       struct tramp_mod *tm)
@@ -513,7 +513,7 @@ static void retire_mod(struct probes *p, struct pt_target *pt, const struct ta_m
 
 	if (tm->fns)
 		probes__detach_owner(p, tm->fns);
-	for (size_t i = 0; pt && tm->fd >= 0 && !fstat(tm->fd, &st) && i < maps->n; i++) {
+	for (size_t i = 0; tm->fd >= 0 && !fstat(tm->fd, &st) && i < maps->n; i++) {
 		const struct ta_map *a = &maps->v[i];
 		uint64_t range[1][2] = { { a->lo, a->hi } }, args[6] = { a->lo, a->hi - a->lo };
 		bool inside = false;
@@ -552,7 +552,8 @@ static struct tramp_mod *add_mod(struct tramp_process *tp, struct sym_module *m)
 /*
  * Plain probes for the functions that @tm's module entered through trampolines, beside the
  * plain link of the others, before the trampoline link goes (a call in flight keeps its return),
- * for a mapping patched anew that is not patched again (@why). Returns how many were attached.
+ * for a mapping patched anew that is not patched again (@why); none of its jmps is in place
+ * (patch_in_place), so no probe lands on one. Returns how many were attached.
  */
 static int fall_back_plain(struct probes *p, struct pt_target *pt, const struct ta_maps *maps,
 			   struct tramp_mod *tm, const struct tramp_opts *o, enum tramp_reason why)
@@ -580,10 +581,8 @@ static enum tramp_reason cannot_switch(struct pt_target *pt, const struct ta_map
 	struct stat st;
 	size_t n = 0;
 
-	if (!text || !ran || stat(tramp_module_file(m), &st)) {
-		why = TRAMP_NO_AREA;
+	if (!text || !ran || stat(tramp_module_file(m), &st))
 		goto cleanup;
-	}
 	for (size_t i = 0; i < maps->n; i++)      /* its code: the executable mappings */
 		if (maps->v[i].exec && maps->v[i].dev == st.st_dev && maps->v[i].ino == st.st_ino) {
 			text[n][0] = maps->v[i].lo;
@@ -591,7 +590,8 @@ static enum tramp_reason cannot_switch(struct pt_target *pt, const struct ta_map
 		}
 	if (!n)
 		goto cleanup;
-	why = pt_stack_holds(pt, (const uint64_t (*)[2])text, n, ran) ? TRAMP_NO_AREA : TRAMP_OK;
+	why = pt_stack_holds(pt, (const uint64_t (*)[2])text, n, ran) ? TRAMP_THREAD_INSIDE
+									: TRAMP_OK;
 	for (size_t i = 0; i < n; i++)
 		for (size_t k = 0; k < pt->nthreads; k++)
 			ran[i] |= pt->threads[k].regs.rip >= text[i][0] &&
@@ -624,8 +624,10 @@ int tramp_process__attach_module(struct tramp_process *tp, struct probes *p, str
 		return 0;
 	err = tp->restored ? -ESRCH : pt_stop_all(&pt, tp->pid, tp->own_child);
 	if (err) {
+		/* unverified, its jmps may still be in place: a plain probe there would run the
+		 * file's instruction over ours, so nothing changes (gone: nothing to do) */
 		if (tm)
-			return tm->nfns ? fall_back_plain(p, NULL, NULL, tm, o, TRAMP_NO_PTRACE) : 0;
+			return tm->nfns && err != -ESRCH ? err : 0;
 		mark_all(m, TRAMP_NO_PTRACE);
 		return probes__attach_module(p, m, o->link_pid);
 	}
