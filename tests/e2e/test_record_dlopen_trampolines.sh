@@ -7,7 +7,8 @@
 #   - launched and -p: record -v says plugin_leaf is entered through a trampoline, and the
 #     calls are exact, the K made the moment dlopen returns included;
 #   - dlclose and dlopen again, CYCLES times: patched again at each load (one trampoline file
-#     in the process, not one per load), exact counts, no crash;
+#     in the process, not one per load; the same one when ld.so puts the plugin at the same
+#     place, a new one when that place is taken), exact counts, no crash;
 #   - a library of a program the launched command execs is patched once ld.so mapped it;
 #   - -p: the plugin's text differs from the file while recording (the jmp) and is the file's
 #     again after it; a process that loaded it before the session is patched at the attach and
@@ -35,12 +36,21 @@ loaded_check() {    # pid what: the plugin is patched in pid, through one trampo
 	[ "$d" -ge 4 ] || fail "$2: $d bytes of the plugin's text differ from the file (no jmp)"
 	assert_eq 1 "$(grep -c 'memfd:atftrace-trampolines' /proc/"$1"/maps)" "$2: trampoline files in the process"
 }
+tramp_file() { awk '/memfd:atftrace-trampolines/ { print $5 }' /proc/"$1"/maps; }  # its inode
 cycles() {  # pid what: CYCLES times load (K calls), K calls more, unload
+	local file=
 	for i in $(seq $CYCLES); do
 		say "l $K" "loaded $K" "$2: load $i"
 		loaded_check "$1" "$2: load $i"
+		# at the same place again, the plugin reuses its trampolines; moved, it gets new ones
+		case $i in
+		2) assert_eq "$file" "$(tramp_file "$1")" "$2: load $i at the same place: the same trampolines" ;;
+		3) [ "$file" != "$(tramp_file "$1")" ] || fail "$2: load $i elsewhere: the old trampolines" ;;
+		esac
+		file=$(tramp_file "$1")
 		say "c $K" "done $K" "$2: calls $i"
 		say u closed "$2: unload $i"
+		[ $i != 2 ] || say b blocked "$2: the plugin's place taken"
 	done
 }
 counts() {  # session work-calls what

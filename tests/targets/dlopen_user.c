@@ -1,17 +1,24 @@
 // SPDX-License-Identifier: MIT
 /*
  * dlopen_user CMD_FIFO PLUGIN: prints its pid, then reads commands from CMD_FIFO, one a line:
- * "l K" dlopens PLUGIN, calls its plugin_work K times at once and prints "loaded K"; "c K" calls
- * plugin_work K times more and prints "done K"; "u" dlcloses PLUGIN (unmapped: nothing else
- * holds it) and prints "closed"; "s" starts a thread that keeps calling spin_work (in the program)
- * until the end and prints "spinning"; "q" exits. The calls right after dlopen show whether the
- * plugin's probes were in place when dlopen returned.
+ *   "l K"  dlopens PLUGIN, calls its plugin_work K times at once, prints "loaded K";
+ *   "c K"  calls plugin_work K times more, prints "done K";
+ *   "u"    dlcloses PLUGIN (unmapped: nothing else holds it), prints "closed";
+ *   "b"    (after "u") maps a page where the plugin began, so that the next load puts it
+ *          elsewhere, prints "blocked";
+ *   "s"    starts a thread that keeps calling spin_work (in the program), prints "spinning";
+ *   "q"    exits.
+ * The calls right after dlopen show whether the plugin's probes were in place when dlopen
+ * returned.
  */
+#define _GNU_SOURCE
 #include <dlfcn.h>
+#include <link.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>
+#include <sys/mman.h>
 
 static volatile unsigned long spins;
 
@@ -30,6 +37,8 @@ int main(int argc, char **argv)
 	pthread_t spin;
 	void (*work)(int) = NULL;
 	void *h = NULL;
+	struct link_map *lm = NULL;
+	uintptr_t base = 0;                 /* where the plugin was loaded last */
 	char line[64];
 	FILE *in;
 
@@ -48,10 +57,12 @@ int main(int argc, char **argv)
 		if (line[0] == 'l') {
 			h = dlopen(argv[2], RTLD_NOW);
 
-			if (!h || !(work = (void (*)(int))dlsym(h, "plugin_work"))) {
+			if (!h || !(work = (void (*)(int))dlsym(h, "plugin_work")) ||
+			    dlinfo(h, RTLD_DI_LINKMAP, &lm)) {
 				fprintf(stderr, "dlopen_user: %s\n", dlerror());
 				return 1;
 			}
+			base = lm->l_addr;
 			int k = atoi(line + 1);
 
 			for (int i = 0; i < k; i++)
@@ -63,6 +74,13 @@ int main(int argc, char **argv)
 			for (int i = 0; i < k; i++)
 				work(i);
 			printf("done %d\n", k);
+		} else if (line[0] == 'b' && !h && base) {
+			if (mmap((void *)base, 4096, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS |
+				 MAP_FIXED_NOREPLACE, -1, 0) != (void *)base) {
+				perror("dlopen_user: mmap");
+				return 1;
+			}
+			printf("blocked\n");
 		} else if (line[0] == 's') {
 			if (pthread_create(&spin, NULL, spinner, NULL)) {
 				fprintf(stderr, "dlopen_user: cannot start a thread\n");

@@ -538,6 +538,37 @@ static void retire_mod(struct probes *p, struct pt_target *pt, const struct ta_m
 	}
 }
 
+/*
+ * The module was mapped anew at the same place (dlclose, then dlopen: ld.so takes the range it
+ * left): its trampolines, relocated for these very addresses, are still mapped and probed, so
+ * only its jmps are written again, over the file's bytes. False when anything differs (nothing
+ * written then): it is patched anew. The caller checked that none of its code ran yet.
+ */
+static bool rearm_in_place(struct pt_target *pt, const struct ta_maps *maps, struct tramp_mod *tm)
+{
+	bool area = false;
+	struct stat st;
+
+	if (tm->fd < 0 || fstat(tm->fd, &st))
+		return false;
+	for (size_t i = 0; i < maps->n && !area; i++)
+		area = maps->v[i].lo == tm->area && maps->v[i].dev == st.st_dev &&
+		       maps->v[i].ino == st.st_ino;
+	for (size_t i = 0; area && i < tm->nfns; i++) {
+		const struct tramp_fn *t = &tm->fns[i];
+		uint8_t now[sizeof(t->moved)];
+
+		area = same_mapping(maps, tm, t) && !pt_read(pt, t->patch_addr, now, t->plan.patch_len) &&
+		       !memcmp(now, t->moved, t->plan.patch_len);
+	}
+	if (!area)
+		return false;
+	if (write_entries(pt, tm, true) == tm->nfns)
+		return true;
+	write_entries(pt, tm, false);   /* the jmps written before a failure go again */
+	return false;
+}
+
 static struct tramp_mod *add_mod(struct tramp_process *tp, struct sym_module *m)
 {
 	struct tramp_mod *n = realloc(tp->mods, (tp->nmods + 1) * sizeof(*n));
@@ -652,6 +683,11 @@ int tramp_process__attach_module(struct tramp_process *tp, struct probes *p, str
 			n = fall_back_plain(p, &pt, &maps, tm, o, why);
 		else
 			mark_all(m, why);       /* its plain link stays; not-mapped waits on */
+	} else if (tm->nfns && rearm_in_place(&pt, &maps, tm)) {
+		for (size_t i = 0; i < m->nfuncs; i++)
+			n += tramp_wanted(&m->funcs[i]);        /* every link as it was */
+		if (o->verbose)
+			report(tm);
 	} else {
 		if (tm->nfns)
 			retire_mod(p, &pt, &maps, tm);
