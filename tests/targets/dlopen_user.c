@@ -9,7 +9,8 @@
  *   "s"    starts a thread that keeps calling spin_work (in the program), prints "spinning";
  *   "q"    exits.
  * The calls right after dlopen show whether the plugin's probes were in place when dlopen
- * returned.
+ * returned. The address of plugin_work stays on the stack after dlclose, as a program's stale
+ * pointers do.
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -39,6 +40,7 @@ int main(int argc, char **argv)
 	void *h = NULL;
 	struct link_map *lm = NULL;
 	uintptr_t base = 0;                 /* where the plugin was loaded last */
+	volatile uintptr_t last_work = 0;   /* on the stack, kept after dlclose (a stale pointer) */
 	char line[64];
 	FILE *in;
 
@@ -63,6 +65,7 @@ int main(int argc, char **argv)
 				return 1;
 			}
 			base = lm->l_addr;
+			last_work = (uintptr_t)work;
 			int k = atoi(line + 1);
 
 			for (int i = 0; i < k; i++)
@@ -99,5 +102,5 @@ int main(int argc, char **argv)
 		fflush(stdout);
 	}
 	fclose(in);
-	return 0;
+	return last_work == 1;
 }

@@ -598,13 +598,13 @@ static int fall_back_plain(struct probes *p, struct pt_target *pt, const struct 
 
 /*
  * Why a module whose probes are attached already cannot be switched to (new) trampolines now,
- * or TRAMP_OK: it is not mapped, or its code ran since it was mapped (a thread's instruction
- * pointer or a word on a stack lies in it: a call in flight would lose its return with the link
- * it entered through; the process was not held at ld.so's call), or ld.so has yet to write its
- * text (relocations).
+ * or TRAMP_OK: it is not mapped, or its code may have run since it was mapped, when the process
+ * was not @held at ld.so's call for it (a thread's instruction pointer or a word on a stack lies
+ * in it: a call in flight would lose its return with the link it entered through; held, a word
+ * there is a stale pointer), or ld.so has yet to write its text (relocations).
  */
 static enum tramp_reason cannot_switch(struct pt_target *pt, const struct ta_maps *maps,
-				       const struct sym_module *m)
+				       const struct sym_module *m, bool held)
 {
 	uint64_t (*text)[2] = calloc(maps->n ? maps->n : 1, sizeof(*text));
 	bool *ran = calloc(maps->n ? maps->n : 1, sizeof(*ran));
@@ -621,8 +621,8 @@ static enum tramp_reason cannot_switch(struct pt_target *pt, const struct ta_map
 		}
 	if (!n)
 		goto cleanup;
-	why = pt_stack_holds(pt, (const uint64_t (*)[2])text, n, ran) ? TRAMP_THREAD_INSIDE
-									: TRAMP_OK;
+	why = !held && pt_stack_holds(pt, (const uint64_t (*)[2])text, n, ran) ? TRAMP_THREAD_INSIDE
+										: TRAMP_OK;
 	for (size_t i = 0; i < n; i++)
 		for (size_t k = 0; k < pt->nthreads; k++)
 			ran[i] |= pt->threads[k].regs.rip >= text[i][0] &&
@@ -678,7 +678,7 @@ int tramp_process__attach_module(struct tramp_process *tp, struct probes *p, str
 		}
 	} else if (tm->nfns && patch_in_place(&pt, &maps, tm)) {
 		n = 0;                  /* announced again, still the mapping we patched */
-	} else if ((why = cannot_switch(&pt, &maps, m)) != TRAMP_OK) {
+	} else if ((why = cannot_switch(&pt, &maps, m, o->held)) != TRAMP_OK) {
 		if (tm->nfns)
 			n = fall_back_plain(p, &pt, &maps, tm, o, why);
 		else

@@ -257,7 +257,8 @@ static bool names(const char *name, const char *path)
 	return sym_lib_name_matches(path, name) || !fnmatch(name, base ? base + 1 : path, 0);
 }
 
-static void on_mapped(void *ctx, pid_t pid, const char *path, uint64_t start, uint64_t end)
+static void on_mapped(void *ctx, pid_t pid, const char *path, uint64_t start, uint64_t end,
+		      bool held)
 {
 	struct rm_modules *mods = ctx;
 	size_t before = mods->n;
@@ -275,7 +276,8 @@ static void on_mapped(void *ctx, pid_t pid, const char *path, uint64_t start, ui
 	for (size_t i = 0; tramp_target(mods, pid) && i < before; i++) {
 		struct sym_module *m = mods->m[i];
 		size_t ntramp = 0;
-		struct tramp_opts o = { .link_pid = mods->link_pid, .verbose = mods->verbose };
+		struct tramp_opts o = { .link_pid = mods->link_pid, .verbose = mods->verbose,
+					.held = held };
 		int n;
 
 		if (!tramp_process__wants(mods->tramp, m) || !rm_same_file(m->path, path))

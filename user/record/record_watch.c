@@ -161,7 +161,7 @@ static void forget_unmapped(struct rec_watch *w, pid_t pid, const struct proc_ma
 }
 
 /* Announce every executable file @pid maps that its hooks have not seen yet. */
-static void scan(struct rec_watch *w, pid_t pid)
+static void scan(struct rec_watch *w, pid_t pid, bool held)
 {
 	struct proc_mapping *maps;
 	size_t n;
@@ -174,7 +174,8 @@ static void scan(struct rec_watch *w, pid_t pid)
 		    seen_before(w, pid, maps[i].path))
 			continue;
 		for (size_t h = 0; h < w->nmod; h++)
-			w->mod[h].fn(w->mod[h].ctx, pid, maps[i].path, maps[i].start, maps[i].end);
+			w->mod[h].fn(w->mod[h].ctx, pid, maps[i].path, maps[i].start, maps[i].end,
+				     held);
 	}
 	proc_maps_free(maps, n);
 }
@@ -190,7 +191,7 @@ void rec_watch_on_dl_state(struct recorder *r, const void *data, size_t size)
 	}
 	memcpy(&tk, data, sizeof(tk));
 	if (w)
-		scan(w, (pid_t)tk.pid);
+		scan(w, (pid_t)tk.pid, tk.child_pid == REC_TASK_HELD);
 	if (tk.child_pid == REC_TASK_HELD) {
 		if (w)
 			hold(w, (pid_t)tk.pid);
@@ -207,7 +208,7 @@ void rec_watch_on_exec(struct recorder *r, pid_t pid, bool new_image, bool held)
 		forget(w, pid);
 		for (size_t h = 0; h < w->nexec; h++)
 			w->exec[h].fn(w->exec[h].ctx, pid);
-		scan(w, pid);
+		scan(w, pid, held);
 	}
 	if (held) {
 		if (w)
