@@ -12,8 +12,11 @@
 #     takes minutes: about 110 ms per probe).
 # (3) $MT_THREADS threads calling a hot function that starts with a rip-relative load (tr_ripk),
 #     $MT_N calls each: wall time untraced, plain probes, trampolines.
+# (4) the registration guard: ns per getppid syscall of any process on the machine, with no
+#     session, with a -p session with plain probes, and with a -p session on trampolines
+#     (which guards its target: bpf/reg_guard.bpf.h). Best of $REPEAT runs of $N syscalls.
 #   bench/bench_trampolines.sh      TRAMP_BENCH_N=200000 TRAMP_BENCH_REPEAT=3 MT_THREADS=8 MT_N=200000
-#   TRAMP_BENCH_PARTS="sites sqlite threads" (the default: all three)
+#   TRAMP_BENCH_PARTS="sites sqlite threads guard" (the default: all four)
 set -u
 cd "$(dirname "$0")/.."
 source bench/lib.sh
@@ -32,7 +35,7 @@ figure() {
 	"$@" 2>/dev/null | awk -v f="$field" 'NF >= f { v = $f } END { print v }'
 }
 best() { bench_lowest "$REPEAT" figure "$@"; }   # best FIELD CMD...
-PARTS=" ${TRAMP_BENCH_PARTS:-sites sqlite threads} "
+PARTS=" ${TRAMP_BENCH_PARTS:-sites sqlite threads guard} "
 part() { [[ $PARTS == *" $1 "* ]]; }
 ratio() { bench_ratio "$@"; }
 
@@ -40,12 +43,12 @@ ratio() { bench_ratio "$@"; }
 if part sites; then
 echo "trampolines: ns per traced call (entry + return), best of $REPEAT x $N; load: $(cut -d' ' -f1-3 /proc/loadavg)"
 floor=$(best 3 "$PB" cost empty session tr_nop5 "$TS" nop5 "$N")
-atf_nop5=$(best 3 "$ATF" record -o "$tmp/rec" -f tr_nop5 -- "$TS" nop5 "$N")
+atf_nop5=$(best 3 "$ATF" record --no-trampolines -o "$tmp/rec" -f tr_nop5 -- "$TS" nop5 "$N")
 echo "floor: nop5 site, empty programs $floor; atftrace record at the nop5 site $atf_nop5"
 printf '%-5s %9s %9s %12s %10s %12s\n' site untraced plain trampolines plain/tr tr/floor
 for site in lea mov sub rip; do
 	none=$(best 3 "$TS" "$site" "$N")
-	plain=$(best 3 "$ATF" record -o "$tmp/rec" -f "tr_$site" -- "$TS" "$site" "$N")
+	plain=$(best 3 "$ATF" record --no-trampolines -o "$tmp/rec" -f "tr_$site" -- "$TS" "$site" "$N")
 	tr=$(best 3 "$ATF" record --trampolines -o "$tmp/rec" -f "tr_$site" -- "$TS" "$site" "$N")
 	printf '%-5s %9s %9s %12s %10s %12s\n' "$site" "$none" "$plain" "$tr" "$(ratio "$plain" "$tr")" \
 		"$(ratio "$tr" "$floor")"
@@ -85,7 +88,7 @@ SQL
 			"$(sed -n 's/.* \([0-9]*\) lost,.*/\1/p' "$tmp/$name.err")"
 	}
 	read -r tr_run tr_wall tr_ev tr_lost <<<"$(rec_sq tr --trampolines)"
-	read -r pl_run pl_wall pl_ev pl_lost <<<"$(rec_sq plain)"
+	read -r pl_run pl_wall pl_ev pl_lost <<<"$(rec_sq plain --no-trampolines)"
 	bt_run=n/a bt_detach=n/a
 	if [ "${TRAMP_BENCH_BPFTRACE:-1}" = 1 ] && command -v bpftrace >/dev/null; then
 		[ -d /sys/kernel/tracing/events ] || mount -t tracefs nodev /sys/kernel/tracing 2>/dev/null
@@ -121,11 +124,39 @@ else
 fi
 
 # ---- (3) many threads, one hot function starting with a rip-relative load -----------------------
-part threads || exit 0
+if part threads; then
 echo
 echo "$MT_THREADS threads x $MT_N calls of tr_ripk (rip-relative load first), seconds (best of $REPEAT)"
 mt_none=$(best 4 "$TS" mt "$MT_THREADS" "$MT_N")
-mt_plain=$(best 4 "$ATF" record -o "$tmp/rec" -f tr_ripk -- "$TS" mt "$MT_THREADS" "$MT_N")
+mt_plain=$(best 4 "$ATF" record --no-trampolines -o "$tmp/rec" -f tr_ripk -- "$TS" mt "$MT_THREADS" "$MT_N")
 mt_tr=$(best 4 "$ATF" record --trampolines -o "$tmp/rec" -f tr_ripk -- "$TS" mt "$MT_THREADS" "$MT_N")
 printf 'untraced %s, plain %s (%sx), trampolines %s (%sx)\n' "$mt_none" "$mt_plain" \
 	"$(ratio "$mt_plain" "$mt_none")" "$mt_tr" "$(ratio "$mt_tr" "$mt_none")"
+fi
+
+# ---- (4) the registration guard: what every syscall of the machine pays meanwhile ---------------
+part guard || exit 0
+# syscall_cost OPTION: ns per syscall of another process while a -p session with OPTION records
+# a served tramp_sites ("" : no session)
+syscall_cost() {
+	local rec="" target
+	if [ -n "$1" ]; then
+		rm -rf "$tmp/served" "$tmp/ready" "$tmp/grec"; mkfifo "$tmp/served" "$tmp/ready"
+		"$TS" serve "$tmp/served" >/dev/null & target=$!
+		cat "$tmp/served" >/dev/null
+		"$ATF" record "$1" -p $target -o "$tmp/grec" -f tr_lea --ready-file "$tmp/ready" 2>/dev/null &
+		rec=$!
+		cat "$tmp/ready" >/dev/null
+	fi
+	best 3 "$TS" syscalls "$N"
+	if [ -n "$rec" ]; then
+		kill -INT $rec; wait $rec 2>/dev/null
+		kill -TERM $target; wait $target 2>/dev/null
+	fi
+}
+echo
+echo "registration guard: ns per getppid syscall of another process (best of $REPEAT x $N)"
+sc_none=$(syscall_cost "")
+sc_plain=$(syscall_cost --no-trampolines)
+sc_guard=$(syscall_cost --trampolines)
+echo "no session $sc_none; a -p session with plain probes $sc_plain; with trampolines (guarded) $sc_guard"

@@ -584,6 +584,11 @@ int atf_unwind_catch(struct pt_regs *ctx)
 	return 0;
 }
 
+#if defined(__TARGET_ARCH_x86)
+/* Another tool registering a uprobe while a process runs on our entry trampolines. */
+#include "reg_guard.bpf.h"
+#endif
+
 /* ---- process lifecycle ----------------------------------------------------------------- */
 
 static __always_inline void emit_task(__u32 type, __u32 tgid, __u32 tid, __u32 arg)

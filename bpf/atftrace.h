@@ -19,6 +19,10 @@ enum {
 	REC_TASK_EXEC   = 5,    /* struct rec_task: a traced process called exec */
 	REC_UNWIND_FIXUP = 6,   /* struct rec_unwind_fixup: stack writes for a C++ unwind */
 	REC_DL_STATE    = 7,    /* struct rec_task: ld.so's link map changes (dlopen, dlclose, start) */
+	REC_REG_GUARD   = 8,    /* struct rec_task: another process may be registering a uprobe
+				 * (child_pid: its syscall number); bpf/reg_guard.bpf.h */
+	REC_FORK_HOLD   = 9,    /* struct rec_task: a process on trampolines forked child_pid,
+				 * which is stopped until its trampoline sites are fixed */
 	REC_PROC_INFO   = 16,   /* struct rec_proc_info: who a thread is, at its first event (-a) */
 };
 
@@ -72,6 +76,9 @@ struct thread_loss {
 	__u64 calls;            /* CALLs not written (their RETURN is not written either) */
 	__u64 returns;          /* RETURN/EXCEPTION events not written although their CALL was */
 };
+
+/* Processes with entry trampolines that the registration guard stops (bpf/reg_guard.bpf.h). */
+#define GUARD_MAX_PIDS 64
 
 /* REC_TASK_EXEC and REC_DL_STATE: child_pid holds REC_TASK_HELD when the process was stopped
  * (SIGSTOP) for the recorder, which sends SIGCONT once it has attached what is new. */

@@ -4,7 +4,8 @@
  * cannot tell: NSpid in /proc/PID/status lists levels from the namespace of that /proc mount
  * down, so in a container with its own /proc it has one entry at any depth, and NS_GET_PARENT
  * refuses to go above the caller's own namespace. user/probe/pidns.c runs this task iterator on
- * its own thread only; it writes one record.
+ * one thread only (its own, or a traced process's, named in the recorder's namespace); it
+ * writes one record, with the host pid too, which only the kernel's own numbering can give.
  */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
@@ -32,6 +33,7 @@ int atf_pidns_self(struct bpf_iter__task *ctx)
 		return 0;
 	rec.level = level;
 	rec.inum = BPF_CORE_READ(up.ns, ns.inum);
+	rec.host_tgid = BPF_CORE_READ(task, tgid);
 	bpf_seq_write(ctx->meta->seq, &rec, sizeof(rec));
 	return 0;
 }

@@ -24,6 +24,7 @@ struct probe_opts {
 	uint32_t stack_bytes;       /* 0..256 */
 	bool verbose;               /* libbpf messages to stderr */
 	bool unwind_hooks;          /* load the C++ unwind hooks (probes__attach_unwind_hooks) */
+	bool reg_guard;             /* load the registration guard (probes__guard_pid), x86_64 */
 	/* system-wide filters (record -a), see bpf/filter.bpf.h */
 	uint32_t cgroup_level;      /* v2: level of the cgroup_id directory (root = 0) */
 	uint32_t cgroup_v1_ssid;    /* v1: controller's subsystem id + 1; 0 = cgroup_id is v2 */
@@ -155,5 +156,26 @@ void probes__detach_functions(struct probes *p);
 
 /** probes__free - detach everything and release. NULL is ignored. */
 void probes__free(struct probes *p);
+
+/**
+ * probes__guard_pid - guard process @pid (@on) or stop guarding it: another process's syscall
+ * that may register a uprobe stops it and sends REC_REG_GUARD (bpf/reg_guard.bpf.h). The guard
+ * programs are attached at the first call. 0, or a negative errno: -EOPNOTSUPP when the guard
+ * was not loaded or cannot name processes (a recorder in a pid namespace), -ENOSPC when
+ * GUARD_MAX_PIDS processes are guarded already.
+ */
+int probes__guard_pid(struct probes *p, pid_t pid, bool on);
+
+/**
+ * probes__guard_ready - is the registration guard loaded, and its programs attached (done
+ * here, once)? 0, or a negative errno (-EOPNOTSUPP: not loaded).
+ */
+int probes__guard_ready(struct probes *p);
+
+/**
+ * probes__guard_settle - wait (at most @timeout_ms) until no registering syscall of another
+ * process is in flight. 0, or -ETIMEDOUT.
+ */
+int probes__guard_settle(struct probes *p, unsigned int timeout_ms);
 
 #endif

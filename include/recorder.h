@@ -106,6 +106,14 @@ typedef void (*recorder_exec_fn)(void *ctx, pid_t pid);
 int recorder__on_module_mapped(struct recorder *r, recorder_module_fn fn, void *ctx);
 int recorder__on_exec(struct recorder *r, recorder_exec_fn fn, void *ctx);
 
+struct tramp_process;
+/**
+ * recorder__set_trampolines - the target's entry trampolines (include/trampoline.h), checked
+ * after each drain that saw the registration guard stop the process. @tp must stay valid
+ * until recorder__free() (NULL: none).
+ */
+void recorder__set_trampolines(struct recorder *r, struct tramp_process *tp);
+
 /** recorder__free - finalize if needed and release. NULL is ignored. */
 void recorder__free(struct recorder *r);
 

@@ -44,6 +44,8 @@ enum tramp_reason {
 	TRAMP_REWRITTEN,            /* its code in the process was rewritten (not a breakpoint): untraced */
 	TRAMP_SECCOMP,              /* the process has a seccomp filter: no syscall is run inside it */
 	TRAMP_EMULATED,             /* the kernel emulates its first instruction: no faster through one */
+	TRAMP_GIVEN_BACK,           /* another tool probed it during the session: plain probe since */
+	TRAMP_NO_GUARD,             /* the registration guard is not available: no trampolines */
 	TRAMP_TEXTREL,              /* the module has text relocations: ld.so may still write its code */
 	TRAMP_NREASONS
 };
@@ -66,6 +68,13 @@ int tramp_check_module(struct sym_module *m);
  * that has such functions (one per function with @verbose). Returns how many were left out.
  */
 int tramp_skip_rewritten(pid_t pid, struct sym_module **mods, size_t nmods, bool verbose);
+
+/**
+ * tramp_skip_rewritten_everywhere - tramp_skip_rewritten() for every process that has an
+ * atftrace trampoline mapping: a system-wide probe on one of its rewritten functions would
+ * crash it. Returns how many functions were left out.
+ */
+int tramp_skip_rewritten_everywhere(struct sym_module **mods, size_t nmods, bool verbose);
 
 struct tramp_process;
 
@@ -100,6 +109,24 @@ int tramp_process__attach(struct tramp_process **out, struct probes *p, struct s
  * when the process is gone. Returns the number of functions restored, or a negative errno.
  */
 int tramp_process__restore(struct tramp_process *t);
+
+/**
+ * tramp_process__check - the registration guard stopped the process (REC_REG_GUARD): hold its
+ * threads with ptrace, end the group stop, wait until the other process's registering syscall
+ * is done, and give every patched function that another tool's breakpoint now sits on its
+ * original bytes back (around that breakpoint), with a plain probe of ours; one line each.
+ * The threads run again when this returns. The number given back, or a negative errno.
+ */
+int tramp_process__check(struct tramp_process *tp);
+
+/**
+ * tramp_process__fix_child - @child was forked by the process (or by one of its traced
+ * children) and is held stopped before its first instruction: over each probe site that the
+ * kernel optimised into a call to the parent's [uprobes-trampoline] page (which the child does
+ * not have), write the int3 the kernel put there first. Returns the number of sites fixed, or a
+ * negative errno.
+ */
+int tramp_process__fix_child(struct tramp_process *tp, pid_t child);
 
 /**
  * tramp_process__attach_module - module @m of the process, mapped after tramp_process__attach()

@@ -34,26 +34,6 @@ assert_contains() {   # file pattern what
 	grep -qE -- "$2" "$1" || { sed 's/^/  | /' "$1" | head -n 30 >&2; fail "$3: no line matching '$2' in $1"; }
 }
 
-# text_diff PID FILE: how many bytes of FILE's executable mappings in process PID differ from
-# the file (read through /proc/PID/mem): 0 when its text is byte-for-byte the file's.
-text_diff() {
-	python3 - "$1" "$2" <<'PY'
-import os, sys
-pid, path = sys.argv[1], os.path.realpath(sys.argv[2])
-st = os.stat(path)
-diff = 0
-with open(f"/proc/{pid}/maps") as maps, open(f"/proc/{pid}/mem", "rb") as mem, open(path, "rb") as f:
-    for line in maps:
-        a = line.split()
-        if len(a) < 6 or int(a[4]) != st.st_ino or "x" not in a[1]:
-            continue
-        lo, hi = (int(x, 16) for x in a[0].split("-"))
-        mem.seek(lo); f.seek(int(a[2], 16))
-        m, d = mem.read(hi - lo), f.read(hi - lo)
-        diff += sum(1 for i in range(len(d)) if m[i] != d[i])
-print(diff)
-PY
-}
 
 # normalise_dump: make dump output comparable across runs (uftrace-style): thread ids become
 # T0, T1, … in order of first appearance, the TIME column goes, and a DURATION becomes <dur>:
@@ -102,4 +82,25 @@ script_run() {
 	echo "$*" >&3
 	read -t 120 -r reply <&4 || { cat "$T/$NAME.err" >&2; fail "$NAME: no acknowledgement for '$*'"; }
 	assert_eq ok "$reply" "$NAME: reply to '$*'"
+}
+
+# text_diff PID FILE: how many bytes of PID's executable mappings of FILE differ from the file
+# (read through /proc/PID/mem)
+text_diff() {
+	python3 - "$1" "$2" <<'PY'
+import os, sys
+pid, path = sys.argv[1], os.path.realpath(sys.argv[2])
+st = os.stat(path)
+diff = 0
+with open(f"/proc/{pid}/maps") as maps, open(f"/proc/{pid}/mem", "rb") as mem, open(path, "rb") as f:
+    for line in maps:
+        a = line.split()
+        if len(a) < 6 or int(a[4]) != st.st_ino or "x" not in a[1]:
+            continue
+        lo, hi = (int(x, 16) for x in a[0].split("-"))
+        mem.seek(lo); f.seek(int(a[2], 16))
+        m, d = mem.read(hi - lo), f.read(hi - lo)
+        diff += sum(1 for i in range(len(d)) if m[i] != d[i])
+print(diff)
+PY
 }

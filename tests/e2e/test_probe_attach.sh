@@ -13,8 +13,8 @@ SITES=$TARGETS/probe_sites
 "$ATF" list-functions -f 'site_*' -x site_lea "$SITES" >"$T/list"
 assert_contains "$T/list" '^module .*/probe_sites build-id [0-9a-f]{40} pie ' "module line"
 assert_contains "$T/list" ' 9 +nop5 +probe:nop5 +selected +site_nop5$' "nop5 site"
-assert_contains "$T/list" ' 9 +emulated +trampoline +selected +site_push$' "push site"
-assert_contains "$T/list" ' 13 +endbr64\+emulated +trampoline +selected +site_endbr$' "endbr64 hop"
+assert_contains "$T/list" ' 9 +emulated +probe:emulated +selected +site_push$' "push site: no trampoline"
+assert_contains "$T/list" ' 13 +endbr64\+emulated +probe:emulated +selected +site_endbr$' "endbr64 hop"
 assert_contains "$T/list" ' single-step +- +excluded +site_lea$' "excluded"
 # the endbr64 probe offset is its address + 4 (addresses equal file offsets in .text here)
 read -r addr off <<<"$(awk '$NF == "site_endbr" { print $1, $2 }' "$T/list")"

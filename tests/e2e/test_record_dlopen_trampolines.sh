@@ -10,6 +10,8 @@
 #     in the process, not one per load; the same one when ld.so puts the plugin at the same
 #     place, a new one when that place is taken), exact counts, no crash;
 #   - a library of a program the launched command execs is patched once ld.so mapped it;
+#   - -p: a plugin patched while recording is guarded: bpftrace's uprobe on hot_lea, which a
+#     thread calls hot, gets it given back, the target lives on and every call is counted;
 #   - -p: the plugin's text differs from the file while recording (the jmp) and is the file's
 #     again after it; a process that loaded it before the session is patched at the attach and
 #     again after each dlclose/dlopen; a session that ends while the plugin is unloaded writes
@@ -149,4 +151,40 @@ exec 3>&- 4<&-
 wait $target || fail "dlopen_user failed after a session that ended while its plugin was unloaded"
 reported "$T/b.err" $((CYCLES + 1)) "-p (loaded before)"
 counts "$T/before" $(((2 * CYCLES + 1) * K)) "-p (loaded before)"
+# ---- another tool's uprobe on the plugin patched while recording: the registration guard ----
+# The session starts before the plugin is loaded (nothing patched, nothing guarded yet). Once
+# the plugin is patched, a thread calls hot_lea (a 3-byte first instruction) hot and bpftrace
+# probes it: unguarded, the kernel would resume inside our jmp and kill the target; guarded, the
+# function is given back and every call is counted.
+need_tracefs
+command -v bpftrace >/dev/null || fail "bpftrace is missing (scripts/deps.sh installs it)"
+rm -f "$T/cmd" "$T/out" "$T/ready"; mkfifo "$T/cmd" "$T/out" "$T/ready"
+"$TARGETS/dlopen_user" "$T/cmd" "$PLUGIN" >"$T/out" &
+target=$!
+exec 4<"$T/out" 3>"$T/cmd"
+read -r -u 4 word pid || fail "-p (guard): no pid from dlopen_user"
+"$ATF" record -v -p "$target" -o "$T/guard" -f 'libatfplugin.so:plugin_*' -f 'libatfplugin.so:hot_lea' \
+	--ready-file "$T/ready" 2>"$T/gd.err" &
+rec=$!
+timeout 60 cat "$T/ready" >/dev/null || { cat "$T/gd.err" >&2; fail "the recorder never became ready (guard)"; }
+say "l $K" "loaded $K" "-p (guard): load"
+assert_contains "$T/gd.err" "libatfplugin.so: 2 functions through trampolines, 0 at nop5 sites, 1 emulated$" "-p (guard): hot_lea and plugin_leaf patched"
+say h hot "-p (guard): the hot thread"
+bpftrace -e "uprobe:$PLUGIN:hot_lea { @calls = count(); }" >"$T/bt.out" 2>&1 &
+bt=$!
+timeout 60 bash -c 'until grep -q "hot_lea: another tool probed it" "$1"; do sleep 0.05; done' _ "$T/gd.err" \
+	|| { cat "$T/gd.err" >&2; fail "-p (guard): the guard did not give hot_lea back"; }
+say "c $K" "done $K" "-p (guard): calls under bpftrace's probe"
+echo H >&3
+read -r -u 4 word hot || fail "-p (guard): the target died with bpftrace's probe on hot_lea"
+kill -INT $bt; wait $bt || true
+kill -INT $rec
+wait $rec || { cat "$T/gd.err" >&2; fail "record -p (guard) failed"; }
+assert_eq 0 "$(text_diff "$target" "$PLUGIN")" "-p (guard): the plugin's text after the session"
+echo q >&3
+exec 3>&- 4<&-
+wait $target || fail "dlopen_user failed under two tools"
+[ "$(awk '/^@calls:/ { print $2 }' "$T/bt.out")" -gt 0 ] || { cat "$T/bt.out" >&2; fail "-p (guard): bpftrace counted nothing"; }
+counts "$T/guard" $((2 * K)) "-p (guard)"
+assert_eq "$hot" "$(awk '$1 == "call" && $3 == "hot_lea" { print $4 }' "$T/stats")" "-p (guard): hot_lea calls"
 echo "ok: plugin_leaf through a trampoline at each of $CYCLES loads, exact counts, text restored"

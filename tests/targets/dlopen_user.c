@@ -7,6 +7,8 @@
  *   "b"    (after "u") maps a page where the plugin began, so that the next load puts it
  *          elsewhere, prints "blocked";
  *   "s"    starts a thread that keeps calling spin_work (in the program), prints "spinning";
+ *   "h"    starts a thread that keeps calling the plugin's hot_lea, prints "hot";
+ *   "H"    stops that thread, prints "hot N" (N: its calls of hot_lea);
  *   "q"    exits.
  * The calls right after dlopen show whether the plugin's probes were in place when dlopen
  * returned. The address of plugin_work stays on the stack after dlclose, as a program's stale
@@ -22,6 +24,9 @@
 #include <sys/mman.h>
 
 static volatile unsigned long spins;
+static volatile int hot_stop;
+static unsigned long hot_calls;
+static int (*hot)(int);
 
 __attribute__((noinline)) void spin_work(void) { spins++; }
 
@@ -33,8 +38,20 @@ static void *spinner(void *arg)
 	return NULL;
 }
 
+static void *hot_loop(void *arg)
+{
+	(void)arg;
+	for (int i = 0; !hot_stop; i++) {
+		if (hot(i) != 2 * i + 1)
+			abort();        /* a wrongly moved instruction */
+		hot_calls++;
+	}
+	return NULL;
+}
+
 int main(int argc, char **argv)
 {
+	pthread_t hot_thread;
 	pthread_t spin;
 	void (*work)(int) = NULL;
 	void *h = NULL;
@@ -84,6 +101,18 @@ int main(int argc, char **argv)
 				return 1;
 			}
 			printf("blocked\n");
+		} else if (line[0] == 'h' && h) {
+			hot_stop = 0;
+			if (!(hot = (int (*)(int))dlsym(h, "hot_lea")) ||
+			    pthread_create(&hot_thread, NULL, hot_loop, NULL)) {
+				fprintf(stderr, "dlopen_user: cannot start the hot thread\n");
+				return 1;
+			}
+			printf("hot\n");
+		} else if (line[0] == 'H') {
+			hot_stop = 1;
+			pthread_join(hot_thread, NULL);
+			printf("hot %lu\n", hot_calls);
 		} else if (line[0] == 's') {
 			if (pthread_create(&spin, NULL, spinner, NULL)) {
 				fprintf(stderr, "dlopen_user: cannot start a thread\n");

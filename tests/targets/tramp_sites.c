@@ -26,6 +26,10 @@
  *                                  run; at SIGUSR1 each calls tr_mark, then exactly K of each,
  *                                  then tr_done, and ends
  *   tramp_sites mt T N             T threads call tr_ripk N times each; print "mt T N seconds"
+ *   tramp_sites forkserve READY    call all of them for a while, then fork a child that serves
+ *                                  (as serve READY); wait for it and exit with its status
+ *   tramp_sites syscalls N         N getppid syscalls; print "syscalls N ns-per-syscall" (bench:
+ *                                  what the registration guard costs every syscall)
  *                                  (bench: a hot function that starts with a rip-relative load)
  */
 #include <errno.h>
@@ -282,6 +286,36 @@ static int time_one(const char *kind, int n)
 	return 2;
 }
 
+static int forkserve(const char *ready)
+{
+	int status;
+	pid_t child;
+
+	for (int i = 0; i < 100; i++)
+		round_all(i % 64);
+	child = fork();
+	if (child < 0)
+		return 2;
+	if (child == 0)
+		_exit(serve(ready));
+	if (waitpid(child, &status, 0) != child)
+		return 2;
+	return bad ? 1 : WIFEXITED(status) ? WEXITSTATUS(status) : 3;
+}
+
+static int syscalls_test(long n)
+{
+	struct timespec a, b;
+
+	clock_gettime(CLOCK_MONOTONIC, &a);
+	for (long i = 0; i < n; i++)
+		syscall(SYS_getppid);
+	clock_gettime(CLOCK_MONOTONIC, &b);
+	printf("syscalls %ld %.1f\n", n,
+	       ((b.tv_sec - a.tv_sec) * 1e9 + (b.tv_nsec - a.tv_nsec)) / (n ? n : 1));
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc == 3 && !strcmp(argv[1], "all"))
@@ -296,6 +330,10 @@ int main(int argc, char **argv)
 		return threads_test(atoi(argv[2]), atoi(argv[3]), argv[4]);
 	if (argc == 4 && !strcmp(argv[1], "mt"))
 		return mt_test(atoi(argv[2]), atol(argv[3]));
+	if (argc == 3 && !strcmp(argv[1], "forkserve"))
+		return forkserve(argv[2]);
+	if (argc == 3 && !strcmp(argv[1], "syscalls"))
+		return syscalls_test(atol(argv[2]));
 	if (argc == 3)
 		return time_one(argv[1], atoi(argv[2]));
 	fprintf(stderr, "usage: tramp_sites all|serve|fork|threads|KIND ...\n");

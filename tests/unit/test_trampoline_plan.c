@@ -17,7 +17,7 @@
 #define FUNC 0x401000ull
 #define TRAMP 0x400000ull           /* 4 KiB below the function */
 
-#define S 1                     /* the probe site: a 1-byte nop the kernel emulates */
+#define S 5                     /* the probe site: a 5-byte nop the kernel optimises */
 
 static int32_t get32(const uint8_t *p)
 {
@@ -62,7 +62,9 @@ static void test_sub_rsp_moved_whole(void **state)
 	assert_int_equal(p.patch_len, 7);       /* two whole instructions: 4 + 3 */
 	assert_int_equal(p.ninsns, 2);
 	assert_int_equal(tramp_emit(f, &p, TRAMP, t), TRAMP_OK);
-	assert_int_equal(t[0], 0x90);           /* nop: the probe site */
+	const uint8_t nop5[5] = { 0x0f, 0x1f, 0x44, 0x00, 0x00 };
+
+	assert_memory_equal(t, nop5, S);        /* nopl 0(%rax,%rax,1): the probe site */
 	assert_memory_equal(t + S, f, 7);
 	assert_int_equal(t[S + 7], 0xe9);       /* jmp back to the first instruction not moved */
 	assert_int_equal(rel_target(t, S + 7, 5, TRAMP + S + 7), FUNC + 7);
@@ -194,6 +196,25 @@ static void test_garbage_refused(void **state)
 	assert_int_equal(tramp_plan(f, sizeof(f), FUNC, FUNC, &p), TRAMP_DECODE);
 }
 
+/* Restoring a patch: our jmp bytes go back to the original, another tool's int3 stays. */
+static void test_unpatch_keeps_other_breakpoint(void **state)
+{
+	const uint8_t jmp[5] = { 0xe9, 0x10, 0x20, 0x30, 0x00 };
+	const uint8_t orig[5] = { 0x48, 0x83, 0xec, 0x08, 0x89 };
+	uint8_t now[5], out[5];
+	(void)state;
+
+	memcpy(now, jmp, 5);
+	assert_true(tramp_unpatch_bytes(jmp, orig, now, out));
+	assert_memory_equal(out, orig, 5);
+	now[0] = 0xcc;                  /* a uprobe registered since, on the function */
+	assert_true(tramp_unpatch_bytes(jmp, orig, now, out));
+	const uint8_t want[5] = { 0xcc, 0x83, 0xec, 0x08, 0x89 };
+	assert_memory_equal(out, want, 5);
+	memcpy(now, orig, 5);           /* written back already: nothing of ours is left */
+	assert_false(tramp_unpatch_bytes(jmp, orig, now, out));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -207,6 +228,7 @@ int main(void)
 		cmocka_unit_test(test_cold_part_into_first_bytes),
 		cmocka_unit_test(test_endbr64_hop),
 		cmocka_unit_test(test_garbage_refused),
+		cmocka_unit_test(test_unpatch_keeps_other_breakpoint),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

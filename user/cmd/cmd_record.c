@@ -522,7 +522,7 @@ static int write_ready_file(const char *path)
  * of a module is shared by every process that maps it, and a process started later would need
  * stopping and patching too. Not with perf links (kernels before 6.6), which cannot be
  * attached per trampoline file. A uprobe that another tool registers later on a patched
- * function is met by the trampoline guard (user/record/record_tramp_guard.c).
+ * function is met by the registration guard (bpf/reg_guard.bpf.h).
  */
 static bool use_trampolines(const struct record_args *a, struct probes *probes)
 {
@@ -611,9 +611,12 @@ static int record_main(struct record_args *a)
 	/* symbols first: a bad -f fails before anything is created */
 	if (rm_modules_open(&mods, &a->spec, a->pid, a->cmd ? a->cmd[0] : NULL, a->verbose) < 0)
 		goto cleanup;
-	/* a -p target's code that another tool rewrote (its trampolines) must get no probe */
+	/* code that another session rewrote (its trampolines) must get no probe: in a -p target,
+	 * or, system-wide, in any process that has trampolines */
 	if (a->pid)
 		tramp_skip_rewritten(a->pid, mods.m, mods.n, a->verbose);
+	else if (a->sys.all)
+		tramp_skip_rewritten_everywhere(mods.m, mods.n, a->verbose);
 	if (detail_resolve(&a->detail, &mods) < 0)
 		goto cleanup;
 	detail_probe_opts(&a->detail, &po);
@@ -624,6 +627,7 @@ static int record_main(struct record_args *a)
 	po.announce_tasks = po.exclude_self = a->sys.all;
 	po.verbose = a->verbose;
 	po.unwind_hooks = mods.cxx_path != NULL;
+	po.reg_guard = !a->no_trampolines && !a->sys.all;
 	err = probes__open(&probes, &po);
 	if (err < 0) {
 		fprintf(stderr, "atftrace record: cannot load the BPF probes: %s%s\n", strerror(-err),
@@ -694,6 +698,7 @@ static int record_main(struct record_args *a)
 	}
 	if (tramps && attach_trampolines(a, &mods, probes, target, link_pid, &tp) < 0)
 		goto cleanup;
+	recorder__set_trampolines(rec, tp);
 	rm_modules_trampolines(&mods, tp);     /* libraries it maps later get them too */
 	if (a->ready_file && write_ready_file(a->ready_file) < 0)
 		goto cleanup;
@@ -739,6 +744,7 @@ cleanup:
 	if (child.gate_fd >= 0)
 		proc_child__abort(&child);      /* never released: it exits 127 without running */
 	restore_trampolines(tp);
+	recorder__set_trampolines(rec, NULL);
 	recorder__free(rec);
 	probes__free(probes);
 	tramp_process__free(tp);

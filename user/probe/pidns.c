@@ -18,21 +18,20 @@
 
 #define PROC_PID_INIT_INO 0xEFFFFFFCu
 
-/* Run the iterator on this thread: one record with its namespace's level and inode. */
-static int read_level(uint32_t inum, uint32_t *level)
+/* Run the iterator on thread @tid (of this pid namespace): one record about it. */
+static int visit(pid_t tid, struct rec_pidns_self *rec)
 {
 	LIBBPF_OPTS(bpf_iter_attach_opts, opts);
 	union bpf_iter_link_info linfo = {};
 	struct pidns_self_bpf *skel;
 	struct bpf_link *link = NULL;
-	struct rec_pidns_self rec;
 	ssize_t n = 0;
 	int fd = -1, err;
 
 	skel = pidns_self_bpf__open_and_load();     /* nothing to configure */
 	if (!skel)
 		return -errno;
-	linfo.task.tid = (uint32_t)gettid();
+	linfo.task.tid = (uint32_t)tid;
 	opts.link_info = &linfo;
 	opts.link_info_len = sizeof(linfo);
 	link = bpf_program__attach_iter(skel->progs.atf_pidns_self, &opts);
@@ -46,16 +45,45 @@ static int read_level(uint32_t inum, uint32_t *level)
 		goto cleanup;
 	}
 	do
-		n = read(fd, &rec, sizeof(rec));
+		n = read(fd, rec, sizeof(*rec));
 	while (n < 0 && errno == EINTR);
-	err = n < 0 ? -errno : n != (ssize_t)sizeof(rec) || rec.inum != inum ? -ESRCH : 0;
-	if (!err)
-		*level = rec.level;
+	err = n < 0 ? -errno : n != (ssize_t)sizeof(*rec) ? -ESRCH : 0;
 cleanup:
 	if (fd >= 0)
 		close(fd);
 	bpf_link__destroy(link);
 	pidns_self_bpf__destroy(skel);
+	return err;
+}
+
+/* This thread's namespace level, checked against its inode @inum. */
+static int read_level(uint32_t inum, uint32_t *level)
+{
+	struct rec_pidns_self rec;
+	int err = visit(gettid(), &rec);
+
+	if (!err && rec.inum != inum)
+		err = -ESRCH;
+	if (!err)
+		*level = rec.level;
+	return err;
+}
+
+int pidns_host_pid(pid_t pid, pid_t *host)
+{
+	struct rec_pidns_self rec;
+	uint32_t level, inum;
+	int err = pidns_self(&level, &inum);
+
+	if (err)
+		return err;
+	if (level == 0) {
+		*host = pid;
+		return 0;
+	}
+	err = visit(pid, &rec);
+	if (!err)
+		*host = (pid_t)rec.host_tgid;
 	return err;
 }
 

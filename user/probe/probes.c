@@ -43,6 +43,7 @@ struct probes {
 	size_t nlink_fds, cap_link_fds;
 	struct link_list functions; /* perf uprobes and uretprobes of traced functions */
 	struct link_list hooks;     /* the C++ unwind hooks */
+	bool guard;                 /* the registration guard is loaded */
 };
 
 static bool libbpf_verbose;
@@ -85,6 +86,22 @@ static int choose_kind(enum probe_link_kind *out)
 	*out = session ? PROBE_LINK_SESSION : multi ? PROBE_LINK_MULTI : PROBE_LINK_PERF;
 	return 0;
 }
+
+#if defined(__x86_64__)
+/* The uprobe PMU's perf type; PERF_TYPE_TRACEPOINT (which the guard watches anyway) if unknown. */
+static uint32_t uprobe_pmu_type(void)
+{
+	FILE *f = fopen("/sys/bus/event_source/devices/uprobe/type", "re");
+	unsigned int type = 2;
+
+	if (f) {
+		if (fscanf(f, "%u", &type) != 1)
+			type = 2;
+		fclose(f);
+	}
+	return type;
+}
+#endif
 
 static int configure(struct probes *p, const struct probe_opts *opts)
 {
@@ -139,6 +156,20 @@ static int configure(struct probes *p, const struct probe_opts *opts)
 	/* the verifier's time is most of the start-up: programs a session will not use stay out */
 	bpf_program__set_autoload(s->progs.atf_unwind_catch, opts->unwind_hooks);
 	bpf_program__set_autoload(s->progs.atf_unwind_raise, opts->unwind_hooks);
+#if defined(__x86_64__)
+	p->guard = opts->reg_guard;
+	bpf_program__set_autoload(s->progs.atf_reg_enter, p->guard);
+	bpf_program__set_autoload(s->progs.atf_reg_exit, p->guard);
+	bpf_program__set_autoload(s->progs.atf_fork_hold, p->guard);
+	s->rodata->uprobe_pmu_type = uprobe_pmu_type();
+	/* the guard compares and names processes by their host pids */
+	pid_t self;
+
+	err = pidns_host_pid(getpid(), &self);
+	if (err)
+		return err;
+	s->rodata->recorder_tgid = (uint32_t)self;
+#endif
 	bpf_program__set_expected_attach_type(s->progs.atf_session, ATF_BPF_TRACE_UPROBE_SESSION);
 	bpf_program__set_expected_attach_type(s->progs.atf_multi_entry, ATF_BPF_TRACE_UPROBE_MULTI);
 	bpf_program__set_expected_attach_type(s->progs.atf_multi_return, ATF_BPF_TRACE_UPROBE_MULTI);
@@ -555,6 +586,83 @@ int probes__stop_unwind_holds(struct probes *p)
 	}
 	return -ETIMEDOUT;
 }
+
+#if defined(__x86_64__)
+int probes__guard_pid(struct probes *p, pid_t pid, bool on)
+{
+	struct atftrace_bpf__bss *b = p->skel->bss;
+	pid_t host;
+	uint32_t want;
+	int err;
+
+	err = on ? probes__guard_ready(p) : p->guard ? 0 : -EOPNOTSUPP;
+	if (err)
+		return err;
+	err = pidns_host_pid(pid, &host);
+	if (err)
+		return on ? err : 0;
+	want = on ? 0 : (uint32_t)host;
+	pid = host;
+	/* .bss is mmap'ed: the next syscall's guard sees the slot */
+	for (size_t i = 0; i < GUARD_MAX_PIDS; i++) {
+		if (__atomic_load_n(&b->guard_pids[i], __ATOMIC_RELAXED) != want)
+			continue;
+		__atomic_store_n(&b->guard_pids[i], on ? (uint32_t)pid : 0, __ATOMIC_SEQ_CST);
+		return 0;
+	}
+	return on ? -ENOSPC : 0;
+}
+
+int probes__guard_ready(struct probes *p)
+{
+	struct atftrace_bpf *s = p->skel;
+	struct bpf_program *progs[] = { s->progs.atf_reg_enter, s->progs.atf_reg_exit,
+					s->progs.atf_fork_hold };
+	struct bpf_link **links[] = { &s->links.atf_reg_enter, &s->links.atf_reg_exit,
+				      &s->links.atf_fork_hold };
+
+	if (!p->guard)
+		return -EOPNOTSUPP;
+	for (size_t i = 0; i < sizeof(progs) / sizeof(progs[0]); i++) {
+		if (*links[i])
+			continue;
+		*links[i] = bpf_program__attach(progs[i]);
+		if (!*links[i])
+			return -errno;
+	}
+	return 0;
+}
+
+int probes__guard_settle(struct probes *p, unsigned int timeout_ms)
+{
+	struct timespec pause = { 0, 50 * 1000 };
+
+	for (unsigned int i = 0; p->guard && i < timeout_ms * 20; i++) {
+		if (__atomic_load_n(&p->skel->bss->reg_inflight, __ATOMIC_SEQ_CST) == 0)
+			return 0;
+		nanosleep(&pause, NULL);
+	}
+	return p->guard ? -ETIMEDOUT : 0;
+}
+#else
+int probes__guard_pid(struct probes *p, pid_t pid, bool on)
+{
+	(void)p; (void)pid; (void)on;
+	return -EOPNOTSUPP;
+}
+
+int probes__guard_ready(struct probes *p)
+{
+	(void)p;
+	return -EOPNOTSUPP;
+}
+
+int probes__guard_settle(struct probes *p, unsigned int timeout_ms)
+{
+	(void)p; (void)timeout_ms;
+	return 0;
+}
+#endif
 
 int probes__ring_fd(const struct probes *p)
 {

@@ -227,6 +227,13 @@ void pt_detach_all(struct pt_target *t)
 	t->mem_fd = -1;
 }
 
+void pt_drop_signal(struct pt_target *t, int sig)
+{
+	for (size_t i = 0; i < t->nthreads; i++)
+		if (t->threads[i].pending_sig == sig)
+			t->threads[i].pending_sig = 0;
+}
+
 int pt_seize_child(pid_t pid)
 {
 	return ptrace(PTRACE_SEIZE, pid, NULL, (void *)(long)PTRACE_O_TRACEEXEC) < 0 ? -errno : 0;
@@ -501,4 +508,46 @@ int pt_stack_holds(struct pt_target *t, const uint64_t (*ranges)[2], size_t n, b
 	}
 	free(r);
 	return 0;
+}
+
+/* Is @ip strictly inside one of @ranges? */
+static bool ip_inside(uint64_t ip, const uint64_t (*ranges)[2], size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (ip >= ranges[i][0] && ip < ranges[i][1])
+			return true;
+	return false;
+}
+
+int pt_step_out(struct pt_target *t, const uint64_t (*ranges)[2], size_t n, int max_steps)
+{
+	int moved = 0;
+
+	for (size_t k = 0; k < t->nthreads; k++) {
+		struct pt_thread *th = &t->threads[k];
+
+		/* a thread that stopped with a signal to take keeps it: it is not stepped */
+		for (int s = 0; s < max_steps && !th->pending_sig &&
+				ip_inside(th->regs.rip, ranges, n); s++) {
+			struct user_regs_struct r;
+			int st;
+
+			if (ptrace(PTRACE_SINGLESTEP, th->tid, NULL, NULL) < 0)
+				return -errno;
+			st = wait_stop(t, th->tid);
+			if (st < 0)
+				return st;
+			if (ptrace(PTRACE_GETREGS, th->tid, NULL, &r) < 0)
+				return -errno;
+			th->regs = r;
+			if (WSTOPSIG(st) != SIGTRAP || st >> 16) {
+				/* another signal came: keep it for the detach, step no further */
+				if (st >> 16 == 0 && WSTOPSIG(st) != SIGTRAP)
+					th->pending_sig = WSTOPSIG(st);
+				break;
+			}
+			moved += !ip_inside(r.rip, ranges, n);
+		}
+	}
+	return moved;
 }

@@ -50,6 +50,17 @@ int pt_stop_all(struct pt_target *t, pid_t pid, bool own_child);
 /** pt_detach_all - let every thread run again, each with the signal it stopped with. */
 void pt_detach_all(struct pt_target *t);
 
+/**
+ * pt_step_out - single-step each thread whose instruction pointer is strictly inside one of
+ * @ranges (@n of them), at most @max_steps instructions, until it is out: it runs the
+ * instructions it was about to run anyway. A thread that stopped with a signal to take is left
+ * where it is. Returns how many threads were moved out, or a negative errno.
+ */
+int pt_step_out(struct pt_target *t, const uint64_t (*ranges)[2], size_t n, int max_steps);
+
+/** pt_drop_signal - the threads that stopped with @sig get no signal back at detach. */
+void pt_drop_signal(struct pt_target *t, int sig);
+
 /** pt_read / pt_write - the target's memory (text too: a write makes the page private). */
 int pt_read(struct pt_target *t, uint64_t addr, void *buf, size_t len);
 int pt_write(struct pt_target *t, uint64_t addr, const void *buf, size_t len);

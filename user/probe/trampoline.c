@@ -20,47 +20,20 @@
  * mapped, so a thread inside one (or a signal frame returning into one) finishes through it.
  */
 #include <errno.h>
+#include <signal.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include "proc.h"
 #include "ptrace_target.h"
-#include "trampoline.h"
 #include "trampoline_area.h"
-#include "trampoline_plan.h"
+#include "trampoline_int.h"
 
 #define PAGE 4096ull
 #define ENOTSUPP_K 524                      /* the kernel's ENOTSUPP: an instruction uprobes refuse */
-
-struct tramp_fn {
-	struct sym_func *f;
-	uint64_t patch_addr;                /* in the process */
-	struct tramp_plan plan;             /* patch_addr as in the file */
-	uint8_t moved[32];                  /* the file's bytes from the patch address */
-	uint8_t jmp[TRAMP_JMP_LEN];
-	uint32_t slot;
-};
-
-struct tramp_mod {
-	struct sym_module *m;
-	int fd;                             /* our copy of the trampoline memfd, or -1 */
-	uint64_t area;
-	uint64_t dev, ino;                  /* the module's file: what a patch address must still map */
-	struct tramp_fn *fns;               /* the patched ones */
-	size_t nfns;
-};
-
-struct tramp_process {
-	pid_t pid;
-	uint64_t start_ticks;               /* the process's start: a reused pid is not ours */
-	bool own_child, restored, verbose;
-	struct tramp_mod *mods;
-	size_t nmods;
-};
 
 int tramp_seize_child(pid_t pid)
 {
@@ -81,13 +54,19 @@ static void patch_module(struct pt_target *pt, const struct ta_maps *maps, struc
 	for (size_t i = 0; i < n; i++) {
 		uint64_t file_off = tf[i].f->probe_offset;
 
+		uint8_t now[sizeof(tf[i].moved)];
+
 		tf[i].patch_addr = ta_file_addr(maps, dev, ino, file_off);
-		if (!tf[i].patch_addr)
-			continue;                       /* an empty range: not mapped */
+		/* an empty range when not mapped, or not the file's code (never stepped through) */
+		if (!tf[i].patch_addr || pt_read(pt, tf[i].patch_addr, now, tf[i].plan.patch_len) ||
+		    memcmp(now, tf[i].moved, tf[i].plan.patch_len))
+			continue;
 		ranges[i][0] = tf[i].patch_addr + 1;       /* at the first byte is fine: same entry */
 		ranges[i][1] = tf[i].patch_addr + tf[i].plan.patch_len;
 	}
-	if (pt_stack_holds(pt, (const uint64_t (*)[2])ranges, n, on_stack) < 0)
+	/* a thread a few instructions into a function is stepped past the bytes to replace */
+	if (pt_step_out(pt, (const uint64_t (*)[2])ranges, n, 8) < 0 ||
+	    pt_stack_holds(pt, (const uint64_t (*)[2])ranges, n, on_stack) < 0)
 		goto cleanup;
 	for (size_t i = 0; i < n; i++) {
 		struct sym_func *f = tf[i].f;
@@ -164,6 +143,18 @@ cleanup:
 	free(on_stack);
 }
 
+int tramp_fn_write_original(struct pt_target *pt, const struct tramp_fn *t)
+{
+	uint8_t now[TRAMP_JMP_LEN], out[TRAMP_JMP_LEN];
+	int err = pt_read(pt, t->patch_addr, now, TRAMP_JMP_LEN);
+
+	if (err)
+		return err;
+	if (!tramp_unpatch_bytes(t->jmp, t->moved, now, out))
+		return 0;
+	return pt_write(pt, t->patch_addr, out, TRAMP_JMP_LEN) ?: 1;
+}
+
 /* Write @on ? jmp : original bytes for the module's patched functions; how many were written. */
 static size_t write_entries(struct pt_target *pt, struct tramp_mod *tm, bool on)
 {
@@ -171,17 +162,12 @@ static size_t write_entries(struct pt_target *pt, struct tramp_mod *tm, bool on)
 
 	for (size_t i = 0; i < tm->nfns; i++) {
 		struct tramp_fn *t = &tm->fns[i];
-		uint8_t now[TRAMP_JMP_LEN];
 
 		if (on) {
 			if (pt_write(pt, t->patch_addr, t->jmp, TRAMP_JMP_LEN))
 				break;
-		} else {
-			/* only where our jmp still is */
-			if (pt_read(pt, t->patch_addr, now, TRAMP_JMP_LEN) ||
-			    memcmp(now, t->jmp, TRAMP_JMP_LEN) ||
-			    pt_write(pt, t->patch_addr, t->moved, TRAMP_JMP_LEN))
-				continue;
+		} else if (tramp_fn_write_original(pt, t) <= 0) {
+			continue;
 		}
 		n++;
 	}
@@ -321,7 +307,7 @@ cleanup:
 
 /* One module, all threads stopped: plan, patch, attach. Plain probes attached, or -errno. */
 static int attach_one(struct probes *p, struct pt_target *pt, const struct ta_maps *maps,
-		      struct tramp_mod *tm, const struct tramp_opts *o)
+		      struct tramp_mod *tm, const struct tramp_opts *o, bool no_guard)
 {
 	struct sym_module *m = tm->m;
 	struct tramp_fn *tf = NULL;
@@ -332,7 +318,7 @@ static int attach_one(struct probes *p, struct pt_target *pt, const struct ta_ma
 
 	if (!pt || stat(tramp_module_file(m), &st) ||
 	    !ta_module_span(maps, st.st_dev, st.st_ino, &lo, &hi)) {
-		mark_all(m, pt ? TRAMP_NOT_MAPPED : TRAMP_NO_PTRACE);
+		mark_all(m, no_guard ? TRAMP_NO_GUARD : pt ? TRAMP_NOT_MAPPED : TRAMP_NO_PTRACE);
 		/* a launched command's plain link, attached before its exec, stays */
 		return o->launched ? 0 : probes__attach_module(p, m, o->link_pid);
 	}
@@ -381,7 +367,7 @@ int tramp_process__attach(struct tramp_process **out, struct probes *p, struct s
 	struct ta_maps maps = { 0 };
 	struct pt_target pt;
 	bool stopped = false;
-	int err = 0, total = 0;
+	int err = 0, err2, total = 0;
 
 	*out = NULL;
 	*ntramp = 0;
@@ -393,6 +379,8 @@ int tramp_process__attach(struct tramp_process **out, struct probes *p, struct s
 	proc_start_time(pid, &tp->start_ticks);
 	tp->own_child = o->launched;
 	tp->verbose = o->verbose;
+	tp->probes = p;
+	tp->link_pid = o->link_pid;
 	tp->nmods = nmods;
 	err = o->launched ? pt_run_to_entry(&pt, pid) : pt_stop_all(&pt, pid, false);
 	if (err == -ESRCH && o->launched) {
@@ -407,296 +395,67 @@ int tramp_process__attach(struct tramp_process **out, struct probes *p, struct s
 	stopped = !err;
 	if (stopped && ta_maps_read(pid, &maps) < 0)
 		memset(&maps, 0, sizeof(maps));
+	/* no function is patched unless another tool's later uprobe on it can be met */
+	err = stopped ? probes__guard_ready(p) : 0;
+	if (err) {
+		fprintf(stderr, "atftrace record: process %d: no entry trampolines without the "
+			"registration guard (%s%s): plain probes\n", (int)pid, strerror(-err),
+			err == -EOPNOTSUPP ? "; a recorder in a pid namespace has none" : "");
+		tp->no_guard = true;
+	}
 	err = 0;
 	for (size_t i = 0; i < nmods && err >= 0; i++) {
 		tp->mods[i] = (struct tramp_mod){ .m = mods[i], .fd = -1 };
-		err = attach_one(p, stopped ? &pt : NULL, &maps, &tp->mods[i], o);
+		err = attach_one(p, stopped && !tp->no_guard ? &pt : NULL, &maps, &tp->mods[i], o,
+				 tp->no_guard);
 		if (err >= 0) {
 			total += err;
 			*ntramp += tp->mods[i].nfns;
 		}
 	}
 	ta_maps_free(&maps);
+	/*
+	 * Guarded from here on. Not before: a stop the guard sends while the threads are held
+	 * would cut into the syscalls run inside the process to map the trampolines.
+	 */
+	if (*ntramp && (err2 = probes__guard_pid(p, pid, true)) < 0)
+		fprintf(stderr, "atftrace record: process %d: cannot guard its trampolines (%s): "
+			"another tool's uprobe on a patched function would crash it\n", (int)pid,
+			strerror(-err2));
+	tp->guarded = *ntramp && err2 >= 0;
 	if (stopped)
 		pt_detach_all(&pt);
 	*out = tp;
 	return err < 0 ? err : total;
 }
 
-/* ---- modules mapped after the start (dlopen), or mapped anew (dlclose, then dlopen) ---- */
+/* ---- for modules mapped later (trampoline_late.c, trampoline_int.h) ---- */
 
-pid_t tramp_process__pid(const struct tramp_process *tp)
+int tramp_mod_attach(struct probes *p, struct pt_target *pt, const struct ta_maps *maps,
+		     struct tramp_mod *tm, const struct tramp_opts *o)
 {
-	return tp->pid;
+	return attach_one(p, pt, maps, tm, o, false);
 }
 
-static struct tramp_mod *find_mod(const struct tramp_process *tp, const struct sym_module *m)
+int tramp_mod_attach_plain(struct probes *p, struct sym_module *m, pid_t pid, bool verbose,
+			   bool via_tramp)
 {
-	for (size_t i = 0; i < tp->nmods; i++)
-		if (tp->mods[i].m == m)
-			return &tp->mods[i];
-	return NULL;
+	return attach_plain(p, m, pid, verbose, via_tramp);
 }
 
-/* Was @tm attached before its module was mapped (a program's library, attached at its exec)? */
-static bool waits_for_mapping(const struct tramp_mod *tm)
+size_t tramp_mod_write(struct pt_target *pt, struct tramp_mod *tm, bool on)
 {
-	for (size_t i = 0; i < tm->m->nfuncs; i++)
-		if (tramp_wanted(&tm->m->funcs[i]) && tm->m->funcs[i].tramp == TRAMP_NOT_MAPPED)
-			return true;
-	return false;
+	return write_entries(pt, tm, on);
 }
 
-bool tramp_process__wants(const struct tramp_process *tp, const struct sym_module *m)
+void tramp_mod_report(const struct tramp_mod *tm)
 {
-	const struct tramp_mod *tm = find_mod(tp, m);
-
-	return tm && (tm->nfns || waits_for_mapping(tm));
+	report(tm);
 }
 
-/* Is @t's patch address still file offset probe_offset of the module (dev, inode, offset)? */
-static bool same_mapping(const struct ta_maps *maps, const struct tramp_mod *tm,
-			 const struct tramp_fn *t)
+void tramp_mark_all(struct sym_module *m, enum tramp_reason r)
 {
-	return ta_file_addr(maps, tm->dev, tm->ino, t->f->probe_offset) == t->patch_addr;
-}
-
-/*
- * Forget the patched functions whose mapping is gone: a library unloaded since (dlclose) took
- * its jmps with it, and its range may hold another mapping now; nothing is written there.
- * Unreadable maps forget them all.
- */
-static void keep_still_mapped(struct tramp_process *tp)
-{
-	struct ta_maps maps;
-	bool ok = ta_maps_read(tp->pid, &maps) == 0;
-
-	for (size_t i = 0; i < tp->nmods; i++) {
-		struct tramp_mod *tm = &tp->mods[i];
-		size_t k = 0;
-
-		for (size_t j = 0; ok && j < tm->nfns; j++)
-			if (same_mapping(&maps, tm, &tm->fns[j]))
-				tm->fns[k++] = tm->fns[j];
-		tm->nfns = k;
-	}
-	if (ok)
-		ta_maps_free(&maps);
-}
-
-/* Is one of @tm's jmps still where it was written, in the mapping it was written in? */
-static bool patch_in_place(struct pt_target *pt, const struct ta_maps *maps,
-			   const struct tramp_mod *tm)
-{
-	for (size_t i = 0; i < tm->nfns; i++) {
-		const struct tramp_fn *t = &tm->fns[i];
-		uint8_t now[TRAMP_JMP_LEN];
-
-		if (same_mapping(maps, tm, t) && !pt_read(pt, t->patch_addr, now, sizeof(now)) &&
-		    !memcmp(now, t->jmp, sizeof(now)))
-			return true;
-	}
-	return false;
-}
-
-/*
- * The module was unmapped since @tm was patched (its jmps went with its text): close the link
- * on its trampoline file, unmap that file in the stopped process @pt when it is still that file
- * there and no thread is in it (none can be: it jumps back into text that is gone), and clear
- * the module's functions for a new plan. The plain link that left them out stays: the caller
- * replaces it.
- */
-static void retire_mod(struct probes *p, struct pt_target *pt, const struct ta_maps *maps,
-		       struct tramp_mod *tm)
-{
-	struct stat st;
-
-	if (tm->fns)
-		probes__detach_owner(p, tm->fns);
-	for (size_t i = 0; tm->fd >= 0 && !fstat(tm->fd, &st) && i < maps->n; i++) {
-		const struct ta_map *a = &maps->v[i];
-		uint64_t range[1][2] = { { a->lo, a->hi } }, args[6] = { a->lo, a->hi - a->lo };
-		bool inside = false;
-		int64_t ret;
-
-		if (a->lo != tm->area || a->dev != st.st_dev || a->ino != st.st_ino)
-			continue;
-		for (size_t k = 0; k < pt->nthreads; k++)
-			inside |= pt->threads[k].regs.rip >= a->lo && pt->threads[k].regs.rip < a->hi;
-		if (!inside && !pt_stack_holds(pt, (const uint64_t (*)[2])range, 1, &inside) &&
-		    !inside && !ta_seccomp(pt))
-			pt_syscall(pt, SYS_munmap, args, &ret);
-		break;
-	}
-	if (tm->fd >= 0)
-		close(tm->fd);
-	free(tm->fns);
-	*tm = (struct tramp_mod){ .m = tm->m, .fd = -1 };
-	for (size_t i = 0; i < tm->m->nfuncs; i++) {
-		tm->m->funcs[i].via_tramp = false;
-		tm->m->funcs[i].tramp = TRAMP_UNSET;
-	}
-}
-
-/*
- * The module was mapped anew at the same place (dlclose, then dlopen: ld.so takes the range it
- * left): its trampolines, relocated for these very addresses, are still mapped and probed, so
- * only its jmps are written again, over the file's bytes. False when anything differs (nothing
- * written then): it is patched anew. The caller checked that none of its code ran yet.
- */
-static bool rearm_in_place(struct pt_target *pt, const struct ta_maps *maps, struct tramp_mod *tm)
-{
-	bool area = false;
-	struct stat st;
-
-	if (tm->fd < 0 || fstat(tm->fd, &st))
-		return false;
-	for (size_t i = 0; i < maps->n && !area; i++)
-		area = maps->v[i].lo == tm->area && maps->v[i].dev == st.st_dev &&
-		       maps->v[i].ino == st.st_ino;
-	for (size_t i = 0; area && i < tm->nfns; i++) {
-		const struct tramp_fn *t = &tm->fns[i];
-		uint8_t now[sizeof(t->moved)];
-
-		area = same_mapping(maps, tm, t) && !pt_read(pt, t->patch_addr, now, t->plan.patch_len) &&
-		       !memcmp(now, t->moved, t->plan.patch_len);
-	}
-	if (!area)
-		return false;
-	if (write_entries(pt, tm, true) == tm->nfns)
-		return true;
-	write_entries(pt, tm, false);   /* the jmps written before a failure go again */
-	return false;
-}
-
-static struct tramp_mod *add_mod(struct tramp_process *tp, struct sym_module *m)
-{
-	struct tramp_mod *n = realloc(tp->mods, (tp->nmods + 1) * sizeof(*n));
-
-	if (!n)
-		return NULL;
-	tp->mods = n;
-	n[tp->nmods] = (struct tramp_mod){ .m = m, .fd = -1 };
-	return &n[tp->nmods++];
-}
-
-/*
- * Plain probes for the functions that @tm's module entered through trampolines, beside the
- * plain link of the others, before the trampoline link goes (a call in flight keeps its return),
- * for a mapping patched anew that is not patched again (@why); none of its jmps is in place
- * (patch_in_place), so no probe lands on one. Returns how many were attached.
- */
-static int fall_back_plain(struct probes *p, struct pt_target *pt, const struct ta_maps *maps,
-			   struct tramp_mod *tm, const struct tramp_opts *o, enum tramp_reason why)
-{
-	int n = attach_plain(p, tm->m, o->link_pid, o->verbose, true);
-
-	retire_mod(p, pt, maps, tm);
-	mark_all(tm->m, why);
-	return n;
-}
-
-/*
- * Why a module whose probes are attached already cannot be switched to (new) trampolines now,
- * or TRAMP_OK: it is not mapped, or its code may have run since it was mapped, when the process
- * was not @held at ld.so's call for it (a thread's instruction pointer or a word on a stack lies
- * in it: a call in flight would lose its return with the link it entered through; held, a word
- * there is a stale pointer), or ld.so has yet to write its text (relocations).
- */
-static enum tramp_reason cannot_switch(struct pt_target *pt, const struct ta_maps *maps,
-				       const struct sym_module *m, bool held)
-{
-	uint64_t (*text)[2] = calloc(maps->n ? maps->n : 1, sizeof(*text));
-	bool *ran = calloc(maps->n ? maps->n : 1, sizeof(*ran));
-	enum tramp_reason why = TRAMP_NOT_MAPPED;
-	struct stat st;
-	size_t n = 0;
-
-	if (!text || !ran || stat(tramp_module_file(m), &st))
-		goto cleanup;
-	for (size_t i = 0; i < maps->n; i++)      /* its code: the executable mappings */
-		if (maps->v[i].exec && maps->v[i].dev == st.st_dev && maps->v[i].ino == st.st_ino) {
-			text[n][0] = maps->v[i].lo;
-			text[n++][1] = maps->v[i].hi;
-		}
-	if (!n)
-		goto cleanup;
-	why = !held && pt_stack_holds(pt, (const uint64_t (*)[2])text, n, ran) ? TRAMP_THREAD_INSIDE
-										: TRAMP_OK;
-	for (size_t i = 0; i < n; i++)
-		for (size_t k = 0; k < pt->nthreads; k++)
-			ran[i] |= pt->threads[k].regs.rip >= text[i][0] &&
-				  pt->threads[k].regs.rip < text[i][1];
-	for (size_t i = 0; why == TRAMP_OK && i < n; i++)
-		if (ran[i])
-			why = TRAMP_THREAD_INSIDE;
-	if (why == TRAMP_OK && tramp_module_textrel(m))
-		why = TRAMP_TEXTREL;
-cleanup:
-	free(text);
-	free(ran);
-	return why;
-}
-
-int tramp_process__attach_module(struct tramp_process *tp, struct probes *p, struct sym_module *m,
-				 const struct tramp_opts *o, size_t *ntramp)
-{
-	struct tramp_opts later = *o;
-	struct tramp_mod *tm = find_mod(tp, m);
-	struct ta_maps maps = { 0 };
-	enum tramp_reason why;
-	struct pt_target pt;
-	int err, n = 0;
-
-	*ntramp = 0;
-	later.launched = false;         /* the plain link, if any, is replaced */
-	/* without trampolines, its plain probes follow every mapping of the file */
-	if (tm && !tramp_process__wants(tp, m))
-		return 0;
-	err = tp->restored ? -ESRCH : pt_stop_all(&pt, tp->pid, tp->own_child);
-	if (err) {
-		/* unverified, its jmps may still be in place: a plain probe there would run the
-		 * file's instruction over ours, so nothing changes (gone: nothing to do) */
-		if (tm)
-			return tm->nfns && err != -ESRCH ? err : 0;
-		mark_all(m, TRAMP_NO_PTRACE);
-		return probes__attach_module(p, m, o->link_pid);
-	}
-	if (ta_maps_read(tp->pid, &maps) < 0)
-		memset(&maps, 0, sizeof(maps));
-	if (!tm) {
-		/* new: no link of its own yet */
-		if (!(tm = add_mod(tp, m))) {
-			n = -ENOMEM;
-		} else if (tramp_module_textrel(m)) {
-			mark_all(m, TRAMP_TEXTREL);
-			n = probes__attach_module(p, m, o->link_pid);
-			if (o->verbose)
-				report(tm);
-		} else {
-			n = attach_one(p, &pt, &maps, tm, &later);
-		}
-	} else if (tm->nfns && patch_in_place(&pt, &maps, tm)) {
-		n = 0;                  /* announced again, still the mapping we patched */
-	} else if ((why = cannot_switch(&pt, &maps, m, o->held)) != TRAMP_OK) {
-		if (tm->nfns)
-			n = fall_back_plain(p, &pt, &maps, tm, o, why);
-		else
-			mark_all(m, why);       /* its plain link stays; not-mapped waits on */
-	} else if (tm->nfns && rearm_in_place(&pt, &maps, tm)) {
-		for (size_t i = 0; i < m->nfuncs; i++)
-			n += tramp_wanted(&m->funcs[i]);        /* every link as it was */
-		if (o->verbose)
-			report(tm);
-	} else {
-		if (tm->nfns)
-			retire_mod(p, &pt, &maps, tm);
-		n = attach_one(p, &pt, &maps, tm, &later);     /* replaces the plain link */
-	}
-	*ntramp = tm ? tm->nfns : 0;
-	ta_maps_free(&maps);
-	pt_detach_all(&pt);
-	return n;
+	mark_all(m, r);
 }
 
 int tramp_process__restore(struct tramp_process *tp)
@@ -709,17 +468,21 @@ int tramp_process__restore(struct tramp_process *tp)
 	if (!tp || tp->restored)
 		return 0;
 	tp->restored = true;
+	tramp_children_restore(tp);
 	for (size_t i = 0; i < tp->nmods; i++)
 		any += tp->mods[i].nfns;
 	if (!any || !proc_alive(tp->pid) || proc_start_time(tp->pid, &start) ||
-	    start != tp->start_ticks)
+	    start != tp->start_ticks) {
+		probes__guard_pid(tp->probes, tp->pid, false);
 		return 0;       /* nothing patched, or the process is gone (its pid maybe reused) */
+	}
 	err = pt_stop_all(&pt, tp->pid, tp->own_child);
 	if (err)
 		return err == -ESRCH ? 0 : err;     /* gone: nothing to give back */
-	keep_still_mapped(tp);
+	tramp_keep_still_mapped(tp);
 	for (size_t i = 0; i < tp->nmods; i++)
 		n += write_entries(&pt, &tp->mods[i], false);
+	probes__guard_pid(tp->probes, tp->pid, false);
 	pt_detach_all(&pt);
 	return (int)n;
 }
@@ -735,5 +498,6 @@ void tramp_process__free(struct tramp_process *tp)
 		free(tp->mods[i].fns);
 	}
 	free(tp->mods);
+	free(tp->children);
 	free(tp);
 }

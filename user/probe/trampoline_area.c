@@ -217,7 +217,7 @@ static int64_t remote(struct pt_target *t, long nr, uint64_t a0, uint64_t a1, ui
 /* memfd_create in the target, named so that /proc/PID/maps says what the mapping is. */
 static int64_t remote_memfd(struct pt_target *t)
 {
-	static const char name[] = "atftrace-trampolines";
+	static const char name[] = TA_MEMFD_NAME;
 	uint64_t at = (t->threads[0].regs.rsp - 512) & ~15ull;     /* below the red zone */
 	char saved[sizeof(name)];
 	int64_t fd;

@@ -6,6 +6,9 @@
 #ifndef ATFTRACE_TRAMPOLINE_AREA_H
 #define ATFTRACE_TRAMPOLINE_AREA_H
 
+/* The name of the trampoline memfd: /proc/PID/maps shows "/memfd:" TA_MEMFD_NAME " (deleted)". */
+#define TA_MEMFD_NAME "atftrace-trampolines"
+
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>

@@ -3,6 +3,7 @@
  * Entry trampolines: which functions can have one, decided from the file (trampoline_plan.h),
  * and which must get no probe at all because another tool rewrote them in the process.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <gelf.h>
@@ -35,6 +36,8 @@ const char *tramp_reason_str(enum tramp_reason r)
 	case TRAMP_REWRITTEN:     return "rewritten";
 	case TRAMP_SECCOMP:       return "seccomp";
 	case TRAMP_EMULATED:      return "emulated";
+	case TRAMP_GIVEN_BACK:    return "given-back";
+	case TRAMP_NO_GUARD:      return "no-guard";
 	case TRAMP_TEXTREL:       return "textrel";
 	case TRAMP_NREASONS:      break;
 	}
@@ -253,11 +256,47 @@ int tramp_skip_rewritten(pid_t pid, struct sym_module **mods, size_t nmods, bool
 			close(fd);
 		if (n)
 			fprintf(stderr, "atftrace record: %s: %d functions rewritten in process %d by "
-				"another tool (another --trampolines session?) are not traced\n",
+				"another tool (another atftrace session's trampolines?) are not traced\n",
 				m->path, n, (int)pid);
 		total += n;
 	}
 	ta_maps_free(&maps);
 	close(mem);
+	return total;
+}
+
+/* Does process @pid have a trampoline mapping (an atftrace session patched it)? */
+static bool has_trampolines(const char *pid)
+{
+	char path[64], line[512];
+	bool found = false;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%s/maps", pid);
+	f = fopen(path, "re");
+	if (!f)
+		return false;
+	while (!found && fgets(line, sizeof(line), f))
+		found = strstr(line, TA_MEMFD_NAME) != NULL;
+	fclose(f);
+	return found;
+}
+
+int tramp_skip_rewritten_everywhere(struct sym_module **mods, size_t nmods, bool verbose)
+{
+	DIR *d = opendir("/proc");
+	struct dirent *de;
+	int total = 0;
+
+	if (!d)
+		return 0;
+	while ((de = readdir(d))) {
+		char *end;
+		long pid = strtol(de->d_name, &end, 10);
+
+		if (pid > 0 && !*end && has_trampolines(de->d_name))
+			total += tramp_skip_rewritten((pid_t)pid, mods, nmods, verbose);
+	}
+	closedir(d);
 	return total;
 }

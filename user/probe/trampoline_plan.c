@@ -4,17 +4,18 @@
  *
  * A function whose first instruction (after a hopped endbr64) is not a 5-byte nop gets its
  * first whole instructions, at least 5 bytes of them, moved to a trampoline
- *     nop                      the probe site (1 byte): the kernel emulates it, no single-step
+ *     nop5                     the probe site: the kernel optimises it (a call into its
+ *                              [uprobes-trampoline] page, no int3 after the first hit)
  *     <moved instructions>     rip-relative displacements and relative branches fixed up
  *     jmp back                 to the first instruction that was not moved
  * and a `jmp trampoline` in their place. A jmp pushes nothing, so at the probe site the
  * registers and the stack are exactly those at the function's entry.
  *
- * Why not a 5-byte nop, which the kernel optimises further (a call into its
- * [uprobes-trampoline] page instead of an int3)? That call is written into the process's
- * text, and fork does not copy the [uprobes-trampoline] page (VM_DONTCOPY): a child that calls
- * the function before it execs jumps into nothing and dies with SIGSEGV (seen on 6.18). An
- * emulated 1-byte nop costs a little more and leaves a forked child correct.
+ * The kernel writes that call into the process's copy of the trampoline page, and fork does
+ * not copy the [uprobes-trampoline] page (VM_DONTCOPY): a child that called the function
+ * before it execs would jump into nothing. So while a process has trampolines, BPF stops each
+ * child it forks before its first instruction (bpf/reg_guard.bpf.h), and the recorder puts
+ * the kernel's int3 back over each call in the child (tramp_process__fix_child()).
  *
  * Safety rules applied here, from the bytes alone (the process-level rules are in
  * trampoline.c): the function holds the whole patch; nothing in the function branches into
@@ -28,7 +29,8 @@
 #include "trampoline_plan.h"
 
 static const uint8_t nop5[5] = { 0x0f, 0x1f, 0x44, 0x00, 0x00 };
-static const uint8_t probe_site[1] = { 0x90 };      /* nop: emulated by the kernel's uprobes */
+static const uint8_t *const probe_site = nop5;      /* the kernel's optimised uprobe site */
+#define PROBE_SITE_LEN sizeof(nop5)
 
 static bool decoder_init(ZydisDecoder *d)
 {
@@ -253,12 +255,12 @@ enum tramp_reason tramp_emit(const uint8_t *code, const struct tramp_plan *plan,
 	ZydisDecodedOperand ops[ZYDIS_MAX_OPERAND_COUNT];
 	ZydisDecodedInstruction insn;
 	ZydisDecoder d;
-	uint32_t in = 0, o = sizeof(probe_site);
+	uint32_t in = 0, o = PROBE_SITE_LEN;
 
 	memset(out, 0xcc, TRAMP_SLOT);
 	if (!decoder_init(&d))
 		return TRAMP_DECODE;
-	memcpy(out, probe_site, sizeof(probe_site));
+	memcpy(out, probe_site, PROBE_SITE_LEN);
 	while (in < plan->patch_len) {
 		int n;
 
@@ -276,4 +278,17 @@ enum tramp_reason tramp_emit(const uint8_t *code, const struct tramp_plan *plan,
 	if (!tramp_jmp(tramp_addr + o, plan->patch_addr + plan->patch_len, out + o))
 		return TRAMP_RANGE;
 	return TRAMP_OK;
+}
+
+bool tramp_unpatch_bytes(const uint8_t *jmp, const uint8_t *orig, const uint8_t *now, uint8_t *out)
+{
+	bool ours = false;
+
+	for (size_t i = 0; i < TRAMP_JMP_LEN; i++) {
+		bool mine = now[i] == jmp[i];
+
+		out[i] = mine ? orig[i] : now[i];
+		ours |= mine;
+	}
+	return ours;
 }

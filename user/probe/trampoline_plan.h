@@ -43,7 +43,7 @@ bool tramp_refers_into(const uint8_t *code, uint64_t size, uint64_t addr, uint64
 
 /**
  * tramp_emit - write the trampoline for @plan at address @tramp_addr into @out (TRAMP_SLOT
- * bytes, the rest filled with int3): a 1-byte nop (the probe site, at offset 0), the moved instructions
+ * bytes, the rest filled with int3): a 5-byte nop (the probe site, at offset 0), the moved instructions
  * with rip-relative displacements and relative branches fixed for their new place, and a
  * jmp back to the first instruction after them. @code holds the bytes from @plan->patch_addr.
  * Returns TRAMP_OK, or TRAMP_RANGE when a displacement does not fit in 32 bits there.
@@ -53,6 +53,14 @@ enum tramp_reason tramp_emit(const uint8_t *code, const struct tramp_plan *plan,
 
 /** tramp_jmp - the 5 bytes `jmp @to` placed at @from; false when out of rel32 range. */
 bool tramp_jmp(uint64_t from, uint64_t to, uint8_t out[TRAMP_JMP_LEN]);
+
+/**
+ * tramp_unpatch_bytes - what to write back over @now, the patch's TRAMP_JMP_LEN bytes as they
+ * are today: @orig wherever our @jmp's byte still is, anything else (another tool's int3, put
+ * there after we patched) kept, so its breakpoint goes on working. Into @out; false when no
+ * byte of our jmp is left (nothing to write).
+ */
+bool tramp_unpatch_bytes(const uint8_t *jmp, const uint8_t *orig, const uint8_t *now, uint8_t *out);
 
 /* ---- per function of a module (user/probe/trampoline_check.c) ---- */
 

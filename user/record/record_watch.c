@@ -20,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include "atftrace.h"
 #include "proc.h"
 #include "recorder_int.h"
@@ -160,6 +161,25 @@ static void forget_unmapped(struct rec_watch *w, pid_t pid, const struct proc_ma
 	w->nseen = k;
 }
 
+/*
+ * Did the hold that the record says was sent stop thread @tid of @pid (waiting at most 50 ms
+ * for the SIGSTOP to land)? A SIGCONT meanwhile (the registration guard ends its own stops so)
+ * discards it: then the process runs, and the modules it mapped may have run code already.
+ */
+static bool hold_effective(pid_t pid, pid_t tid)
+{
+	for (int i = 0; i < 50; i++) {
+		char s = rec_thread_state(pid, tid, NULL);
+
+		if (s == 'T' || s == 't')
+			return true;
+		if (rec_state_gone(s))
+			return false;
+		usleep(1000);
+	}
+	return false;
+}
+
 /* Announce every executable file @pid maps that its hooks have not seen yet. */
 static void scan(struct rec_watch *w, pid_t pid, bool held)
 {
@@ -191,7 +211,8 @@ void rec_watch_on_dl_state(struct recorder *r, const void *data, size_t size)
 	}
 	memcpy(&tk, data, sizeof(tk));
 	if (w)
-		scan(w, (pid_t)tk.pid, tk.child_pid == REC_TASK_HELD);
+		scan(w, (pid_t)tk.pid, tk.child_pid == REC_TASK_HELD &&
+		     hold_effective((pid_t)tk.pid, (pid_t)tk.tid));
 	if (tk.child_pid == REC_TASK_HELD) {
 		if (w)
 			hold(w, (pid_t)tk.pid);
@@ -208,7 +229,7 @@ void rec_watch_on_exec(struct recorder *r, pid_t pid, bool new_image, bool held)
 		forget(w, pid);
 		for (size_t h = 0; h < w->nexec; h++)
 			w->exec[h].fn(w->exec[h].ctx, pid);
-		scan(w, pid, held);
+		scan(w, pid, held && hold_effective(pid, pid));
 	}
 	if (held) {
 		if (w)

@@ -436,6 +436,7 @@ static int drain(struct recorder *r)
 	uint64_t now;
 	int n = ring_buffer__consume(r->rb);
 
+	rec_tramp_guard_after_drain(r); /* a process the registration guard stopped runs again */
 	rec_unwind_resume(r);   /* every fix-up of a held process was in this drain */
 	rec_watch_resume(r);    /* and every module it was held for is attached */
 	if (n < 0 && n != -EINTR)

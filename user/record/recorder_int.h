@@ -76,6 +76,10 @@ struct recorder {
 	struct rec_unwind *unwind;  /* C++ unwind fix-ups (user/record/recorder_unwind.c), lazily made */
 	bool lost_final;            /* finished: lost holds the counts the manifests were written with */
 	struct probe_losses lost;
+	struct tramp_process *tramps;  /* the target's entry trampolines (record_tramp_guard.c) */
+	bool guard_pending;         /* the registration guard stopped it: check after the drain */
+	uint64_t guard_events;      /* REC_REG_GUARD records seen */
+	uint64_t guard_lost_records;    /* lost_records when the guard last looked */
 	struct rec_watch *watch;    /* modules that appear later (user/record/record_watch.c), lazily */
 };
 
@@ -114,6 +118,10 @@ struct rec_unwind;
 char rec_thread_state(pid_t pid, pid_t tid, long *nthreads);
 bool rec_state_gone(char s);
 void rec_backoff(uint64_t started_ns, long *pause_ns);
+/** rec_hold - @pid was stopped by a BPF hold: SIGCONT it after this drain (rec_unwind_resume). */
+void rec_hold(struct recorder *r, pid_t pid);
+/** rec_hold_wait - wait until @tid of held @pid is stopped and none of its threads runs. */
+int rec_hold_wait(pid_t pid, pid_t tid);
 /** rec_unwind_on_fixup - REC_UNWIND_FIXUP: wait for the stop, write the slots; stays held. */
 void rec_unwind_on_fixup(struct recorder *r, const void *data, size_t size);
 /** rec_unwind_resume - SIGCONT the processes held since the last call (after each drain). */
@@ -125,6 +133,14 @@ void rec_unwind_free(struct recorder *r);
 struct rec_unwind_slot;
 /** rec_unwind_write_slot - write one return-address slot if it still holds what is expected. */
 int rec_unwind_write_slot(pid_t pid, const struct rec_unwind_slot *s, bool *changed);
+
+/* user/record/record_tramp_guard.c: another tool registering a uprobe during the session */
+/** rec_tramp_guard_on_record - REC_REG_GUARD: the trampolines are checked after this drain. */
+void rec_tramp_guard_on_record(struct recorder *r, const void *data, size_t size);
+/** rec_tramp_guard_on_fork - REC_FORK_HOLD: fix the held child's probe sites; stays held. */
+void rec_tramp_guard_on_fork(struct recorder *r, const void *data, size_t size);
+/** rec_tramp_guard_after_drain - check (and resume) the process the guard stopped. */
+void rec_tramp_guard_after_drain(struct recorder *r);
 
 /* user/record/recorder_detach.c: detach without leaving uretprobe trampolines in the target */
 struct rec_detach;

@@ -206,6 +206,12 @@ int rec_on_record(void *ctx, void *data, size_t size)
 	case REC_DL_STATE:
 		rec_watch_on_dl_state(r, data, size);
 		break;
+	case REC_REG_GUARD:
+		rec_tramp_guard_on_record(r, data, size);
+		break;
+	case REC_FORK_HOLD:
+		rec_tramp_guard_on_fork(r, data, size);
+		break;
 	case REC_PROC_INFO:
 		rec_session_on_info(r, data, size);
 		break;

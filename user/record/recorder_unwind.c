@@ -210,6 +210,35 @@ static struct rec_unwind *unwind_state(struct recorder *r)
 }
 
 /**
+ * rec_hold - process @pid was stopped by a BPF hold (SIGSTOP): resume it after this drain,
+ * with the processes the C++ unwind fix-ups hold, so that one SIGCONT follows every write.
+ */
+void rec_hold(struct recorder *r, pid_t pid)
+{
+	struct rec_unwind *u = unwind_state(r);
+
+	if (!u) {               /* no memory to track it: never leave a process stopped */
+		kill(pid, SIGCONT);
+		return;
+	}
+	hold(u, pid);
+}
+
+/**
+ * rec_hold_wait - wait until thread @tid of held process @pid is stopped and no other thread
+ * of it runs (see the file comment). 0, -ESRCH when it is gone, -ETIMEDOUT.
+ */
+int rec_hold_wait(pid_t pid, pid_t tid)
+{
+	long nthreads = 0;
+	int err = wait_thread_stopped(pid, tid, &nthreads);
+
+	if (!err && nthreads != 1)      /* alone, the stopped thread is the whole group */
+		wait_group_quiet(pid);
+	return err;
+}
+
+/**
  * rec_unwind_write_slot - compare-and-write of one return-address slot of process @pid: @s->value
  * is written only if the slot still holds @s->expect (*@changed says it did not). The caller has
  * the thread stopped, so nothing races with us. 0, or a negative errno.
@@ -242,7 +271,6 @@ void rec_unwind_on_fixup(struct recorder *r, const void *data, size_t size)
 	const size_t head = offsetof(struct rec_unwind_fixup, pairs);
 	struct rec_unwind_fixup fx;
 	struct rec_unwind *u = unwind_state(r);
-	long nthreads = 0;
 	pid_t pid;
 	int err;
 
@@ -268,7 +296,7 @@ void rec_unwind_on_fixup(struct recorder *r, const void *data, size_t size)
 	}
 	memcpy(fx.pairs, (const uint8_t *)data + head, fx.count * sizeof(fx.pairs[0]));
 	u->fixups++;
-	err = wait_thread_stopped(pid, (pid_t)fx.tid, &nthreads);
+	err = rec_hold_wait(pid, (pid_t)fx.tid);
 	if (err == -ESRCH)
 		return;         /* died while held: nothing left to fix */
 	if (err) {
@@ -278,8 +306,6 @@ void rec_unwind_on_fixup(struct recorder *r, const void *data, size_t size)
 			(int)pid, fx.tid, REC_STOP_WAIT_NS / 1000000000ull);
 		return;
 	}
-	if (nthreads != 1)      /* alone, the stopped thread is the whole group */
-		wait_group_quiet(pid);
 	if ((fx.flags & REC_UNWIND_F_TRUNCATED) && !u->truncated_reported) {
 		u->truncated_reported = true;
 		fprintf(stderr, "atftrace record: process %d thread %u has more than %d pending return "

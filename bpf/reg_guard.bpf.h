@@ -1,0 +1,195 @@
+/* SPDX-License-Identifier: (MIT OR GPL-2.0) */
+/*
+ * The registration guard: another tool adds a uprobe while a process runs on our entry
+ * trampolines. Part of bpf/atftrace.bpf.c (it uses the ring and the loss counters).
+ *
+ * A patched function has `jmp trampoline` over its first bytes (user/probe/trampoline.c). A
+ * uprobe that another tool (bpftrace, perf, an atftrace -a session) registers on it writes its
+ * int3 over the jmp, and the kernel, which takes the instruction to run from the file, runs the
+ * function's first instruction out of line and resumes in the middle of the jmp: the process
+ * dies at the next call. Kernel functions cannot be hooked on every machine (no kprobes or
+ * fentry here), but the syscalls that register uprobes can: perf_event_open (uprobe PMU, or a
+ * tracepoint event, which may be a tracefs uprobe) and bpf(BPF_LINK_CREATE) with a uprobe-multi
+ * or uprobe-session attach type.
+ *
+ * At the entry of such a syscall by any other process, every guarded process is sent SIGSTOP
+ * (it stops at its next return to user space, microseconds; registering a uprobe takes longer,
+ * path lookup and allocations first), the syscall is counted in reg_inflight, and
+ * REC_REG_GUARD wakes the recorder. After the drain, the recorder holds the processes with
+ * ptrace, resumes their group stop, waits until reg_inflight is 0, and gives every patched
+ * function whose jmp was written over its original bytes back, around the other tool's int3,
+ * with a plain probe of ours (tramp_process__check). Then the threads run again.
+ *
+ * Forks. The trampolines' probe sites are 5-byte nops, which the kernel rewrites into a call to
+ * its [uprobes-trampoline] page, a page fork does not copy. A guarded process (or, with
+ * --follow-fork, any traced one: it runs the same text) that forks a child with its own memory
+ * gets the child stopped before its first instruction (the tracepoint runs before the child is
+ * woken) and REC_FORK_HOLD sent; the recorder puts the kernel's int3 back over those calls in
+ * the child (tramp_process__fix_child) and resumes it.
+ *
+ * Cost: while a process is guarded, every syscall of the machine runs sys_enter and sys_exit
+ * programs that return after comparing the syscall number (sys_exit: one global load).
+ */
+#ifndef ATFTRACE_REG_GUARD_BPF_H
+#define ATFTRACE_REG_GUARD_BPF_H
+
+#define NR_PERF_EVENT_OPEN  298     /* x86_64 */
+#define NR_BPF              321
+#define ATF_UPROBE_MULTI    48      /* BPF_TRACE_UPROBE_MULTI */
+#define ATF_UPROBE_SESSION  57      /* BPF_TRACE_UPROBE_SESSION */
+
+const volatile __u32 uprobe_pmu_type = 0;   /* /sys/bus/event_source/devices/uprobe/type */
+const volatile __u32 recorder_tgid = 0;     /* our own registrations are not foreign */
+
+/* Written by the recorder (mmaped .bss): the guarded processes (host pids), 0 = free slot. */
+__u32 guard_pids[GUARD_MAX_PIDS];
+__u64 reg_inflight;             /* foreign registering syscalls between entry and exit */
+
+struct task_struct *bpf_task_from_pid(s32 pid) __ksym;
+void bpf_task_release(struct task_struct *p) __ksym;
+int bpf_send_signal_task(struct task_struct *task, int sig, enum pid_type type, u64 value) __ksym;
+
+/* Threads (host tid) inside a registering syscall that reg_inflight counts. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 1024);
+	__type(key, __u32);
+	__type(value, __u8);
+} registering SEC(".maps");
+
+/* Could this syscall register a uprobe? @regs are the caller's registers. */
+static __always_inline bool registers_uprobe(struct pt_regs *regs, long id)
+{
+	__u32 v = 0;
+
+	if (id == NR_BPF) {
+		union bpf_attr *attr = (void *)BPF_CORE_READ(regs, si);
+
+		if (BPF_CORE_READ(regs, di) != BPF_LINK_CREATE ||
+		    bpf_probe_read_user(&v, sizeof(v), &attr->link_create.attach_type))
+			return false;
+		return v == ATF_UPROBE_MULTI || v == ATF_UPROBE_SESSION;
+	}
+	if (id == NR_PERF_EVENT_OPEN) {
+		struct perf_event_attr *attr = (void *)BPF_CORE_READ(regs, di);
+
+		if (bpf_probe_read_user(&v, sizeof(v), &attr->type))
+			return true;    /* unreadable: the kernel will say; stop anyway */
+		return v == uprobe_pmu_type || v == PERF_TYPE_TRACEPOINT;
+	}
+	return false;
+}
+
+static int stop_guarded(__u32 i, void *data)
+{
+	__u32 pid = guard_pids[i & (GUARD_MAX_PIDS - 1)];
+	struct task_struct *task;
+
+	if (!pid)
+		return 0;
+	task = bpf_task_from_pid((s32)pid);
+	if (task) {
+		bpf_send_signal_task(task, ATF_SIGSTOP, PIDTYPE_TGID, 0);
+		bpf_task_release(task);
+	}
+	return 0;
+}
+
+SEC("?tp_btf/sys_enter")
+int BPF_PROG(atf_reg_enter, struct pt_regs *regs, long id)
+{
+	__u64 ids = bpf_get_current_pid_tgid();
+	__u32 tid = (__u32)ids;
+	__u8 one = 1;
+
+	if ((id != NR_BPF && id != NR_PERF_EVENT_OPEN) || ids >> 32 == recorder_tgid ||
+	    !registers_uprobe(regs, id))
+		return 0;
+	if (bpf_map_update_elem(&registering, &tid, &one, BPF_NOEXIST) == 0)
+		__sync_fetch_and_add(&reg_inflight, 1);
+	bpf_loop(GUARD_MAX_PIDS, stop_guarded, NULL, 0);
+
+	struct rec_task *r = bpf_ringbuf_reserve(&rb, sizeof(*r), 0);
+
+	if (!r) {       /* the recorder also looks at every drain while anything is guarded */
+		count_lost(lost_records);
+		return 0;
+	}
+	r->type = REC_REG_GUARD;
+	r->pid = ids >> 32;
+	r->tid = tid;
+	r->child_pid = (__u32)id;
+	r->ts = bpf_ktime_get_boot_ns();
+	bpf_get_current_comm(r->comm, sizeof(r->comm));
+	bpf_ringbuf_submit(r, BPF_RB_FORCE_WAKEUP);
+	return 0;
+}
+
+/* Is @tgid (host pid) guarded? */
+static int find_guarded(__u32 i, void *data)
+{
+	__u32 *tgid = data;
+
+	if (guard_pids[i & (GUARD_MAX_PIDS - 1)] == *tgid) {
+		*tgid = 0;
+		return 1;
+	}
+	return 0;
+}
+
+SEC("?tp_btf/sched_process_fork")
+int BPF_PROG(atf_fork_hold, struct task_struct *parent, struct task_struct *child)
+{
+	__u32 tgid = parent->tgid;
+	__u64 parent_ids;
+
+	/* a thread, or a vfork child, shares its parent's memory and its [uprobes-trampoline] */
+	if (parent->tgid == child->tgid || parent->mm == child->mm)
+		return 0;
+	parent_ids = task_pid_tgid(parent);
+	bpf_loop(GUARD_MAX_PIDS, find_guarded, &tgid, 0);
+	if (tgid && !(follow_fork && tgid_traced(parent_ids >> 32)))
+		return 0;
+	/* a hold like the C++ unwind holds: none after the recorder's last drain */
+	__sync_fetch_and_add(&unwind_inflight, 1);
+	if (*(volatile __u32 *)&unwind_holds_off)
+		goto out;
+
+	struct rec_task *r = bpf_ringbuf_reserve(&rb, sizeof(*r), 0);
+
+	if (!r) {
+		count_lost(lost_records);
+		goto out;
+	}
+	/* Nobody would resume a child whose record is not in the ring: signal, then submit. */
+	if (bpf_send_signal_task(child, ATF_SIGSTOP, PIDTYPE_TGID, 0)) {
+		bpf_ringbuf_discard(r, BPF_RB_NO_WAKEUP);
+		count_lost(lost_records);
+		goto out;
+	}
+	r->type = REC_FORK_HOLD;
+	r->pid = parent_ids >> 32;
+	r->tid = (__u32)parent_ids;
+	r->child_pid = task_pid_tgid(child) >> 32;
+	r->ts = bpf_ktime_get_boot_ns();
+	bpf_get_current_comm(r->comm, sizeof(r->comm));
+	bpf_ringbuf_submit(r, BPF_RB_FORCE_WAKEUP);
+out:
+	__sync_fetch_and_add(&unwind_inflight, -1);
+	return 0;
+}
+
+SEC("?tp_btf/sys_exit")
+int BPF_PROG(atf_reg_exit, struct pt_regs *regs, long ret)
+{
+	__u32 tid;
+
+	if (!*(volatile __u64 *)&reg_inflight)
+		return 0;
+	tid = (__u32)bpf_get_current_pid_tgid();
+	if (bpf_map_delete_elem(&registering, &tid) == 0)
+		__sync_fetch_and_add(&reg_inflight, -1);
+	return 0;
+}
+
+#endif

@@ -1,0 +1,266 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Entry trampolines and the rest of the world (include/trampoline.h): another tool's uprobe on
+ * a patched function, and children forked from a patched process. The BPF half, and why, is in
+ * bpf/reg_guard.bpf.h; the recorder calls these from user/record/record_tramp_guard.c.
+ *
+ * Another tool's uprobe. The registration guard stopped the process (and every child of it
+ * with the same patched text); each is held with ptrace, its group stop ended, and once the
+ * registering syscall is done every function whose jmp is no longer whole gets its own bytes
+ * back around the other tool's int3. In the traced process the function then gets a plain
+ * probe of ours; a child keeps what the session's links give it.
+ *
+ * Children. A child forked while the process is patched runs the same text: the same jmps and
+ * trampolines, and copies of the probe sites that the kernel optimised into calls to a page
+ * the child does not have. It is stopped before its first instruction, the kernel's int3 goes
+ * back over those calls, and it joins the guarded processes; at the end its text is restored
+ * like the parent's, as long as it still maps the module where the parent did (no exec since).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/stat.h>
+#include "proc.h"
+#include "trampoline_area.h"
+#include "trampoline_int.h"
+
+/* The plain probe for a function given back in the traced process itself. */
+static void probe_given_back(struct tramp_process *tp, struct tramp_mod *tm, struct tramp_fn *t)
+{
+	struct sym_func *f = t->f;
+	uint64_t cookie = (uint64_t)tm->m->module_id << 32 | f->symbol_index;
+	int err;
+
+	t->given_back = true;
+	f->via_tramp = false;
+	f->tramp = TRAMP_GIVEN_BACK;
+	err = probes__attach_sites(tp->probes, tm->m, tramp_module_file(tm->m), &f->probe_offset,
+				   &cookie, 1, tp->link_pid);
+	if (err < 0)
+		fprintf(stderr, "atftrace record: process %d: %s: another tool probed it; its "
+			"trampoline is taken out, but our plain probe failed (%s): not traced from "
+			"now on\n", (int)tp->pid, f->name, strerror(-err));
+	else
+		fprintf(stderr, "atftrace record: process %d: %s: another tool probed it; its "
+			"trampoline is taken out and a plain probe traces it from now on\n",
+			(int)tp->pid, f->name);
+}
+
+/*
+ * check_one - process @pid (held by ptrace as @pt): every patched function whose jmp another
+ * tool's breakpoint went over gets its own bytes back. @traced: it is the traced process
+ * itself (plain probes for what it gives back). Returns how many were given back.
+ */
+static int check_one(struct tramp_process *tp, struct pt_target *pt, bool traced)
+{
+	int n = 0;
+
+	for (size_t i = 0; i < tp->nmods; i++) {
+		struct tramp_mod *tm = &tp->mods[i];
+
+		for (size_t j = 0; j < tm->nfns; j++) {
+			struct tramp_fn *t = &tm->fns[j];
+			uint8_t now[TRAMP_JMP_LEN];
+
+			if (pt_read(pt, t->patch_addr, now, sizeof(now)) ||
+			    !memcmp(now, t->jmp, sizeof(now)) || tramp_fn_write_original(pt, t) <= 0)
+				continue;
+			n++;
+			if (traced && !t->given_back)
+				probe_given_back(tp, tm, t);
+			else if (!traced)
+				fprintf(stderr, "atftrace record: process %d (forked from %d): %s: another "
+					"tool probed it; its trampoline is taken out\n", (int)pt->pid,
+					(int)tp->pid, t->f->name);
+		}
+	}
+	return n;
+}
+
+/* Hold @pid with ptrace and end the guard's group stop. 0, or -errno (it was resumed). */
+static int hold(struct tramp_process *tp, struct pt_target *pt, pid_t pid, bool own_child)
+{
+	int err = pt_stop_all(pt, pid, own_child);
+
+	if (err) {
+		kill(pid, SIGCONT);             /* never leave it stopped */
+		return err;
+	}
+	/* SIGCONT also discards the stop signals still queued; a thread that stopped with one
+	 * gets no signal back when it is let go */
+	pt_drop_signal(pt, SIGSTOP);
+	kill(pid, SIGCONT);
+	return 0;
+}
+
+/* Is @pid still the process that started at @start? If not, forget it (and never stop it). */
+static bool same_process(struct tramp_process *tp, pid_t pid, uint64_t start)
+{
+	uint64_t now = 0;
+
+	if (proc_alive(pid) && !proc_start_time(pid, &now) && now == start)
+		return true;
+	probes__guard_pid(tp->probes, pid, false);
+	if (proc_alive(pid))
+		kill(pid, SIGCONT);     /* its pid was taken by a process the guard may have stopped */
+	return false;
+}
+
+int tramp_process__check(struct tramp_process *tp)
+{
+	struct pt_target *pts;
+	size_t n = 0;
+	int given = 0;
+
+	if (!tp)
+		return 0;
+	if (tp->restored) {
+		/* a stop the guard sent before the text was restored: nothing left to check */
+		if (same_process(tp, tp->pid, tp->start_ticks))
+			kill(tp->pid, SIGCONT);
+		for (size_t i = 0; i < tp->nchildren; i++)
+			if (same_process(tp, tp->children[i].pid, tp->children[i].start_ticks))
+				kill(tp->children[i].pid, SIGCONT);
+		return 0;
+	}
+	pts = calloc(1 + tp->nchildren, sizeof(*pts));
+	if (!pts) {
+		kill(tp->pid, SIGCONT);
+		for (size_t i = 0; i < tp->nchildren; i++)
+			kill(tp->children[i].pid, SIGCONT);
+		return -ENOMEM;
+	}
+	/* hold them all first, then wait once for the registrations to be done */
+	if (same_process(tp, tp->pid, tp->start_ticks) && !hold(tp, &pts[0], tp->pid, tp->own_child))
+		n = 1;
+	for (size_t i = 0; i < tp->nchildren; i++) {
+		struct tramp_child *c = &tp->children[i];
+
+		if (same_process(tp, c->pid, c->start_ticks) && !hold(tp, &pts[n], c->pid, false))
+			n++;
+	}
+	if (probes__guard_settle(tp->probes, 2000) < 0)
+		fprintf(stderr, "atftrace record: another process's uprobe registration did not "
+			"finish within 2 s; checking the trampolines now\n");
+	for (size_t i = 0; i < n; i++) {
+		given += check_one(tp, &pts[i], pts[i].pid == tp->pid);
+		pt_detach_all(&pts[i]);
+	}
+	free(pts);
+	return given;
+}
+
+/* Remember @child among the processes with this patched text, and guard it. */
+static void add_child(struct tramp_process *tp, pid_t child)
+{
+	struct tramp_child c = { .pid = child };
+	int err;
+
+	if (proc_start_time(child, &c.start_ticks))
+		return;
+	if (tp->nchildren == tp->cap_children) {
+		size_t cap = tp->cap_children ? 2 * tp->cap_children : 8;
+		struct tramp_child *n = realloc(tp->children, cap * sizeof(*n));
+
+		if (!n)
+			return;
+		tp->children = n;
+		tp->cap_children = cap;
+	}
+	tp->children[tp->nchildren++] = c;
+	err = probes__guard_pid(tp->probes, child, true);
+	if (err && !tp->children_unguarded) {
+		tp->children_unguarded = true;
+		fprintf(stderr, "atftrace record: process %d: its forked child %d is not guarded (%s): "
+			"another tool's uprobe on a patched function would crash it\n",
+			(int)tp->pid, (int)child, strerror(-err));
+	}
+}
+
+static const uint8_t int3_nop5[TRAMP_JMP_LEN] = { 0xcc, 0x1f, 0x44, 0x00, 0x00 };
+
+/* The kernel's optimised site at @addr (`call [uprobes-trampoline]`) back to its int3. */
+static bool unoptimise(struct pt_target *pt, uint64_t addr)
+{
+	uint8_t now[TRAMP_JMP_LEN];
+
+	return addr && !pt_read(pt, addr, now, sizeof(now)) && now[0] == 0xe8 &&
+	       !pt_write(pt, addr, int3_nop5, sizeof(int3_nop5));
+}
+
+int tramp_process__fix_child(struct tramp_process *tp, pid_t child)
+{
+	struct pt_target pt = { .pid = child };
+	struct ta_maps maps;
+	char path[32];
+	int n = 0;
+
+	if (!tp || tp->restored)
+		return 0;
+	snprintf(path, sizeof(path), "/proc/%d/mem", (int)child);
+	pt.mem_fd = open(path, O_RDWR | O_CLOEXEC);
+	if (pt.mem_fd < 0)
+		return errno == ENOENT ? 0 : -errno;
+	if (ta_maps_read(child, &maps) < 0)
+		memset(&maps, 0, sizeof(maps));
+	for (size_t i = 0; i < tp->nmods; i++) {
+		const struct tramp_mod *tm = &tp->mods[i];
+		const struct sym_module *m = tm->m;
+		struct stat st;
+
+		/* the trampolines' probe sites */
+		for (size_t j = 0; j < tm->nfns; j++)
+			n += unoptimise(&pt, tm->area + (uint64_t)tm->fns[j].slot * TRAMP_SLOT);
+		/* and the functions that start with a 5-byte nop, probed where they are */
+		if (stat(tramp_module_file(m), &st))
+			continue;
+		for (size_t j = 0; j < m->nfuncs; j++)
+			if (m->funcs[j].tramp == TRAMP_NOT_NEEDED)
+				n += unoptimise(&pt, ta_file_addr(&maps, st.st_dev, st.st_ino,
+								  m->funcs[j].probe_offset));
+	}
+	ta_maps_free(&maps);
+	close(pt.mem_fd);
+	add_child(tp, child);
+	return n;
+}
+
+/* Does @pid still map @tm's module where the traced process did (no exec since)? */
+static bool maps_module_as_parent(pid_t pid, const struct tramp_mod *tm)
+{
+	struct ta_maps maps;
+	struct stat st;
+	bool same = false;
+
+	if (!tm->nfns || stat(tramp_module_file(tm->m), &st) || ta_maps_read(pid, &maps) < 0)
+		return false;
+	same = ta_file_addr(&maps, st.st_dev, st.st_ino, tm->fns[0].f->probe_offset) ==
+	       tm->fns[0].patch_addr;
+	ta_maps_free(&maps);
+	return same;
+}
+
+void tramp_children_restore(struct tramp_process *tp)
+{
+	for (size_t i = 0; i < tp->nchildren; i++) {
+		struct tramp_child *c = &tp->children[i];
+		struct pt_target pt;
+
+		if (!same_process(tp, c->pid, c->start_ticks) || pt_stop_all(&pt, c->pid, false))
+			continue;
+		for (size_t k = 0; k < tp->nmods; k++) {
+			struct tramp_mod *tm = &tp->mods[k];
+
+			if (!maps_module_as_parent(c->pid, tm))
+				continue;
+			for (size_t j = 0; j < tm->nfns; j++)
+				tramp_fn_write_original(&pt, &tm->fns[j]);
+		}
+		probes__guard_pid(tp->probes, c->pid, false);
+		pt_detach_all(&pt);
+	}
+}
