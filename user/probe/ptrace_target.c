@@ -367,6 +367,19 @@ static int find_syscall_insn(struct pt_target *t)
 	return t->syscall_insn ? 0 : -ENOENT;
 }
 
+/* Single-step @tid once: its wait status with its registers in @r, or a negative errno. */
+static int step(struct pt_target *t, pid_t tid, struct user_regs_struct *r)
+{
+	int st;
+
+	if (ptrace(PTRACE_SINGLESTEP, tid, NULL, NULL) < 0)
+		return -errno;
+	st = wait_stop(t, tid);
+	if (st < 0)
+		return st;
+	return ptrace(PTRACE_GETREGS, tid, NULL, r) < 0 ? -errno : st;
+}
+
 int pt_syscall(struct pt_target *t, long nr, const uint64_t args[6], int64_t *ret)
 {
 	struct pt_thread *th = t->nthreads ? &t->threads[0] : NULL;
@@ -393,13 +406,9 @@ int pt_syscall(struct pt_target *t, long nr, const uint64_t args[6], int64_t *re
 	for (int tries = 0;; tries++) {
 		bool sig_stop, again;
 
-		if (ptrace(PTRACE_SINGLESTEP, th->tid, NULL, NULL) < 0)
-			return -errno;
-		st = wait_stop(t, th->tid);
+		st = step(t, th->tid, &r);
 		if (st < 0)
 			return st;
-		if (ptrace(PTRACE_GETREGS, th->tid, NULL, &r) < 0)
-			return -errno;
 		if (WSTOPSIG(st) == SIGTRAP && r.rip == t->syscall_insn + 2)
 			break;
 		/*
@@ -532,13 +541,9 @@ int pt_step_out(struct pt_target *t, const uint64_t (*ranges)[2], size_t n, int 
 			struct user_regs_struct r;
 			int st;
 
-			if (ptrace(PTRACE_SINGLESTEP, th->tid, NULL, NULL) < 0)
-				return -errno;
-			st = wait_stop(t, th->tid);
+			st = step(t, th->tid, &r);
 			if (st < 0)
 				return st;
-			if (ptrace(PTRACE_GETREGS, th->tid, NULL, &r) < 0)
-				return -errno;
 			th->regs = r;
 			if (WSTOPSIG(st) != SIGTRAP || st >> 16) {
 				/* another signal came: keep it for the detach, step no further */
