@@ -15,6 +15,7 @@
  *     offset (tramp_keep_still_mapped()).
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -99,6 +100,29 @@ static bool patch_in_place(struct pt_target *pt, const struct ta_maps *maps,
 }
 
 /*
+ * patch_in_place() without stopping the process (reading its memory needs no stop): a module
+ * announced again that is still the mapping we patched is left alone, its threads never held.
+ */
+static bool still_patched(const struct tramp_process *tp, const struct tramp_mod *tm)
+{
+	struct pt_target peek = { .pid = tp->pid, .mem_fd = -1 };
+	struct ta_maps maps;
+	char path[64];
+	bool in_place = false;
+
+	snprintf(path, sizeof(path), "/proc/%d/mem", (int)tp->pid);
+	peek.mem_fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (peek.mem_fd < 0)
+		return false;
+	if (ta_maps_read(tp->pid, &maps) == 0) {
+		in_place = patch_in_place(&peek, &maps, tm);
+		ta_maps_free(&maps);
+	}
+	close(peek.mem_fd);
+	return in_place;
+}
+
+/*
  * The module was unmapped since @tm was patched (its jmps went with its text): close the link
  * on its trampoline file, unmap that file in the stopped process @pt when it is still that file
  * there and no thread is in it (none can be: it jumps back into text that is gone), and clear
@@ -158,7 +182,8 @@ static bool rearm_in_place(struct pt_target *pt, const struct ta_maps *maps, str
 		uint8_t now[sizeof(t->moved)];
 
 		/* one given back to another tool's probe: planned anew */
-		area = !t->given_back && same_mapping(maps, tm, t) && !pt_read(pt, t->patch_addr, now, t->plan.patch_len) &&
+		area = !t->given_back && same_mapping(maps, tm, t) &&
+		       !pt_read(pt, t->patch_addr, now, t->plan.patch_len) &&
 		       !memcmp(now, t->moved, t->plan.patch_len);
 	}
 	if (!area)
@@ -266,7 +291,7 @@ int tramp_process__attach_module(struct tramp_process *tp, struct probes *p, str
 	*ntramp = 0;
 	later.launched = false;         /* the plain link, if any, is replaced */
 	/* without trampolines, its plain probes follow every mapping of the file */
-	if (tm && !tramp_process__wants(tp, m))
+	if (tm && (!tramp_process__wants(tp, m) || (tm->nfns && still_patched(tp, tm))))
 		return 0;
 	err = tp->restored ? -ESRCH : tp->no_guard ? -EOPNOTSUPP :
 	      pt_stop_all(&pt, tp->pid, tp->own_child);
