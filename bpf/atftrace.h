@@ -19,8 +19,9 @@ enum {
 	REC_TASK_EXEC   = 5,    /* struct rec_task: a traced process called exec */
 	REC_UNWIND_FIXUP = 6,   /* struct rec_unwind_fixup: stack writes for a C++ unwind */
 	REC_DL_STATE    = 7,    /* struct rec_task: ld.so's link map changes (dlopen, dlclose, start) */
-	REC_REG_GUARD   = 8,    /* struct rec_task: another process may be registering a uprobe
-				 * (child_pid: its syscall number); bpf/reg_guard.bpf.h */
+	REC_REG_GUARD   = 8,    /* struct rec_task: pid was stopped, as another thread (tid, a host
+				 * tid) may be registering a uprobe (child_pid: its syscall number,
+				 * comm: its name); bpf/reg_guard.bpf.h */
 	REC_FORK_HOLD   = 9,    /* struct rec_task: a process on trampolines forked child_pid,
 				 * which is stopped until its trampoline sites are fixed */
 	REC_PROC_INFO   = 16,   /* struct rec_proc_info: who a thread is, at its first event (-a) */

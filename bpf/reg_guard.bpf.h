@@ -14,11 +14,11 @@
  *
  * At the entry of such a syscall by any other process, every guarded process is sent SIGSTOP
  * (it stops at its next return to user space, microseconds; registering a uprobe takes longer,
- * path lookup and allocations first), the syscall is counted in reg_inflight, and
- * REC_REG_GUARD wakes the recorder. After the drain, the recorder holds the processes with
- * ptrace, resumes their group stop, waits until reg_inflight is 0, and gives every patched
- * function whose jmp was written over its original bytes back, around the other tool's int3,
- * with a plain probe of ours (tramp_process__check). Then the threads run again.
+ * path lookup and allocations first) with one REC_REG_GUARD naming it, and the syscall is
+ * counted in reg_inflight until its exit. The recorder holds each stopped process (one SIGCONT
+ * after its drain, as for the C++ unwind holds), waits until reg_inflight is 0, and gives every
+ * patched function whose jmp was written over its original bytes back, around the other tool's
+ * int3, with a plain probe of ours (tramp_process__check). Then the processes run again.
  *
  * Forks. The trampolines' probe sites are 5-byte nops, which the kernel rewrites into a call to
  * its [uprobes-trampoline] page, a page fork does not copy. A guarded process (or, with
@@ -27,8 +27,8 @@
  * woken) and REC_FORK_HOLD sent; the recorder puts the kernel's int3 back over those calls in
  * the child (tramp_process__fix_child) and resumes it.
  *
- * Cost: while a process is guarded, every syscall of the machine runs sys_enter and sys_exit
- * programs that return after comparing the syscall number (sys_exit: one global load).
+ * Cost: while a process is guarded, every syscall of the machine passes the syscall
+ * tracepoints (see "Two ways in" below).
  */
 #ifndef ATFTRACE_REG_GUARD_BPF_H
 #define ATFTRACE_REG_GUARD_BPF_H
@@ -57,21 +57,21 @@ struct {
 	__type(value, __u8);
 } registering SEC(".maps");
 
-/* Could this syscall register a uprobe? @regs are the caller's registers. */
-static __always_inline bool registers_uprobe(struct pt_regs *regs, long id)
+/* Could syscall @id with arguments @arg0, @arg1 register a uprobe? */
+static __always_inline bool registers_uprobe(long id, __u64 arg0, __u64 arg1)
 {
 	__u32 v = 0;
 
 	if (id == NR_BPF) {
-		union bpf_attr *attr = (void *)BPF_CORE_READ(regs, si);
+		union bpf_attr *attr = (void *)arg1;
 
-		if (BPF_CORE_READ(regs, di) != BPF_LINK_CREATE ||
+		if (arg0 != BPF_LINK_CREATE ||
 		    bpf_probe_read_user(&v, sizeof(v), &attr->link_create.attach_type))
 			return false;
 		return v == ATF_UPROBE_MULTI || v == ATF_UPROBE_SESSION;
 	}
 	if (id == NR_PERF_EVENT_OPEN) {
-		struct perf_event_attr *attr = (void *)BPF_CORE_READ(regs, di);
+		struct perf_event_attr *attr = (void *)arg0;
 
 		if (bpf_probe_read_user(&v, sizeof(v), &attr->type))
 			return true;    /* unreadable: the kernel will say; stop anyway */
@@ -80,48 +80,131 @@ static __always_inline bool registers_uprobe(struct pt_regs *regs, long id)
 	return false;
 }
 
+/* What stop_guarded() tells the recorder about the syscall that made it stop a process. */
+struct guard_stop_ctx {
+	__u32 registrant;       /* the registering thread (host tid) */
+	__u32 syscall;
+};
+
+/*
+ * stop_guarded - stop guarded process @i and tell the recorder, one REC_REG_GUARD each (pid:
+ * the stopped process in the recorder's pid namespace), so that it holds exactly the
+ * processes that were stopped. Nobody would resume a process whose record is not in the
+ * ring: the record is reserved first, and the stop is not sent without it.
+ */
 static int stop_guarded(__u32 i, void *data)
 {
 	__u32 pid = guard_pids[i & (GUARD_MAX_PIDS - 1)];
+	struct guard_stop_ctx *c = data;
 	struct task_struct *task;
+	struct rec_task *r;
 
 	if (!pid)
 		return 0;
 	task = bpf_task_from_pid((s32)pid);
-	if (task) {
-		bpf_send_signal_task(task, ATF_SIGSTOP, PIDTYPE_TGID, 0);
+	if (!task)
+		return 0;
+	r = bpf_ringbuf_reserve(&rb, sizeof(*r), 0);
+	if (!r) {
+		count_lost(lost_records);
 		bpf_task_release(task);
+		return 0;
 	}
+	r->type = REC_REG_GUARD;
+	r->pid = task_pid_tgid(task) >> 32;
+	r->tid = c->registrant;
+	r->child_pid = c->syscall;
+	r->ts = bpf_ktime_get_boot_ns();
+	bpf_get_current_comm(r->comm, sizeof(r->comm));
+	if (bpf_send_signal_task(task, ATF_SIGSTOP, PIDTYPE_TGID, 0)) {
+		bpf_ringbuf_discard(r, BPF_RB_NO_WAKEUP);
+		count_lost(lost_records);
+	} else {
+		bpf_ringbuf_submit(r, BPF_RB_FORCE_WAKEUP);
+	}
+	bpf_task_release(task);
+	return 0;
+}
+
+/* The entry of syscall @id (@arg0, @arg1) by the current thread. */
+static __always_inline void on_syscall_enter(long id, __u64 arg0, __u64 arg1)
+{
+	__u64 ids = bpf_get_current_pid_tgid();
+	struct guard_stop_ctx c = { .registrant = (__u32)ids, .syscall = (__u32)id };
+	__u8 one = 1;
+
+	if (ids >> 32 == recorder_tgid || !registers_uprobe(id, arg0, arg1))
+		return;
+	if (bpf_map_update_elem(&registering, &c.registrant, &one, BPF_NOEXIST) == 0)
+		__sync_fetch_and_add(&reg_inflight, 1);
+	bpf_loop(GUARD_MAX_PIDS, stop_guarded, &c, 0);
+}
+
+/* The exit of a syscall by the current thread: one registration less in flight if it was one. */
+static __always_inline void on_syscall_exit(void)
+{
+	__u32 tid;
+
+	if (!*(volatile __u64 *)&reg_inflight)
+		return;
+	tid = (__u32)bpf_get_current_pid_tgid();
+	if (bpf_map_delete_elem(&registering, &tid) == 0)
+		__sync_fetch_and_add(&reg_inflight, -1);
+}
+
+/*
+ * Two ways in, chosen by user/probe/probes.c. With tracefs mounted, the two syscalls' own
+ * tracepoints: the kernel runs a program only for them (about +40 ns per other syscall here).
+ * Without it (no tracepoint ids to open them by), the raw sys_enter/sys_exit tracepoints, which
+ * run a program for every syscall (about +150 ns).
+ */
+struct syscall_enter_args {     /* syscalls:sys_enter_* (their format files) */
+	__u64 common;
+	__s32 nr;
+	__u32 _pad;
+	__u64 args[6];
+};
+
+SEC("?tracepoint/syscalls/sys_enter_bpf")
+int atf_reg_enter_bpf(struct syscall_enter_args *ctx)
+{
+	on_syscall_enter(NR_BPF, ctx->args[0], ctx->args[1]);
+	return 0;
+}
+
+SEC("?tracepoint/syscalls/sys_enter_perf_event_open")
+int atf_reg_enter_perf(struct syscall_enter_args *ctx)
+{
+	on_syscall_enter(NR_PERF_EVENT_OPEN, ctx->args[0], ctx->args[1]);
+	return 0;
+}
+
+SEC("?tracepoint/syscalls/sys_exit_bpf")
+int atf_reg_exit_bpf(void *ctx)
+{
+	on_syscall_exit();
+	return 0;
+}
+
+SEC("?tracepoint/syscalls/sys_exit_perf_event_open")
+int atf_reg_exit_perf(void *ctx)
+{
+	on_syscall_exit();
 	return 0;
 }
 
 SEC("?tp_btf/sys_enter")
 int BPF_PROG(atf_reg_enter, struct pt_regs *regs, long id)
 {
-	__u64 ids = bpf_get_current_pid_tgid();
-	__u32 tid = (__u32)ids;
-	__u8 one = 1;
+	if (id == NR_BPF || id == NR_PERF_EVENT_OPEN)
+		on_syscall_enter(id, BPF_CORE_READ(regs, di), BPF_CORE_READ(regs, si));
+	return 0;
+}
 
-	if ((id != NR_BPF && id != NR_PERF_EVENT_OPEN) || ids >> 32 == recorder_tgid ||
-	    !registers_uprobe(regs, id))
-		return 0;
-	if (bpf_map_update_elem(&registering, &tid, &one, BPF_NOEXIST) == 0)
-		__sync_fetch_and_add(&reg_inflight, 1);
-	bpf_loop(GUARD_MAX_PIDS, stop_guarded, NULL, 0);
-
-	struct rec_task *r = bpf_ringbuf_reserve(&rb, sizeof(*r), 0);
-
-	if (!r) {       /* the recorder also looks at every drain while anything is guarded */
-		count_lost(lost_records);
-		return 0;
-	}
-	r->type = REC_REG_GUARD;
-	r->pid = ids >> 32;
-	r->tid = tid;
-	r->child_pid = (__u32)id;
-	r->ts = bpf_ktime_get_boot_ns();
-	bpf_get_current_comm(r->comm, sizeof(r->comm));
-	bpf_ringbuf_submit(r, BPF_RB_FORCE_WAKEUP);
+SEC("?tp_btf/sys_exit")
+int BPF_PROG(atf_reg_exit, struct pt_regs *regs, long ret)
+{
+	on_syscall_exit();
 	return 0;
 }
 
@@ -176,19 +259,6 @@ int BPF_PROG(atf_fork_hold, struct task_struct *parent, struct task_struct *chil
 	bpf_ringbuf_submit(r, BPF_RB_FORCE_WAKEUP);
 out:
 	__sync_fetch_and_add(&unwind_inflight, -1);
-	return 0;
-}
-
-SEC("?tp_btf/sys_exit")
-int BPF_PROG(atf_reg_exit, struct pt_regs *regs, long ret)
-{
-	__u32 tid;
-
-	if (!*(volatile __u64 *)&reg_inflight)
-		return 0;
-	tid = (__u32)bpf_get_current_pid_tgid();
-	if (bpf_map_delete_elem(&registering, &tid) == 0)
-		__sync_fetch_and_add(&reg_inflight, -1);
 	return 0;
 }
 

@@ -111,13 +111,20 @@ int tramp_process__attach(struct tramp_process **out, struct probes *p, struct s
 int tramp_process__restore(struct tramp_process *t);
 
 /**
- * tramp_process__check - the registration guard stopped the process (REC_REG_GUARD): hold its
- * threads with ptrace, end the group stop, wait until the other process's registering syscall
- * is done, and give every patched function that another tool's breakpoint now sits on its
- * original bytes back (around that breakpoint), with a plain probe of ours; one line each.
- * The threads run again when this returns. The number given back, or a negative errno.
+ * tramp_process__check - the registration guard stopped the patched processes (REC_REG_GUARD),
+ * and the caller holds them stopped: wait until the other process's registering syscall is
+ * done, and give every patched function that another tool's breakpoint now sits on its
+ * original bytes back (around that breakpoint), with a plain probe of ours in the traced
+ * process; one line each. The number given back.
  */
 int tramp_process__check(struct tramp_process *tp);
+
+/**
+ * tramp_process__pids - the processes with this patched text, which the guard stops: the
+ * traced one and the children it forked during the session. Fills @out (@cap of them) and
+ * returns how many there are.
+ */
+size_t tramp_process__pids(const struct tramp_process *tp, pid_t *out, size_t cap);
 
 /**
  * tramp_process__fix_child - @child was forked by the process (or by one of its traced

@@ -104,3 +104,16 @@ with open(f"/proc/{pid}/maps") as maps, open(f"/proc/{pid}/mem", "rb") as mem, o
 print(diff)
 PY
 }
+
+# mark_window_counts SESSION: per thread of a tramp_sites "threads" recording, one line
+# "TID MARKS SUB MOV": its tr_mark calls, and its tr_sub and tr_mov calls between tr_mark and
+# tr_done
+mark_window_counts() {
+	"$ATF" dump "$1" | awk '
+		/^# thread_/ { t = $2; inwin[t] = 0 }
+		/ tr_mark\(\)[ ;]/ { inwin[t] = 1; marks[t]++ }
+		/ tr_done\(\)[ ;]/ { inwin[t] = 0 }
+		inwin[t] && / tr_sub\(\)[ ;]/ { sub_[t]++ }
+		inwin[t] && / tr_mov\(\)[ ;]/ { mov[t]++ }
+		END { for (t in marks) print t, marks[t], sub_[t] + 0, mov[t] + 0 }' | sort
+}

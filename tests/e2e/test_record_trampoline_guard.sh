@@ -17,6 +17,20 @@ cleanup() { local j; for j in $(jobs -p); do kill -KILL "$j" 2>/dev/null || true
 trap cleanup EXIT
 [ -x "$TS" ] || fail "build first: make OUTPUT=$OUTPUT targets"
 
+# stop_bpftrace PID: SIGINT (it prints its maps and detaches); SIGKILL if it has not ended
+# within 10 s (a SIGINT that comes while it is still setting up can go unanswered)
+stop_bpftrace() {
+	local i state
+	kill -INT "$1" 2>/dev/null || true
+	for i in $(seq 100); do
+		state=$(awk '{ print $3 }' /proc/"$1"/stat 2>/dev/null || true)
+		[ -n "$state" ] && [ "$state" != Z ] || break
+		sleep 0.1
+	done
+	[ "${state:-Z}" = Z ] || kill -KILL "$1" 2>/dev/null || true
+	wait "$1" 2>/dev/null || true
+}
+
 # wait_for FILE PATTERN WHAT: poll (bounded) until FILE has a line matching PATTERN
 wait_for() {
 	timeout 60 bash -c 'until grep -qE -- "$2" "$1" 2>/dev/null; do sleep 0.05; done' _ "$1" "$2" \
@@ -33,6 +47,7 @@ cat "$T/hot" >/dev/null
 rec=$!
 timeout 60 cat "$T/ready" >/dev/null || { cat "$T/h.err" >&2; fail "record -p never became ready"; }
 assert_contains "$T/h.err" "tramp_sites: [1-9][0-9]* functions through trampolines" "tr_sub is patched"
+assert_contains "$T/h.err" "registration guard on the bpf and perf_event_open syscall tracepoints" "the guard's way in with tracefs"
 bpftrace -e "uprobe:$TS:tr_sub { @calls = count(); }" >"$T/bt.out" 2>&1 &
 bt=$!
 wait_for "$T/h.err" "process $target: tr_sub: another tool probed it; its trampoline is taken out and a plain probe traces it from now on" \
@@ -40,19 +55,13 @@ wait_for "$T/h.err" "process $target: tr_sub: another tool probed it; its trampo
 kill -0 $target || fail "the target died when bpftrace probed a patched function"
 kill -USR1 $target              # each thread: tr_mark, then exactly K of each, then tr_done
 wait $target || fail "the threaded target failed under two tools"
-kill -INT $bt; wait $bt || true
+stop_bpftrace $bt
 wait $rec || { cat "$T/h.err" >&2; fail "record -p failed"; }
 bt_calls=$(awk '/^@calls:/ { print $2 }' "$T/bt.out")
 [ -n "$bt_calls" ] && [ "$bt_calls" -ge $((NT * K)) ] \
 	|| { cat "$T/bt.out" >&2; fail "bpftrace counted ${bt_calls:-nothing} tr_sub calls, fewer than $((NT * K))"; }
 "$ATF" verify "$T/h" >/dev/null || fail "verify"
-"$ATF" dump "$T/h" | awk '
-	/^# thread_/ { t = $2; inwin[t] = 0 }
-	/ tr_mark\(\)[ ;]/ { inwin[t] = 1; marks[t]++ }
-	/ tr_done\(\)[ ;]/ { inwin[t] = 0 }
-	inwin[t] && / tr_sub\(\)[ ;]/ { sub_[t]++ }
-	inwin[t] && / tr_mov\(\)[ ;]/ { mov[t]++ }
-	END { for (t in marks) print t, marks[t], sub_[t] + 0, mov[t] + 0 }' | sort >"$T/h.win"
+mark_window_counts "$T/h" >"$T/h.win"
 assert_eq $NT "$(wc -l <"$T/h.win")" "threads that reached the mark"
 assert_eq $NT "$(awk -v k=$K '$2 == 1 && $3 == k && $4 == k' "$T/h.win" | wc -l)" \
 	"threads with exactly $K calls of tr_sub (plain probe now) and tr_mov (trampoline) after the mark"
@@ -71,7 +80,7 @@ wait_for "$T/s.err" "process $target: tr_lea: another tool probed it" "the guard
 kill -INT $rec
 wait $rec || { cat "$T/s.err" >&2; fail "record -p (serve) failed"; }
 assert_eq 1 "$(text_diff $target "$TS")" "text after the recording: only bpftrace's int3 differs"
-kill -INT $bt; wait $bt || true
+stop_bpftrace $bt
 assert_eq 0 "$(text_diff $target "$TS")" "text once bpftrace is gone"
 kill -TERM $target
 wait $target || fail "the served target failed: $(cat "$T/serve.out")"
@@ -91,9 +100,10 @@ wait_for "$T/fs.err" "process $child \\(forked from [0-9]+\\): tr_mov: another t
 kill -TERM $child
 wait $rec || { cat "$T/fs.err" >&2; fail "record forkserve failed"; }
 if grep -q "the target" "$T/fs.err"; then fail "forkserve: $(grep 'the target' "$T/fs.err")"; fi
-kill -INT $bt; wait $bt || true
+stop_bpftrace $bt
 
-# ---- a recorder in a pid namespace (a sidecar) guards by the host's pid of its target ------------
+# ---- a recorder in a pid namespace (a sidecar) guards by the host's pid of its target, -----------
+# ---- here on the raw syscall tracepoints ---------------------------------------------------------
 command -v unshare >/dev/null || fail "unshare (util-linux) is missing"
 mkdir "$T/ns"
 cp "$TS" "$T/ns/ts"             # a private copy: only this test's processes run it
@@ -108,12 +118,13 @@ cat served >/dev/null
 r=$!
 cat ready >/dev/null
 echo "$t" >target
-until grep -q "another tool probed it" rec.err; do sleep 0.05; done
+timeout 60 sh -c 'until grep -q "another tool probed it" rec.err; do sleep 0.05; done' || true
 kill -INT $r; wait $r
 kill -TERM $t; wait $t
 echo "inside: done"
 INSIDE
-unshare -pf --mount-proc bash "$T/ns/inside.sh" "$T/ns" "$ATF" >"$T/ns/inside.out" 2>&1 &
+# (and with the raw sys_enter/sys_exit tracepoints, the guard's way in without tracefs)
+ATFTRACE_GUARD=raw unshare -pf --mount-proc --kill-child bash "$T/ns/inside.sh" "$T/ns" "$ATF" >"$T/ns/inside.out" 2>&1 &
 inside=$!
 wait_for "$T/ns/rec.err" "tramp_sites|ts: [1-9][0-9]* functions through trampolines" "trampolines in a pid namespace"
 wait_for "$T/ns/target" "^[0-9]+$" "the target's pid in the namespace"
@@ -122,5 +133,6 @@ bt=$!
 wait_for "$T/ns/rec.err" "process $(cat "$T/ns/target"): tr_sub: another tool probed it; its trampoline is taken out" \
 	"the guard in a pid namespace gives tr_sub back"
 wait $inside || { cat "$T/ns/inside.out" "$T/ns/rec.err" >&2; fail "the target or the recorder in the pid namespace failed"; }
-kill -INT $bt; wait $bt || true
+stop_bpftrace $bt
 assert_contains "$T/ns/inside.out" "^inside: done$" "the namespace's target ran to its end"
+assert_contains "$T/ns/rec.err" "registration guard on the raw sys_enter/sys_exit tracepoints" "the guard's raw way in"

@@ -144,13 +144,7 @@ wait $rec || { cat "$T/h.err" >&2; fail "record -p (threads) failed"; }
 assert_contains "$T/h.err" "tramp_sites: [1-9][0-9]* functions through trampolines" "-v: trampolines with -p"
 "$ATF" verify "$T/h" >/dev/null || fail "verify (threads)"
 # per thread: the calls between tr_mark and tr_done
-"$ATF" dump "$T/h" | awk '
-	/^# thread_/ { t = $2; inwin[t] = 0 }
-	/ tr_mark\(\)[ ;]/ { inwin[t] = 1; marks[t]++ }
-	/ tr_done\(\)[ ;]/ { inwin[t] = 0 }
-	inwin[t] && / tr_sub\(\)[ ;]/ { sub_[t]++ }
-	inwin[t] && / tr_mov\(\)[ ;]/ { mov[t]++ }
-	END { for (t in marks) print t, marks[t], sub_[t] + 0, mov[t] + 0 }' | sort >"$T/h.win"
+mark_window_counts "$T/h" >"$T/h.win"
 assert_eq $NT "$(wc -l <"$T/h.win")" "threads that reached the mark"
 assert_eq $NT "$(awk -v k=$K '$2 == 1 && $3 == k && $4 == k' "$T/h.win" | wc -l)" "threads with exactly $K calls of each after the mark"
 "$TOOLS/record_stats" "$T/h" >"$T/h.stats"

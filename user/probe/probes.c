@@ -44,6 +44,7 @@ struct probes {
 	struct link_list functions; /* perf uprobes and uretprobes of traced functions */
 	struct link_list hooks;     /* the C++ unwind hooks */
 	bool guard;                 /* the registration guard is loaded */
+	bool guard_tp;              /* on the syscalls' own tracepoints (not the raw ones) */
 };
 
 static bool libbpf_verbose;
@@ -88,6 +89,20 @@ static int choose_kind(enum probe_link_kind *out)
 }
 
 #if defined(__x86_64__)
+/* Can libbpf open the bpf and perf_event_open syscall tracepoints (tracefs gives their ids)? */
+static bool syscall_tracepoints(void)
+{
+	static const char *const dirs[] = { "/sys/kernel/tracing", "/sys/kernel/debug/tracing" };
+	char path[128];
+
+	for (size_t i = 0; i < sizeof(dirs) / sizeof(dirs[0]); i++) {
+		snprintf(path, sizeof(path), "%s/events/syscalls/sys_enter_perf_event_open/id", dirs[i]);
+		if (!access(path, R_OK))
+			return true;
+	}
+	return false;
+}
+
 /* The uprobe PMU's perf type; PERF_TYPE_TRACEPOINT (which the guard watches anyway) if unknown. */
 static uint32_t uprobe_pmu_type(void)
 {
@@ -158,8 +173,16 @@ static int configure(struct probes *p, const struct probe_opts *opts)
 	bpf_program__set_autoload(s->progs.atf_unwind_raise, opts->unwind_hooks);
 #if defined(__x86_64__)
 	p->guard = opts->reg_guard;
-	bpf_program__set_autoload(s->progs.atf_reg_enter, p->guard);
-	bpf_program__set_autoload(s->progs.atf_reg_exit, p->guard);
+	/* the two syscalls' own tracepoints when tracefs names them, else (or with
+	 * ATFTRACE_GUARD=raw, which the tests use) the raw ones */
+	p->guard_tp = p->guard && syscall_tracepoints() &&
+		      !(getenv("ATFTRACE_GUARD") && !strcmp(getenv("ATFTRACE_GUARD"), "raw"));
+	bpf_program__set_autoload(s->progs.atf_reg_enter_bpf, p->guard_tp);
+	bpf_program__set_autoload(s->progs.atf_reg_enter_perf, p->guard_tp);
+	bpf_program__set_autoload(s->progs.atf_reg_exit_bpf, p->guard_tp);
+	bpf_program__set_autoload(s->progs.atf_reg_exit_perf, p->guard_tp);
+	bpf_program__set_autoload(s->progs.atf_reg_enter, p->guard && !p->guard_tp);
+	bpf_program__set_autoload(s->progs.atf_reg_exit, p->guard && !p->guard_tp);
 	bpf_program__set_autoload(s->progs.atf_fork_hold, p->guard);
 	s->rodata->uprobe_pmu_type = uprobe_pmu_type();
 	/* the guard compares and names processes by their host pids */
@@ -616,20 +639,33 @@ int probes__guard_pid(struct probes *p, pid_t pid, bool on)
 int probes__guard_ready(struct probes *p)
 {
 	struct atftrace_bpf *s = p->skel;
-	struct bpf_program *progs[] = { s->progs.atf_reg_enter, s->progs.atf_reg_exit,
-					s->progs.atf_fork_hold };
-	struct bpf_link **links[] = { &s->links.atf_reg_enter, &s->links.atf_reg_exit,
-				      &s->links.atf_fork_hold };
+	struct bpf_program *progs[] = { s->progs.atf_fork_hold, s->progs.atf_reg_enter_bpf,
+					s->progs.atf_reg_enter_perf, s->progs.atf_reg_exit_bpf,
+					s->progs.atf_reg_exit_perf, s->progs.atf_reg_enter,
+					s->progs.atf_reg_exit };
+	struct bpf_link **links[] = { &s->links.atf_fork_hold, &s->links.atf_reg_enter_bpf,
+				      &s->links.atf_reg_enter_perf, &s->links.atf_reg_exit_bpf,
+				      &s->links.atf_reg_exit_perf, &s->links.atf_reg_enter,
+				      &s->links.atf_reg_exit };
+
+	bool attached = false;
 
 	if (!p->guard)
 		return -EOPNOTSUPP;
 	for (size_t i = 0; i < sizeof(progs) / sizeof(progs[0]); i++) {
+		if (bpf_program__fd(progs[i]) < 0)
+			continue;       /* the other way in: not loaded */
 		if (*links[i])
 			continue;
 		*links[i] = bpf_program__attach(progs[i]);
 		if (!*links[i])
 			return -errno;
+		attached = true;
 	}
+	if (attached && libbpf_verbose)
+		fprintf(stderr, "atftrace record: registration guard on the %s\n", p->guard_tp ?
+			"bpf and perf_event_open syscall tracepoints" :
+			"raw sys_enter/sys_exit tracepoints");
 	return 0;
 }
 

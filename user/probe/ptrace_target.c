@@ -227,13 +227,6 @@ void pt_detach_all(struct pt_target *t)
 	t->mem_fd = -1;
 }
 
-void pt_drop_signal(struct pt_target *t, int sig)
-{
-	for (size_t i = 0; i < t->nthreads; i++)
-		if (t->threads[i].pending_sig == sig)
-			t->threads[i].pending_sig = 0;
-}
-
 int pt_seize_child(pid_t pid)
 {
 	return ptrace(PTRACE_SEIZE, pid, NULL, (void *)(long)PTRACE_O_TRACEEXEC) < 0 ? -errno : 0;
@@ -367,17 +360,19 @@ static int find_syscall_insn(struct pt_target *t)
 	return t->syscall_insn ? 0 : -ENOENT;
 }
 
-/* Single-step @tid once: its wait status with its registers in @r, or a negative errno. */
-static int step(struct pt_target *t, pid_t tid, struct user_regs_struct *r)
+/* Run one instruction of @th: the stop status after it (its registers in *@r), or -errno. */
+static int step_one(struct pt_target *t, struct pt_thread *th, struct user_regs_struct *r)
 {
 	int st;
 
-	if (ptrace(PTRACE_SINGLESTEP, tid, NULL, NULL) < 0)
+	if (ptrace(PTRACE_SINGLESTEP, th->tid, NULL, NULL) < 0)
 		return -errno;
-	st = wait_stop(t, tid);
+	st = wait_stop(t, th->tid);
 	if (st < 0)
 		return st;
-	return ptrace(PTRACE_GETREGS, tid, NULL, r) < 0 ? -errno : st;
+	if (ptrace(PTRACE_GETREGS, th->tid, NULL, r) < 0)
+		return -errno;
+	return st;
 }
 
 int pt_syscall(struct pt_target *t, long nr, const uint64_t args[6], int64_t *ret)
@@ -406,7 +401,7 @@ int pt_syscall(struct pt_target *t, long nr, const uint64_t args[6], int64_t *re
 	for (int tries = 0;; tries++) {
 		bool sig_stop, again;
 
-		st = step(t, th->tid, &r);
+		st = step_one(t, th, &r);
 		if (st < 0)
 			return st;
 		if (WSTOPSIG(st) == SIGTRAP && r.rip == t->syscall_insn + 2)
@@ -539,9 +534,8 @@ int pt_step_out(struct pt_target *t, const uint64_t (*ranges)[2], size_t n, int 
 		for (int s = 0; s < max_steps && !th->pending_sig &&
 				ip_inside(th->regs.rip, ranges, n); s++) {
 			struct user_regs_struct r;
-			int st;
+			int st = step_one(t, th, &r);
 
-			st = step(t, th->tid, &r);
 			if (st < 0)
 				return st;
 			th->regs = r;

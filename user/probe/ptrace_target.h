@@ -58,9 +58,6 @@ void pt_detach_all(struct pt_target *t);
  */
 int pt_step_out(struct pt_target *t, const uint64_t (*ranges)[2], size_t n, int max_steps);
 
-/** pt_drop_signal - the threads that stopped with @sig get no signal back at detach. */
-void pt_drop_signal(struct pt_target *t, int sig);
-
 /** pt_read / pt_write - the target's memory (text too: a write makes the page private). */
 int pt_read(struct pt_target *t, uint64_t addr, void *buf, size_t len);
 int pt_write(struct pt_target *t, uint64_t addr, const void *buf, size_t len);

@@ -418,11 +418,10 @@ int tramp_process__attach(struct tramp_process **out, struct probes *p, struct s
 	 * Guarded from here on. Not before: a stop the guard sends while the threads are held
 	 * would cut into the syscalls run inside the process to map the trampolines.
 	 */
-	if (*ntramp && (err2 = probes__guard_pid(p, pid, true)) < 0)
+	if (*ntramp && !(tp->guarded = (err2 = probes__guard_pid(p, pid, true)) == 0))
 		fprintf(stderr, "atftrace record: process %d: cannot guard its trampolines (%s): "
 			"another tool's uprobe on a patched function would crash it\n", (int)pid,
 			strerror(-err2));
-	tp->guarded = *ntramp && err2 >= 0;
 	if (stopped)
 		pt_detach_all(&pt);
 	*out = tp;
@@ -468,21 +467,22 @@ int tramp_process__restore(struct tramp_process *tp)
 	if (!tp || tp->restored)
 		return 0;
 	tp->restored = true;
+	/* unguarded first: a guard stop would cut into the ptrace stop below (a stop it sent
+	 * before is in the ring, and the recorder resumes it after its drain) */
+	probes__guard_pid(tp->probes, tp->pid, false);
+	tp->guarded = false;
 	tramp_children_restore(tp);
 	for (size_t i = 0; i < tp->nmods; i++)
 		any += tp->mods[i].nfns;
 	if (!any || !proc_alive(tp->pid) || proc_start_time(tp->pid, &start) ||
-	    start != tp->start_ticks) {
-		probes__guard_pid(tp->probes, tp->pid, false);
+	    start != tp->start_ticks)
 		return 0;       /* nothing patched, or the process is gone (its pid maybe reused) */
-	}
 	err = pt_stop_all(&pt, tp->pid, tp->own_child);
 	if (err)
 		return err == -ESRCH ? 0 : err;     /* gone: nothing to give back */
 	tramp_keep_still_mapped(tp);
 	for (size_t i = 0; i < tp->nmods; i++)
 		n += write_entries(&pt, &tp->mods[i], false);
-	probes__guard_pid(tp->probes, tp->pid, false);
 	pt_detach_all(&pt);
 	return (int)n;
 }

@@ -5,10 +5,11 @@
  * bpf/reg_guard.bpf.h; the recorder calls these from user/record/record_tramp_guard.c.
  *
  * Another tool's uprobe. The registration guard stopped the process (and every child of it
- * with the same patched text); each is held with ptrace, its group stop ended, and once the
- * registering syscall is done every function whose jmp is no longer whole gets its own bytes
- * back around the other tool's int3. In the traced process the function then gets a plain
- * probe of ours; a child keeps what the session's links give it.
+ * with the same patched text; the recorder holds them, as it holds the C++ unwind stops, until
+ * after its drain). Once the registering syscall is done, every function whose jmp is no
+ * longer whole gets its own bytes back around the other tool's int3, written through
+ * /proc/PID/mem while the process stays stopped. In the traced process the function then gets
+ * a plain probe of ours; a child keeps what the session's links give it.
  *
  * Children. A child forked while the process is patched runs the same text: the same jmps and
  * trampolines, and copies of the probe sites that the kernel optimised into calls to a page
@@ -81,23 +82,7 @@ static int check_one(struct tramp_process *tp, struct pt_target *pt, bool traced
 	return n;
 }
 
-/* Hold @pid with ptrace and end the guard's group stop. 0, or -errno (it was resumed). */
-static int hold(struct tramp_process *tp, struct pt_target *pt, pid_t pid, bool own_child)
-{
-	int err = pt_stop_all(pt, pid, own_child);
-
-	if (err) {
-		kill(pid, SIGCONT);             /* never leave it stopped */
-		return err;
-	}
-	/* SIGCONT also discards the stop signals still queued; a thread that stopped with one
-	 * gets no signal back when it is let go */
-	pt_drop_signal(pt, SIGSTOP);
-	kill(pid, SIGCONT);
-	return 0;
-}
-
-/* Is @pid still the process that started at @start? If not, forget it (and never stop it). */
+/* Is @pid still the process that started at @start? If not, stop guarding that pid. */
 static bool same_process(struct tramp_process *tp, pid_t pid, uint64_t start)
 {
 	uint64_t now = 0;
@@ -105,52 +90,58 @@ static bool same_process(struct tramp_process *tp, pid_t pid, uint64_t start)
 	if (proc_alive(pid) && !proc_start_time(pid, &now) && now == start)
 		return true;
 	probes__guard_pid(tp->probes, pid, false);
-	if (proc_alive(pid))
-		kill(pid, SIGCONT);     /* its pid was taken by a process the guard may have stopped */
+	if (pid == tp->pid)
+		tp->guarded = false;
+	for (size_t i = 0; i < tp->nchildren; i++)
+		if (tp->children[i].pid == pid)
+			tp->children[i].guarded = false;
 	return false;
+}
+
+size_t tramp_process__pids(const struct tramp_process *tp, pid_t *out, size_t cap)
+{
+	size_t n = 0;
+
+	if (!tp)
+		return 0;
+	if (tp->guarded && n < cap)
+		out[n++] = tp->pid;
+	for (size_t i = 0; i < tp->nchildren; i++)
+		if (tp->children[i].guarded && n < cap)
+			out[n++] = tp->children[i].pid;
+	return n;
+}
+
+/* check_one() on process @pid, held stopped by the caller, through /proc/PID/mem. */
+static int check_held(struct tramp_process *tp, pid_t pid, uint64_t start)
+{
+	struct pt_target pt = { .pid = pid };
+	char path[32];
+	int n;
+
+	if (!same_process(tp, pid, start))
+		return 0;
+	snprintf(path, sizeof(path), "/proc/%d/mem", (int)pid);
+	pt.mem_fd = open(path, O_RDWR | O_CLOEXEC);
+	if (pt.mem_fd < 0)
+		return 0;       /* gone meanwhile */
+	n = check_one(tp, &pt, pid == tp->pid);
+	close(pt.mem_fd);
+	return n;
 }
 
 int tramp_process__check(struct tramp_process *tp)
 {
-	struct pt_target *pts;
-	size_t n = 0;
 	int given = 0;
 
-	if (!tp)
-		return 0;
-	if (tp->restored) {
-		/* a stop the guard sent before the text was restored: nothing left to check */
-		if (same_process(tp, tp->pid, tp->start_ticks))
-			kill(tp->pid, SIGCONT);
-		for (size_t i = 0; i < tp->nchildren; i++)
-			if (same_process(tp, tp->children[i].pid, tp->children[i].start_ticks))
-				kill(tp->children[i].pid, SIGCONT);
-		return 0;
-	}
-	pts = calloc(1 + tp->nchildren, sizeof(*pts));
-	if (!pts) {
-		kill(tp->pid, SIGCONT);
-		for (size_t i = 0; i < tp->nchildren; i++)
-			kill(tp->children[i].pid, SIGCONT);
-		return -ENOMEM;
-	}
-	/* hold them all first, then wait once for the registrations to be done */
-	if (same_process(tp, tp->pid, tp->start_ticks) && !hold(tp, &pts[0], tp->pid, tp->own_child))
-		n = 1;
-	for (size_t i = 0; i < tp->nchildren; i++) {
-		struct tramp_child *c = &tp->children[i];
-
-		if (same_process(tp, c->pid, c->start_ticks) && !hold(tp, &pts[n], c->pid, false))
-			n++;
-	}
+	if (!tp || tp->restored)
+		return 0;       /* restored: nothing of ours is left to be written over */
 	if (probes__guard_settle(tp->probes, 2000) < 0)
 		fprintf(stderr, "atftrace record: another process's uprobe registration did not "
 			"finish within 2 s; checking the trampolines now\n");
-	for (size_t i = 0; i < n; i++) {
-		given += check_one(tp, &pts[i], pts[i].pid == tp->pid);
-		pt_detach_all(&pts[i]);
-	}
-	free(pts);
+	given += check_held(tp, tp->pid, tp->start_ticks);
+	for (size_t i = 0; i < tp->nchildren; i++)
+		given += check_held(tp, tp->children[i].pid, tp->children[i].start_ticks);
 	return given;
 }
 
@@ -171,8 +162,9 @@ static void add_child(struct tramp_process *tp, pid_t child)
 		tp->children = n;
 		tp->cap_children = cap;
 	}
-	tp->children[tp->nchildren++] = c;
 	err = probes__guard_pid(tp->probes, child, true);
+	c.guarded = !err;
+	tp->children[tp->nchildren++] = c;
 	if (err && !tp->children_unguarded) {
 		tp->children_unguarded = true;
 		fprintf(stderr, "atftrace record: process %d: its forked child %d is not guarded (%s): "
@@ -250,6 +242,9 @@ void tramp_children_restore(struct tramp_process *tp)
 		struct tramp_child *c = &tp->children[i];
 		struct pt_target pt;
 
+		/* unguarded first: a guard stop would cut into the ptrace stop below */
+		probes__guard_pid(tp->probes, c->pid, false);
+		c->guarded = false;
 		if (!same_process(tp, c->pid, c->start_ticks) || pt_stop_all(&pt, c->pid, false))
 			continue;
 		for (size_t k = 0; k < tp->nmods; k++) {
@@ -260,7 +255,6 @@ void tramp_children_restore(struct tramp_process *tp)
 			for (size_t j = 0; j < tm->nfns; j++)
 				tramp_fn_write_original(&pt, &tm->fns[j]);
 		}
-		probes__guard_pid(tp->probes, c->pid, false);
 		pt_detach_all(&pt);
 	}
 }

@@ -37,13 +37,14 @@ struct tramp_mod {
 struct tramp_child {
 	pid_t pid;
 	uint64_t start_ticks;
+	bool guarded;                       /* in the guard's list: the guard stops it */
 };
 
 struct tramp_process {
 	pid_t pid;
 	uint64_t start_ticks;               /* the process's start: a reused pid is not ours */
 	bool own_child, restored, verbose, no_guard, children_unguarded;
-	bool guarded;                       /* probes__guard_pid(pid) is on (once: it takes a slot) */
+	bool guarded;                       /* in the guard's list: the guard stops it */
 	struct probes *probes;              /* the guard, and plain probes for given-back functions */
 	pid_t link_pid;
 	struct tramp_mod *mods;

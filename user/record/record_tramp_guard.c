@@ -3,10 +3,13 @@
  * The registration guard, the recorder's half (the BPF half, and why, in bpf/reg_guard.bpf.h).
  *
  * A REC_REG_GUARD record says another process entered a syscall that may register a uprobe,
- * and that BPF sent SIGSTOP to every process with entry trampolines. After the drain that read
- * it, tramp_process__check() holds the process with ptrace, ends that group stop, waits until
- * the registering syscalls are done and gives each patched function that the other tool's
- * breakpoint now sits on back to its own bytes, with a plain probe; then the process runs.
+ * and that BPF sent SIGSTOP to the process it names, one of those with entry trampolines. It is
+ * held like the C++ unwind stops (rec_hold: one SIGCONT after the drain); waiting for it to be
+ * quiet inside the drain means that whatever another hold of it put in the ring meanwhile (a
+ * C++ raise just before the stop) is read in this drain too. At the end of the drain,
+ * tramp_process__check() waits until the registering syscalls are done and gives each patched
+ * function that the other tool's breakpoint now sits on back to its own bytes, with a plain
+ * probe; then the processes run again.
  * The records of one burst of registrations (bpftrace opens one perf event per probe) are
  * checked once, at the end of the drain that read them.
  *
@@ -31,6 +34,21 @@ void recorder__set_trampolines(struct recorder *r, struct tramp_process *tp)
 		r->tramps = tp;
 }
 
+/*
+ * hold_guarded - a guard record may have been lost (the ring was full): hold every process the
+ * guard may have stopped, so that none is left stopped, and check them all.
+ */
+static void hold_guarded(struct recorder *r)
+{
+	pid_t pids[1 + GUARD_MAX_PIDS];
+	size_t n = tramp_process__pids(r->tramps, pids, sizeof(pids) / sizeof(pids[0]));
+
+	for (size_t i = 0; i < n; i++) {
+		rec_hold(r, pids[i]);
+		rec_hold_wait(pids[i], pids[i]);
+	}
+}
+
 void rec_tramp_guard_on_record(struct recorder *r, const void *data, size_t size)
 {
 	struct rec_task rec;
@@ -40,11 +58,21 @@ void rec_tramp_guard_on_record(struct recorder *r, const void *data, size_t size
 		return;
 	}
 	memcpy(&rec, data, sizeof(rec));
-	r->guard_pending = true;
 	r->guard_events++;
+	if (rec.pid == 0) {
+		r->st.bad_records++;
+		return;
+	}
 	if (r->opts.verbose)
-		fprintf(stderr, "atftrace record: process %u (%.16s) may be registering a uprobe "
-			"(syscall %u): checking the trampolines\n", rec.pid, rec.comm, rec.child_pid);
+		fprintf(stderr, "atftrace record: thread %u (%.16s) may be registering a uprobe "
+			"(syscall %u): process %u stopped to check its trampolines\n", rec.tid,
+			rec.comm, rec.child_pid, rec.pid);
+	/* BPF stopped it: it runs again after this drain, whatever happens here */
+	rec_hold(r, (pid_t)rec.pid);
+	if (rec_hold_wait((pid_t)rec.pid, (pid_t)rec.pid) == -ETIMEDOUT)
+		fprintf(stderr, "atftrace record: process %u did not stop for the registration guard "
+			"within %llu s\n", rec.pid, REC_STOP_WAIT_NS / 1000000000ull);
+	r->guard_pending = true;
 }
 
 void rec_tramp_guard_on_fork(struct recorder *r, const void *data, size_t size)
@@ -93,7 +121,9 @@ void rec_tramp_guard_after_drain(struct recorder *r)
 		return;
 	rec_losses(r, &lost);
 	if (lost.records != r->guard_lost_records) {
+		/* maybe a guard record the ring had no room for: its stop was sent all the same */
 		r->guard_lost_records = lost.records;
+		hold_guarded(r);
 		r->guard_pending = true;
 	}
 	if (!r->guard_pending)
@@ -102,5 +132,5 @@ void rec_tramp_guard_after_drain(struct recorder *r)
 	n = tramp_process__check(r->tramps);
 	if (n < 0)
 		fprintf(stderr, "atftrace record: cannot check the target's trampolines after another "
-			"tool's uprobe registration (%s); it was resumed\n", strerror(-n));
+			"tool's uprobe registration (%s)\n", strerror(-n));
 }
