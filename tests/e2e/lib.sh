@@ -34,7 +34,6 @@ assert_contains() {   # file pattern what
 	grep -qE -- "$2" "$1" || { sed 's/^/  | /' "$1" | head -n 30 >&2; fail "$3: no line matching '$2' in $1"; }
 }
 
-
 # normalise_dump: make dump output comparable across runs (uftrace-style): thread ids become
 # T0, T1, … in order of first appearance, the TIME column goes, and a DURATION becomes <dur>:
 #   "   58.778 us    21.312 us [ 12093] |   leaf();"  ->  "<dur> [T0] |   leaf();"
