@@ -36,6 +36,7 @@ struct rm_pending {
 };
 
 struct recorder;
+struct tramp_process;
 
 struct rm_modules {
 	char *exe_path;             /* main executable: the command as exec will find it, or /proc/PID/exe */
@@ -62,6 +63,7 @@ struct rm_modules {
 	pid_t link_pid;
 	char **ldso;                /* dynamic loaders whose debug-state hook is attached */
 	size_t nldso;
+	struct tramp_process *tramp; /* the target's entry trampolines, or NULL (rm_modules_trampolines) */
 };
 
 /**
@@ -113,6 +115,14 @@ bool rm_same_file(const char *a, const char *b);
  */
 int rm_modules_watch(struct rm_modules *mods, struct probes *p, struct recorder *rec,
 		     pid_t target, pid_t link_pid);
+
+/**
+ * rm_modules_trampolines - the target's modules got entry trampolines (@tp, include/trampoline.h):
+ * a library it maps later, or maps again after unloading it, gets them too while it is held,
+ * unless the links follow forks (a child that maps it by itself would run its unpatched code).
+ * Holds the target at each change of ld.so's list while one of its libraries has them.
+ */
+void rm_modules_trampolines(struct rm_modules *mods, struct tramp_process *tp);
 
 /**
  * rm_modules_report_end - at the end of a session of @events events (@lost lost), ended by

@@ -93,11 +93,12 @@ int recorder__exit_status(const struct recorder *r, pid_t pid);
 /**
  * recorder_module_fn - a file newly mapped executable in traced process @pid ([@start, @end) is
  * the span of its mappings), seen at an exec or when ld.so changed its list of modules
- * (dlopen). When the process was held for it (probes__set_holds), it stays stopped until the
- * end of the drain, so probes attached from the hook see its first call.
+ * (dlopen). When the process was held for it (probes__set_holds; @held), it stays stopped until
+ * the end of the drain, so probes attached from the hook see its first call, and none of the
+ * file's code has run since ld.so mapped it.
  */
 typedef void (*recorder_module_fn)(void *ctx, pid_t pid, const char *path, uint64_t start,
-				   uint64_t end);
+				   uint64_t end, bool held);
 /** recorder_exec_fn - traced process @pid runs a new program (before its modules are announced). */
 typedef void (*recorder_exec_fn)(void *ctx, pid_t pid);
 

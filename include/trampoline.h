@@ -46,6 +46,7 @@ enum tramp_reason {
 	TRAMP_EMULATED,             /* the kernel emulates its first instruction: no faster through one */
 	TRAMP_GIVEN_BACK,           /* another tool probed it during the session: plain probe since */
 	TRAMP_NO_GUARD,             /* the registration guard is not available: no trampolines */
+	TRAMP_TEXTREL,              /* the module has text relocations: ld.so may still write its code */
 	TRAMP_NREASONS
 };
 
@@ -81,6 +82,8 @@ struct tramp_opts {
 	pid_t link_pid;             /* the links' process filter (0: every process, --follow-fork) */
 	bool launched;              /* a child seized with tramp_seize_child() before its exec */
 	bool verbose;               /* one line per function that keeps a plain probe */
+	bool held;                  /* tramp_process__attach_module: the process is held at ld.so's
+				     * call for the module's mapping, none of its code ran since */
 };
 
 /** tramp_seize_child - trace a gated child before it is released, so it stops at its exec. */
@@ -131,6 +134,35 @@ size_t tramp_process__pids(const struct tramp_process *tp, pid_t *out, size_t ca
  * negative errno.
  */
 int tramp_process__fix_child(struct tramp_process *tp, pid_t child);
+
+/**
+ * tramp_process__attach_module - module @m of the process, mapped after tramp_process__attach()
+ * (a library loaded with dlopen, while ld.so holds it at its debug-state call; a program's
+ * library attached at its exec, once mapped), or mapped again after it was unmapped (dlclose,
+ * then dlopen): stop every thread, patch @m's selected functions with the same checks as
+ * tramp_process__attach() and attach its probes (the link on its trampoline file, plain probes
+ * for the rest), in place of the links attached for it before; mapped again at the same place,
+ * its trampolines are reused and only its jmps written again. A module whose links exist is
+ * switched only when none of its code can have run since it was mapped (@o->held, or no thread
+ * in it); otherwise it keeps, or gets, plain probes on every function. @m is restored with the
+ * others at the end. A module already patched in its current mapping, or one that got no
+ * trampoline once mapped (its plain probes follow every mapping of the file), is left as it is:
+ * 0. Returns the number of functions attached (@ntramp of them through trampolines), or a
+ * negative errno when its probes could not be attached (or, for a module patched before, the
+ * process could not be stopped to check it: nothing changed).
+ */
+int tramp_process__attach_module(struct tramp_process *t, struct probes *p, struct sym_module *m,
+				 const struct tramp_opts *o, size_t *ntramp);
+
+/** tramp_process__pid - the process @t patches. */
+pid_t tramp_process__pid(const struct tramp_process *t);
+
+/**
+ * tramp_process__wants - has @t patched @m (its functions are entered through trampolines, or
+ * were, in a mapping since unloaded), or was @m attached before it was mapped? Then
+ * tramp_process__attach_module() is called again for @m whenever the process maps it anew.
+ */
+bool tramp_process__wants(const struct tramp_process *t, const struct sym_module *m);
 
 /** tramp_process__free - release (restores first if that was not done). NULL is ignored. */
 void tramp_process__free(struct tramp_process *t);

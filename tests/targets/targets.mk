@@ -50,7 +50,8 @@ $(OUTPUT)/targets/libatfplugin.so: tests/targets/libatfplugin.c
 	$(call msg,TARGET,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(TARGET_CFLAGS) -fPIC -shared $< -o $@
-TARGET_LDFLAGS_dlopen_user := -ldl
+TARGET_CFLAGS_dlopen_user  := -pthread
+TARGET_LDFLAGS_dlopen_user := -ldl -pthread
 EXTRA_TARGETS += $(OUTPUT)/targets/libatfplugin.so
 # tramp_sites: one assembly function per first-instruction kind, for entry trampolines.
 TARGET_CFLAGS_tramp_sites  := -fcf-protection=none -pthread

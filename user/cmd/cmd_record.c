@@ -699,6 +699,7 @@ static int record_main(struct record_args *a)
 	if (tramps && attach_trampolines(a, &mods, probes, target, link_pid, &tp) < 0)
 		goto cleanup;
 	recorder__set_trampolines(rec, tp);
+	rm_modules_trampolines(&mods, tp);     /* libraries it maps later get them too */
 	if (a->ready_file && write_ready_file(a->ready_file) < 0)
 		goto cleanup;
 	if (a->sys.all)

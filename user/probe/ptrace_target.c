@@ -398,15 +398,31 @@ int pt_syscall(struct pt_target *t, long nr, const uint64_t args[6], int64_t *re
 	r.r9 = args[5];
 	if (ptrace(PTRACE_SETREGS, th->tid, NULL, &r) < 0)
 		return -errno;
-	st = step_one(t, th, &r);
-	if (st < 0)
-		return st;
-	if (WSTOPSIG(st) != SIGTRAP || r.rip != t->syscall_insn + 2) {
-		/* another signal came first: keep it for the detach; the syscall did not run */
-		if (st >> 16 == 0 && WSTOPSIG(st) != SIGTRAP && !th->pending_sig)
+	for (int tries = 0;; tries++) {
+		bool sig_stop, again;
+
+		st = step_one(t, th, &r);
+		if (st < 0)
+			return st;
+		if (WSTOPSIG(st) == SIGTRAP && r.rip == t->syscall_insn + 2)
+			break;
+		/*
+		 * Stopped before the syscall ran: by a signal it dequeued (the SIGSTOP of a hold
+		 * that had not reached it yet), kept for the detach and the step tried again when
+		 * it is the one it holds already; or by the group stop that signal began.
+		 */
+		sig_stop = st >> 16 == 0 && WSTOPSIG(st) != SIGTRAP;
+		again = r.rip == t->syscall_insn && tries < 8 &&
+			(st >> 16 == PTRACE_EVENT_STOP ||
+			 (sig_stop && (!th->pending_sig || th->pending_sig == SIGTRAP ||
+				       th->pending_sig == WSTOPSIG(st))));
+		if (sig_stop && (again || !th->pending_sig))
 			th->pending_sig = WSTOPSIG(st);
-		ptrace(PTRACE_SETREGS, th->tid, NULL, &th->regs);
-		return -EAGAIN;
+		if (!again) {
+			/* another signal came first: keep it for the detach; the syscall did not run */
+			ptrace(PTRACE_SETREGS, th->tid, NULL, &th->regs);
+			return -EAGAIN;
+		}
 	}
 	*ret = (int64_t)r.rax;
 	if (ptrace(PTRACE_SETREGS, th->tid, NULL, &th->regs) < 0)

@@ -195,7 +195,8 @@ static int attach_tramp_link(struct probes *p, struct pt_target *pt, struct tram
 		goto fail;
 	}
 	snprintf(path, sizeof(path), "/proc/self/fd/%d", tm->fd);
-	err = probes__attach_sites(p, tm, path, offs, cookies, (uint32_t)tm->nfns, link_pid);
+	/* owned by the functions' array, which stays where it is when the module list grows */
+	err = probes__attach_sites(p, tm->fns, path, offs, cookies, (uint32_t)tm->nfns, link_pid);
 	if (err)
 		goto fail;
 	for (size_t i = 0; i < tm->nfns; i++) {
@@ -274,8 +275,10 @@ static int attach_split(struct probes *p, const struct sym_module *m, const uint
 	return b < 0 ? b : a + b;
 }
 
-/* Plain probes on the functions without a trampoline. The number attached, or -errno. */
-static int attach_plain(struct probes *p, struct sym_module *m, pid_t pid, bool verbose)
+/* Plain probes on the functions without a trampoline (or, with @via_tramp, on those with one).
+ * The number attached, or -errno. */
+static int attach_plain(struct probes *p, struct sym_module *m, pid_t pid, bool verbose,
+			bool via_tramp)
 {
 	uint64_t *offs = calloc(m->nfuncs ? m->nfuncs : 1, sizeof(*offs));
 	uint64_t *cookies = calloc(m->nfuncs ? m->nfuncs : 1, sizeof(*cookies));
@@ -287,7 +290,7 @@ static int attach_plain(struct probes *p, struct sym_module *m, pid_t pid, bool 
 	for (size_t i = 0; i < m->nfuncs; i++) {
 		const struct sym_func *f = &m->funcs[i];
 
-		if (!tramp_wanted(f) || f->via_tramp)
+		if (!tramp_wanted(f) || f->via_tramp != via_tramp)
 			continue;
 		offs[n] = f->probe_offset;
 		cookies[n++] = (uint64_t)m->module_id << 32 | f->symbol_index;
@@ -319,6 +322,8 @@ static int attach_one(struct probes *p, struct pt_target *pt, const struct ta_ma
 		/* a launched command's plain link, attached before its exec, stays */
 		return o->launched ? 0 : probes__attach_module(p, m, o->link_pid);
 	}
+	tm->dev = st.st_dev;
+	tm->ino = st.st_ino;
 	fd = open(tramp_module_file(m), O_RDONLY | O_CLOEXEC);
 	tf = calloc(m->nfuncs ? m->nfuncs : 1, sizeof(*tf));
 	for (size_t i = 0; fd >= 0 && tf && i < m->nfuncs; i++) {
@@ -347,7 +352,7 @@ static int attach_one(struct probes *p, struct pt_target *pt, const struct ta_ma
 	/* a process killed meanwhile: nothing to attach, its end ends the session */
 	if (!proc_alive(pt->pid))
 		return 0;
-	plain = attach_plain(p, m, o->link_pid, o->verbose);
+	plain = attach_plain(p, m, o->link_pid, o->verbose, false);
 	if (plain == -ESRCH && !proc_alive(pt->pid))
 		plain = 0;
 	if (plain < 0)
@@ -423,6 +428,35 @@ int tramp_process__attach(struct tramp_process **out, struct probes *p, struct s
 	return err < 0 ? err : total;
 }
 
+/* ---- for modules mapped later (trampoline_late.c, trampoline_int.h) ---- */
+
+int tramp_mod_attach(struct probes *p, struct pt_target *pt, const struct ta_maps *maps,
+		     struct tramp_mod *tm, const struct tramp_opts *o)
+{
+	return attach_one(p, pt, maps, tm, o, false);
+}
+
+int tramp_mod_attach_plain(struct probes *p, struct sym_module *m, pid_t pid, bool verbose,
+			   bool via_tramp)
+{
+	return attach_plain(p, m, pid, verbose, via_tramp);
+}
+
+size_t tramp_mod_write(struct pt_target *pt, struct tramp_mod *tm, bool on)
+{
+	return write_entries(pt, tm, on);
+}
+
+void tramp_mod_report(const struct tramp_mod *tm)
+{
+	report(tm);
+}
+
+void tramp_mark_all(struct sym_module *m, enum tramp_reason r)
+{
+	mark_all(m, r);
+}
+
 int tramp_process__restore(struct tramp_process *tp)
 {
 	struct pt_target pt;
@@ -446,6 +480,7 @@ int tramp_process__restore(struct tramp_process *tp)
 	err = pt_stop_all(&pt, tp->pid, tp->own_child);
 	if (err)
 		return err == -ESRCH ? 0 : err;     /* gone: nothing to give back */
+	tramp_keep_still_mapped(tp);
 	for (size_t i = 0; i < tp->nmods; i++)
 		n += write_entries(&pt, &tp->mods[i], false);
 	pt_detach_all(&pt);

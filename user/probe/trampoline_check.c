@@ -6,6 +6,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <gelf.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,6 +38,7 @@ const char *tramp_reason_str(enum tramp_reason r)
 	case TRAMP_EMULATED:      return "emulated";
 	case TRAMP_GIVEN_BACK:    return "given-back";
 	case TRAMP_NO_GUARD:      return "no-guard";
+	case TRAMP_TEXTREL:       return "textrel";
 	case TRAMP_NREASONS:      break;
 	}
 	return "?";
@@ -121,6 +123,55 @@ enum tramp_reason tramp_plan_function(int fd, const struct sym_module *m, size_t
 		memcpy(moved, code + hop, plan->patch_len);
 	free(code);
 	return r;
+}
+
+/*
+ * A module with text relocations (DT_TEXTREL, or DF_TEXTREL in DT_FLAGS) has its code written
+ * by ld.so when it relocates it, which for a library just loaded with dlopen comes after its
+ * debug-state call: a jmp written before would be overwritten, or a relocation meant for the
+ * moved bytes would miss them. Unreadable counts as yes.
+ */
+bool tramp_module_textrel(const struct sym_module *m)
+{
+	int fd = open(tramp_module_file(m), O_RDONLY | O_CLOEXEC);
+	bool textrel = fd < 0, seen = false;
+	Elf_Scn *scn = NULL;
+	Elf *elf = NULL;
+
+	if (fd >= 0) {
+		elf_version(EV_CURRENT);
+		elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+		textrel = !elf;
+	}
+	while (elf && !textrel && (scn = elf_nextscn(elf, scn))) {
+		Elf_Data *data;
+		GElf_Shdr sh;
+
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_DYNAMIC || !sh.sh_entsize)
+			continue;
+		seen = true;
+		data = elf_getdata(scn, NULL);
+		for (size_t i = 0; data && i < data->d_size / sh.sh_entsize; i++) {
+			GElf_Dyn dyn;
+
+			if (!gelf_getdyn(data, (int)i, &dyn) || dyn.d_tag == DT_NULL)
+				break;
+			if (dyn.d_tag == DT_TEXTREL ||
+			    (dyn.d_tag == DT_FLAGS && (dyn.d_un.d_val & DF_TEXTREL)))
+				textrel = true;
+		}
+	}
+	/* no section headers: a file we cannot vouch for */
+	if (elf && !seen && elf_kind(elf) == ELF_K_ELF) {
+		size_t n = 0;
+
+		textrel = elf_getshdrnum(elf, &n) || !n;
+	}
+	if (elf)
+		elf_end(elf);
+	if (fd >= 0)
+		close(fd);
+	return textrel;
 }
 
 bool tramp_wanted(const struct sym_func *f)

@@ -28,6 +28,7 @@ struct tramp_mod {
 	struct sym_module *m;
 	int fd;                             /* our copy of the trampoline memfd, or -1 */
 	uint64_t area;
+	uint64_t dev, ino;                  /* the module's file: what a patch address must still map */
 	struct tramp_fn *fns;               /* the patched ones */
 	size_t nfns;
 };
@@ -61,5 +62,25 @@ int tramp_fn_write_original(struct pt_target *pt, const struct tramp_fn *t);
 
 /** tramp_children_restore - tramp_process__restore() for the processes forked meanwhile. */
 void tramp_children_restore(struct tramp_process *tp);
+
+/* trampoline.c, for trampoline_late.c: one module attached with trampolines (all threads of
+ * @pt stopped; plain probes for the rest), plain probes on its functions without (or, with
+ * @via_tramp, with) a trampoline, its jmps written (@on) or taken out, its -v summary, a reason
+ * for all its selected functions. */
+struct ta_maps;
+int tramp_mod_attach(struct probes *p, struct pt_target *pt, const struct ta_maps *maps,
+		     struct tramp_mod *tm, const struct tramp_opts *o);
+int tramp_mod_attach_plain(struct probes *p, struct sym_module *m, pid_t pid, bool verbose,
+			   bool via_tramp);
+size_t tramp_mod_write(struct pt_target *pt, struct tramp_mod *tm, bool on);
+void tramp_mod_report(const struct tramp_mod *tm);
+void tramp_mark_all(struct sym_module *m, enum tramp_reason r);
+
+/**
+ * tramp_keep_still_mapped - forget the patched functions whose patch address no longer maps
+ * their module's file at the same offset (a library unloaded since): nothing is written there.
+ * (trampoline_late.c)
+ */
+void tramp_keep_still_mapped(struct tramp_process *tp);
 
 #endif

@@ -67,6 +67,12 @@ bool tramp_unpatch_bytes(const uint8_t *jmp, const uint8_t *orig, const uint8_t 
 /** tramp_module_file - the path to open for @m (open_path when set). */
 const char *tramp_module_file(const struct sym_module *m);
 
+/**
+ * tramp_module_textrel - has @m text relocations (ld.so writes its code when relocating it)?
+ * True too when its dynamic section cannot be read.
+ */
+bool tramp_module_textrel(const struct sym_module *m);
+
 /** tramp_wanted - is @f selected and probe-able? */
 bool tramp_wanted(const struct sym_func *f);
 

@@ -23,6 +23,7 @@
 #include "proc.h"
 #include "record_modules.h"
 #include "recorder.h"
+#include "trampoline.h"
 
 /* PT_INTERP of the program @exe, canonical, or NULL (static, or not ELF). */
 static char *interpreter_of(const char *exe)
@@ -92,6 +93,47 @@ static bool is_attached(const struct rm_modules *mods, const char *path)
 	return false;
 }
 
+/* Is @pid the process with entry trampolines? */
+static bool tramp_target(const struct rm_modules *mods, pid_t pid)
+{
+	return mods->tramp && pid == tramp_process__pid(mods->tramp);
+}
+
+/* Does a library process @pid maps now get entry trampolines? Only the target's, and only while
+ * the links are for it alone: a child that mapped the library by itself would run its own,
+ * unpatched copy, where the functions moved to trampolines have no probe. */
+static bool tramps_for(const struct rm_modules *mods, pid_t pid)
+{
+	return tramp_target(mods, pid) && mods->link_pid;
+}
+
+/* Hold the target at each change of ld.so's list while one of its libraries has trampolines:
+ * one it unloads and loads again is patched again before it runs. */
+static void hold_for_trampolines(struct rm_modules *mods)
+{
+	for (size_t i = 0; mods->probes && mods->tramp && i < mods->n; i++)
+		if (tramp_process__wants(mods->tramp, mods->m[i]) &&
+		    !(mods->exe_path && rm_same_file(mods->m[i]->path, mods->exe_path))) {
+			probes__set_holds(mods->probes, true, true);
+			return;
+		}
+}
+
+/* @m's probes: through entry trampolines in the held target, or plain. The number attached. */
+static int attach_probes(struct rm_modules *mods, struct sym_module *m, pid_t pid)
+{
+	struct tramp_opts o = { .link_pid = mods->link_pid, .verbose = mods->verbose };
+	size_t ntramp = 0;
+	int n;
+
+	if (!tramps_for(mods, pid))
+		return probes__attach_module(mods->probes, m, mods->link_pid);
+	n = tramp_process__attach_module(mods->tramp, mods->probes, m, &o, &ntramp);
+	if (tramp_process__wants(mods->tramp, m))
+		hold_for_trampolines(mods);     /* patched, or to be once ld.so maps it */
+	return n;
+}
+
 /* Read, select, attach and list one module found while recording. True when it is traced. */
 static bool attach_live(struct rm_modules *mods, const char *path, const char *const *globs,
 			size_t nglobs, pid_t pid, bool main_exe)
@@ -108,7 +150,7 @@ static bool attach_live(struct rm_modules *mods, const char *path, const char *c
 	if (n != 0 || mods->n == before)
 		return false;
 	m = mods->m[mods->n - 1];
-	n = probes__attach_module(mods->probes, m, mods->link_pid);
+	n = attach_probes(mods, m, pid);
 	if (n < 0) {
 		fprintf(stderr, "atftrace record: %s: cannot attach probes: %s\n", path, strerror(-n));
 		return false;
@@ -215,9 +257,11 @@ static bool names(const char *name, const char *path)
 	return sym_lib_name_matches(path, name) || !fnmatch(name, base ? base + 1 : path, 0);
 }
 
-static void on_mapped(void *ctx, pid_t pid, const char *path, uint64_t start, uint64_t end)
+static void on_mapped(void *ctx, pid_t pid, const char *path, uint64_t start, uint64_t end,
+		      bool held)
 {
 	struct rm_modules *mods = ctx;
+	size_t before = mods->n;
 
 	for (size_t i = 0; i < mods->npending; i++) {
 		struct rm_pending *pd = &mods->pending[i];
@@ -226,6 +270,33 @@ static void on_mapped(void *ctx, pid_t pid, const char *path, uint64_t start, ui
 			continue;
 		pd->loaded = attach_live(mods, path, pd->globs, pd->nglobs, pid, false);
 	}
+	/* a library with trampolines mapped anew (dlclose, then dlopen): its jmps went with the
+	 * old text, so it is patched again before the target runs on; or one attached at an exec
+	 * before ld.so mapped it, patched now that it is (its plain probes counted until then) */
+	for (size_t i = 0; tramp_target(mods, pid) && i < before; i++) {
+		struct sym_module *m = mods->m[i];
+		size_t ntramp = 0;
+		struct tramp_opts o = { .link_pid = mods->link_pid, .verbose = mods->verbose,
+					.held = held };
+		int n;
+
+		if (!tramp_process__wants(mods->tramp, m) || !rm_same_file(m->path, path))
+			continue;
+		n = tramp_process__attach_module(mods->tramp, mods->probes, m, &o, &ntramp);
+		if (n < 0)
+			fprintf(stderr, "atftrace record: %s: cannot attach probes again: %s\n", path,
+				strerror(-n));
+		else if (n && mods->verbose)
+			fprintf(stderr, "atftrace record: process %d mapped %s: %d function%s "
+				"attached anew, %zu through trampolines\n", (int)pid, path, n,
+				n == 1 ? "" : "s", ntramp);
+	}
+}
+
+void rm_modules_trampolines(struct rm_modules *mods, struct tramp_process *tp)
+{
+	mods->tramp = tp;
+	hold_for_trampolines(mods);
 }
 
 int rm_modules_watch(struct rm_modules *mods, struct probes *p, struct recorder *rec,

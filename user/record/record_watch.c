@@ -20,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include "atftrace.h"
 #include "proc.h"
 #include "recorder_int.h"
@@ -137,20 +138,64 @@ static void forget(struct rec_watch *w, pid_t pid)
 	w->nseen = k;
 }
 
+/*
+ * Files @pid no longer maps (a library it unloaded) are forgotten, so that loading one again
+ * announces it again: its text is new, and what was written into the old (entry trampolines'
+ * jmps) is gone with it.
+ */
+static void forget_unmapped(struct rec_watch *w, pid_t pid, const struct proc_mapping *maps,
+			    size_t n)
+{
+	size_t k = 0;
+
+	for (size_t i = 0; i < w->nseen; i++) {
+		bool mapped = w->seen[i].pid != pid;
+
+		for (size_t j = 0; j < n && !mapped; j++)
+			mapped = maps[j].exec && !strcmp(maps[j].path, w->seen[i].path);
+		if (mapped)
+			w->seen[k++] = w->seen[i];
+		else
+			free(w->seen[i].path);
+	}
+	w->nseen = k;
+}
+
+/*
+ * Did the hold that the record says was sent stop thread @tid of @pid (waiting at most 50 ms
+ * for the SIGSTOP to land)? A SIGCONT meanwhile (the registration guard ends its own stops so)
+ * discards it: then the process runs, and the modules it mapped may have run code already.
+ */
+static bool hold_effective(pid_t pid, pid_t tid)
+{
+	for (int i = 0; i < 50; i++) {
+		char s = rec_thread_state(pid, tid, NULL);
+
+		if (s == 'T' || s == 't')
+			return true;
+		if (rec_state_gone(s))
+			return false;
+		usleep(1000);
+	}
+	return false;
+}
+
 /* Announce every executable file @pid maps that its hooks have not seen yet. */
-static void scan(struct rec_watch *w, pid_t pid)
+static void scan(struct rec_watch *w, pid_t pid, bool held)
 {
 	struct proc_mapping *maps;
 	size_t n;
 
 	if (!w->nmod || proc_maps(pid, &maps, &n) < 0)
 		return;
+	forget_unmapped(w, pid, maps, n);
 	for (size_t i = 0; i < n; i++) {
 		if (!maps[i].exec || maps[i].path[0] != '/' || strstr(maps[i].path, " (deleted)") ||
 		    seen_before(w, pid, maps[i].path))
 			continue;
 		for (size_t h = 0; h < w->nmod; h++)
-			w->mod[h].fn(w->mod[h].ctx, pid, maps[i].path, maps[i].start, maps[i].end);
+			w->mod[h].fn(w->mod[h].ctx, pid, maps[i].path, maps[i].start, maps[i].end,
+				     held);
 	}
 	proc_maps_free(maps, n);
 }
@@ -166,7 +211,8 @@ void rec_watch_on_dl_state(struct recorder *r, const void *data, size_t size)
 	}
 	memcpy(&tk, data, sizeof(tk));
 	if (w)
-		scan(w, (pid_t)tk.pid);
+		scan(w, (pid_t)tk.pid, tk.child_pid == REC_TASK_HELD &&
+		     hold_effective((pid_t)tk.pid, (pid_t)tk.tid));
 	if (tk.child_pid == REC_TASK_HELD) {
 		if (w)
 			hold(w, (pid_t)tk.pid);
@@ -183,7 +229,7 @@ void rec_watch_on_exec(struct recorder *r, pid_t pid, bool new_image, bool held)
 		forget(w, pid);
 		for (size_t h = 0; h < w->nexec; h++)
 			w->exec[h].fn(w->exec[h].ctx, pid);
-		scan(w, pid);
+		scan(w, pid, held && hold_effective(pid, pid));
 	}
 	if (held) {
 		if (w)
