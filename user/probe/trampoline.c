@@ -282,7 +282,7 @@ static int attach_plain(struct probes *p, struct sym_module *m, pid_t pid, bool 
 {
 	uint64_t *offs = calloc(m->nfuncs ? m->nfuncs : 1, sizeof(*offs));
 	uint64_t *cookies = calloc(m->nfuncs ? m->nfuncs : 1, sizeof(*cookies));
-	uint32_t n = 0;
+	uint32_t n = 0, nostep = 0;
 	int got = -ENOMEM;
 
 	if (!offs || !cookies)
@@ -292,9 +292,21 @@ static int attach_plain(struct probes *p, struct sym_module *m, pid_t pid, bool 
 
 		if (!tramp_wanted(f) || f->via_tramp != via_tramp)
 			continue;
+		if (!sym_plain_probe_ok(f)) {     /* the kernel's single-step would corrupt it */
+			nostep++;
+			if (verbose)
+				fprintf(stderr, "atftrace record: %s: %s: not traced (EVEX first "
+					"instruction, no trampoline: %s)\n", m->path, f->name,
+					tramp_reason_str(f->tramp));
+			continue;
+		}
 		offs[n] = f->probe_offset;
 		cookies[n++] = (uint64_t)m->module_id << 32 | f->symbol_index;
 	}
+	if (nostep)
+		fprintf(stderr, "atftrace record: %s: %u functions that start with an AVX-512 (EVEX) "
+			"instruction got no trampoline: not traced (a plain probe's single-step would "
+			"corrupt them)\n", m->path, nostep);
 	got = attach_split(p, m, offs, cookies, n, pid);
 	if (got >= 0 && (uint32_t)got != n)
 		fprintf(stderr, "atftrace record: %s: the kernel refused to probe %u functions%s\n",

@@ -92,6 +92,93 @@ static bool entered_elsewhere(int fd, const struct sym_module *m, size_t i, uint
 	return false;
 }
 
+/*
+ * Every address that some function of the module branches to or points at, sorted, for the
+ * module last asked about: a function elsewhere may jump into another's first bytes (glibc's
+ * __mempcpy_avx512_unaligned_erms jumps 3 bytes into __memcpy_avx512_unaligned_erms), and no
+ * symbol says so. Built once per module (libc: about 2 MB of code decoded once).
+ */
+static struct {
+	const struct sym_module *m;
+	uint64_t *addrs;
+	size_t n;
+	bool complete;              /* every function's code was read */
+} refs;
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static void module_refs(int fd, const struct sym_module *m)
+{
+	size_t cap = 0, n = 0;
+	uint64_t *v = NULL;
+
+	if (refs.m == m)
+		return;
+	free(refs.addrs);
+	refs.m = m;
+	refs.addrs = NULL;
+	refs.n = 0;
+	refs.complete = true;
+	for (size_t j = 0; j < m->nfuncs; j++) {
+		const struct sym_func *s = &m->funcs[j];
+		uint8_t *code;
+
+		if (!s->size || !s->probe_offset || (j && m->funcs[j - 1].addr == s->addr))
+			continue;       /* no code of its own (or an alias of the one before) */
+		code = read_code(fd, s->probe_offset - (s->endbr64 ? 4 : 0), s->size);
+		if (!code) {
+			refs.complete = false;
+			continue;
+		}
+		if (cap - n < s->size) {        /* at most one address per code byte */
+			size_t ncap = cap ? 2 * cap : 1 << 16;
+			uint64_t *nv;
+
+			while (ncap - n < s->size)
+				ncap *= 2;
+			nv = realloc(v, ncap * sizeof(*v));
+			if (!nv) {
+				free(code);
+				refs.complete = false;
+				break;
+			}
+			v = nv;
+			cap = ncap;
+		}
+		n += tramp_referenced_addrs(code, s->size, s->addr, v + n, cap - n);
+		free(code);
+	}
+	if (n)
+		qsort(v, n, sizeof(*v), cmp_u64);
+	refs.addrs = v;
+	refs.n = n;
+}
+
+/* Does anything in the module branch into, or point at, (@lo, @hi)? Unknown counts as yes. */
+static bool module_refers_into(int fd, const struct sym_module *m, uint64_t lo, uint64_t hi)
+{
+	size_t a = 0, b;
+
+	module_refs(fd, m);
+	if (!refs.complete)
+		return true;
+	b = refs.n;
+	while (a < b) {                 /* the first address above @lo */
+		size_t mid = a + (b - a) / 2;
+
+		if (refs.addrs[mid] <= lo)
+			a = mid + 1;
+		else
+			b = mid;
+	}
+	return a < refs.n && refs.addrs[a] < hi;
+}
+
 enum tramp_reason tramp_plan_function(int fd, const struct sym_module *m, size_t i,
 				      struct tramp_plan *plan, uint8_t *moved, size_t cap)
 {
@@ -116,8 +203,9 @@ enum tramp_reason tramp_plan_function(int fd, const struct sym_module *m, size_t
 	r = tramp_plan(code, f->size, f->addr, f->addr + hop, plan);
 	if (r == TRAMP_OK && plan->patch_len > cap)
 		r = TRAMP_INSN;
-	if (r == TRAMP_OK && entered_elsewhere(fd, m, i, f->addr + hop, f->addr + hop +
-					       plan->patch_len))
+	if (r == TRAMP_OK && (entered_elsewhere(fd, m, i, f->addr + hop, f->addr + hop +
+						plan->patch_len) ||
+			      module_refers_into(fd, m, f->addr + hop, f->addr + hop + plan->patch_len)))
 		r = TRAMP_BRANCH_IN;
 	if (r == TRAMP_OK)
 		memcpy(moved, code + hop, plan->patch_len);

@@ -112,6 +112,21 @@ size_t tramp_process__pids(const struct tramp_process *tp, pid_t *out, size_t ca
 	return n;
 }
 
+/* Does @pid still map @tm's module where the traced process did (no exec since)? */
+static bool maps_module_as_parent(pid_t pid, const struct tramp_mod *tm)
+{
+	struct ta_maps maps;
+	struct stat st;
+	bool same = false;
+
+	if (!tm->nfns || stat(tramp_module_file(tm->m), &st) || ta_maps_read(pid, &maps) < 0)
+		return false;
+	same = ta_file_addr(&maps, st.st_dev, st.st_ino, tm->fns[0].f->probe_offset) ==
+	       tm->fns[0].patch_addr;
+	ta_maps_free(&maps);
+	return same;
+}
+
 /* check_one() on process @pid, held stopped by the caller, through /proc/PID/mem. */
 static int check_held(struct tramp_process *tp, pid_t pid, uint64_t start)
 {
@@ -125,7 +140,16 @@ static int check_held(struct tramp_process *tp, pid_t pid, uint64_t start)
 	pt.mem_fd = open(path, O_RDWR | O_CLOEXEC);
 	if (pt.mem_fd < 0)
 		return 0;       /* gone meanwhile */
-	n = check_one(tp, &pt, pid == tp->pid);
+	/* a child that exec'd since has other code there: never written */
+	n = 0;
+	if (pid == tp->pid)
+		n = check_one(tp, &pt, true);
+	else
+		for (size_t i = 0; i < tp->nmods && !n; i++)
+			if (maps_module_as_parent(pid, &tp->mods[i])) {
+				n = check_one(tp, &pt, false);
+				break;
+			}
 	close(pt.mem_fd);
 	return n;
 }
@@ -153,6 +177,13 @@ static void add_child(struct tramp_process *tp, pid_t child)
 
 	if (proc_start_time(child, &c.start_ticks))
 		return;
+	/* forget the children that are gone, and their guard slots (a shell forks hundreds) */
+	size_t k = 0;
+
+	for (size_t i = 0; i < tp->nchildren; i++)
+		if (same_process(tp, tp->children[i].pid, tp->children[i].start_ticks))
+			tp->children[k++] = tp->children[i];
+	tp->nchildren = k;
 	if (tp->nchildren == tp->cap_children) {
 		size_t cap = tp->cap_children ? 2 * tp->cap_children : 8;
 		struct tramp_child *n = realloc(tp->children, cap * sizeof(*n));
@@ -219,21 +250,6 @@ int tramp_process__fix_child(struct tramp_process *tp, pid_t child)
 	close(pt.mem_fd);
 	add_child(tp, child);
 	return n;
-}
-
-/* Does @pid still map @tm's module where the traced process did (no exec since)? */
-static bool maps_module_as_parent(pid_t pid, const struct tramp_mod *tm)
-{
-	struct ta_maps maps;
-	struct stat st;
-	bool same = false;
-
-	if (!tm->nfns || stat(tramp_module_file(tm->m), &st) || ta_maps_read(pid, &maps) < 0)
-		return false;
-	same = ta_file_addr(&maps, st.st_dev, st.st_ino, tm->fns[0].f->probe_offset) ==
-	       tm->fns[0].patch_addr;
-	ta_maps_free(&maps);
-	return same;
 }
 
 void tramp_children_restore(struct tramp_process *tp)

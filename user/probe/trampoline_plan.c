@@ -140,6 +140,27 @@ static int refers_into(const ZydisDecoder *d, const uint8_t *code, uint64_t size
 	return off != size ? -1 : 0;
 }
 
+size_t tramp_referenced_addrs(const uint8_t *code, uint64_t size, uint64_t addr, uint64_t *out,
+			      size_t cap)
+{
+	ZydisDecodedOperand ops[ZYDIS_MAX_OPERAND_COUNT];
+	ZydisDecodedInstruction insn;
+	ZydisDecoder d;
+	size_t n = 0;
+
+	if (!decoder_init(&d))
+		return 0;
+	for (uint64_t off = 0; off < size && n < cap; off += insn.length) {
+		uint64_t target;
+
+		if (!decode(&d, code + off, size - off, &insn, ops))
+			break;          /* not code from here on: nothing more is known */
+		if (referenced_address(&insn, ops, addr + off, &target))
+			out[n++] = target;
+	}
+	return n;
+}
+
 bool tramp_refers_into(const uint8_t *code, uint64_t size, uint64_t addr, uint64_t patch_addr,
 		       uint64_t patch_end)
 {

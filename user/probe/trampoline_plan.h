@@ -42,6 +42,14 @@ bool tramp_refers_into(const uint8_t *code, uint64_t size, uint64_t addr, uint64
 		       uint64_t patch_end);
 
 /**
+ * tramp_referenced_addrs - every address that the code at @addr (@size bytes in @code)
+ * branches to or points at (relative branches and calls, rip-relative operands), in order, into
+ * @out (at most @cap). Decoding stops at the first bytes that are not code. Returns how many.
+ */
+size_t tramp_referenced_addrs(const uint8_t *code, uint64_t size, uint64_t addr, uint64_t *out,
+			      size_t cap);
+
+/**
  * tramp_emit - write the trampoline for @plan at address @tramp_addr into @out (TRAMP_SLOT
  * bytes, the rest filled with int3): a 5-byte nop (the probe site, at offset 0), the moved instructions
  * with rip-relative displacements and relative branches fixed for their new place, and a
