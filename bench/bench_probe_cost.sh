@@ -5,7 +5,9 @@
 #     atftrace's (bpf/empty.bpf.c); atftrace's programs with the ring drained; atftrace record;
 #     bpftrace uprobe+uretprobe counting. Each figure is the best of $REPEAT runs of $N calls
 #     (the best is the least disturbed by other load on the machine).
-# (2) attach + detach time of one link for 1, 1000 and 10000 functions of a generated target.
+# (2) BPF run time per program run (the kernel's bpf_stats, on only during these runs): the
+#     programs' own cost without the uprobe machinery around them, steadier under load than (1).
+# (3) attach + detach time of one link for 1, 1000 and 10000 functions of a generated target.
 #   bench/bench_probe_cost.sh            (via make bench; needs root)
 #   PROBE_BENCH_N=200000 PROBE_BENCH_REPEAT=3 PROBE_BENCH_KINDS="session multi"
 set -u
@@ -21,7 +23,7 @@ best() { bench_lowest "$REPEAT" ns_per_call "$@"; }   # lowest ns/call the targe
 
 run_record() {   # site
 	rm -rf "$tmp/rec"
-	"$ATF" record -o "$tmp/rec" -f "site_$1" -- "$SITES" "$1" "$N"
+	"$ATF" record --no-trampolines -o "$tmp/rec" -f "site_$1" -- "$SITES" "$1" "$N"
 }
 
 bpftrace_pid=""
@@ -70,6 +72,23 @@ for site in nop5 push endbr lea; do
 done
 echo "(ratio = atftrace/empty for that link kind; rec/empty and atf/bpftrace use the first kind: ${KINDS%% *};"
 echo " bpftrace probes endbr64 functions at +0, single-stepping the endbr64; atftrace hops it)"
+
+# ---- BPF run time per program run ------------------------------------------------------------
+ns_per_run() {   # prog mode kind site: the lowest ns_per_run bpf_stats gave PROG
+	local prog=$1
+	shift
+	PROBE_BENCH_STATS=1 "$PB" cost "$1" "$2" "site_$3" "$SITES" "$3" "$N" 2>&1 >/dev/null |
+		awk -v p="$prog" '$1 == "bpf_stats" && $2 == p { sub("ns_per_run=", "", $4); print $4 }'
+}
+echo "BPF run time, ns per program run (bpf_stats), session link, lowest of $REPEAT x $N calls"
+printf '%-6s %9s %9s %14s\n' site empty atftrace "added/call"
+for site in nop5 push; do
+	e=$(bench_lowest "$REPEAT" ns_per_run empty_session empty session "$site")
+	a=$(bench_lowest "$REPEAT" ns_per_run atf_session atftrace session "$site")
+	printf '%-6s %9s %9s %14s\n' "$site" "$e" "$a" \
+		"$(awk -v a="$a" -v e="$e" 'BEGIN { if (a + 0 > 0 && e + 0 > 0) printf "%.1f", 2 * (a - e); else printf "n/a" }')"
+done
+echo "(added/call: entry + return runs, atftrace's programs minus the empty ones)"
 
 # ---- attach + detach time ------------------------------------------------------------------
 gen=$tmp/many.c

@@ -7,7 +7,10 @@
  *       none: no probes; empty: bpf/empty.bpf.c programs attached exactly like atftrace's;
  *       atftrace: the real programs, the ring drained as the recorder would (records counted,
  *       not written). TARGET's own output (its ns/call figure) goes to stdout; a check line
- *       "events=N lost=N" goes to stderr for atftrace.
+ *       "events=N lost=N" goes to stderr for atftrace. With PROBE_BENCH_STATS=1 the kernel's
+ *       run-time statistics are on during the run (bpf_stats: they cost every BPF program on
+ *       the machine some ns, so only then) and "bpf_stats PROG runs=N ns_per_run=T" lines
+ *       follow on stderr for each of our programs that ran.
  *   probe_bench attach session|multi|perf TARGET GLOB
  *       Time probes__attach_module for every function matching GLOB, and the detach
  *       (probes__free): "attach N functions: A ms, detach D ms".
@@ -19,6 +22,7 @@
 #include <time.h>
 #include <unistd.h>
 #include <sys/wait.h>
+#include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include "atftrace.h"
 #include "empty.skel.h"
@@ -40,6 +44,20 @@ static int count_record(void *ctx, void *data, size_t len)
 {
 	events += ((const struct rec_event *)data)->type == REC_EVENT;
 	return 0;
+}
+
+/* bpf_stats of every BPF program this process holds that ran: its probes, nobody else's. */
+static void print_prog_stats(void)
+{
+	for (int fd = 3; fd < 1024; fd++) {
+		struct bpf_prog_info info = { 0 };
+		__u32 len = sizeof(info);
+
+		if (bpf_obj_get_info_by_fd(fd, &info, &len) || !info.run_cnt || !info.name[0])
+			continue;       /* not a program (maps and links fail or have no run count) */
+		fprintf(stderr, "bpf_stats %s runs=%llu ns_per_run=%.1f\n", info.name,
+			(unsigned long long)info.run_cnt, (double)info.run_time_ns / info.run_cnt);
+	}
 }
 
 /* Fork TARGET stopped on a pipe; returns its pid and the write end that releases it. */
@@ -126,7 +144,7 @@ static int cost(const char *mode, const char *kind, char **target, const char *f
 	struct probes *p = NULL;
 	struct ring_buffer *rb = NULL;
 	struct probe_opts opts = { .ring_size = 64u << 20, .wakeup_bytes = 16u << 20 };
-	int release, rc = 1;
+	int release, rc = 1, stats_fd;
 	pid_t pid;
 
 	setenv("ATFTRACE_LINK", kind, 1);
@@ -167,7 +185,12 @@ static int cost(const char *mode, const char *kind, char **target, const char *f
 		}
 	}
 	fflush(stdout);
+	stats_fd = getenv("PROBE_BENCH_STATS") ? bpf_enable_stats(BPF_STATS_RUN_TIME) : -1;
 	rc = release_and_wait(pid, release, rb) ? 1 : 0;
+	if (stats_fd >= 0) {
+		print_prog_stats();
+		close(stats_fd);
+	}
 	if (p) {
 		struct probe_losses lost;
 

@@ -299,17 +299,19 @@ static __always_inline bool tail_call(struct task_state *st, __u64 sp)
  */
 static __always_inline int on_entry(struct pt_regs *ctx)
 {
-	__u64 pid_tgid = current_pid_tgid();
 	struct task_state *st = NULL;
+	__u64 pid_tgid;
 
 	/*
 	 * A thread whose process passed the tgid filter once keeps passing (its tgid leaves the
 	 * filter only when the whole process is gone), so the hash lookup is done once per thread;
-	 * the per-task filters (cgroup, comm, self) are still checked on every call.
+	 * the per-task filters (cgroup, comm, self) are still checked on every call. Its pids are
+	 * kept with it: a thread's pids change only at exec (atf_exec takes the new ones).
 	 */
 	if (!system_wide && task_filters_pass())
 		st = current_state(false);
 	if (!st || !st->traced) {
+		pid_tgid = current_pid_tgid();
 		if (!tgid_traced(pid_tgid >> 32))
 			return 1;
 		st = current_state(true);
@@ -317,8 +319,10 @@ static __always_inline int on_entry(struct pt_regs *ctx)
 			count_event_lost(KIND_CALL, pid_tgid);
 			return 1;
 		}
+		st->pid_tgid = pid_tgid;
 		st->traced = 1;
 	}
+	pid_tgid = st->pid_tgid;
 	__u64 ts = bpf_ktime_get_boot_ns();
 
 	announce_task(pid_tgid);        /* record -a: the process's identity, once per thread */
@@ -349,7 +353,7 @@ static __always_inline void on_return(struct pt_regs *ctx)
 	if (!st || st->depth == 0)
 		return;
 
-	__u64 pid_tgid = current_pid_tgid();
+	__u64 pid_tgid = st->pid_tgid;      /* set with the depth's first frame (on_entry) */
 	__u64 ts = bpf_ktime_get_boot_ns();
 	__u64 entry_sp = PT_REGS_SP(ctx) - RET_SP_ADJUST;
 
@@ -691,11 +695,16 @@ int BPF_PROG(atf_exec, struct task_struct *p, pid_t old_pid)
 
 	if (!tgid_traced(tgid))
 		return 0;
-	/* the old image's frames died with it; a system-wide session records the new image */
+	/*
+	 * The old image's frames died with it; a system-wide session records the new image. A
+	 * thread other than the leader that calls exec takes the leader's pid (de_thread).
+	 */
 	struct task_state *st = current_state(false);
 
-	if (st)
+	if (st) {
 		st->depth = 0;
+		st->pid_tgid = ids;
+	}
 	emit_held_task(REC_TASK_EXEC, tgid, (__u32)ids, exec_hold);
 	announce_exec(ids);
 	return 0;

@@ -30,6 +30,7 @@ struct shadow_frame {
 struct task_state {
 	__u32 depth;    /* traced frames open on this thread (may exceed SHADOW_MAX) */
 	__u32 traced;   /* 1: this thread's process passed the tgid filter (cached, see on_entry) */
+	__u64 pid_tgid; /* current_pid_tgid() of the thread, taken when traced was set */
 	__u64 trampoline;   /* the uretprobe trampoline address, seen while an exception unwinds */
 	struct shadow_frame frames[SHADOW_MAX];  /* frames[i] was called at depth i */
 };

@@ -12,6 +12,8 @@ TARGET_CFLAGS_threads  := -pthread
 TARGET_LDFLAGS_threads := -pthread
 TARGET_CFLAGS_attach_loop  := -pthread
 TARGET_LDFLAGS_attach_loop := -pthread
+TARGET_CFLAGS_thread_exec  := -pthread
+TARGET_LDFLAGS_thread_exec := -pthread
 # shlib_user calls into libatftest.so, found next to it through $ORIGIN.
 $(OUTPUT)/targets/libatftest.so: tests/targets/libatftest.c
 	$(call msg,TARGET,$@)

@@ -35,14 +35,20 @@ struct link_list {
 	size_t n, cap;
 };
 
+/* Session / multi links, as file descriptors. */
+struct link_fds {
+	int *fd;                    /* -1 once closed */
+	const void **owner;         /* what each was attached for (a module, a trampoline file) */
+	size_t n, cap;
+};
+
 struct probes {
 	struct atftrace_bpf *skel;
 	enum probe_link_kind kind;
-	int *link_fds;              /* session / multi links; -1 once closed */
-	const void **link_owners;   /* what each was attached for (a module, a trampoline file) */
-	size_t nlink_fds, cap_link_fds;
+	struct link_fds function_fds;   /* traced functions (session / multi) */
+	struct link_fds hook_fds;       /* the C++ unwind and ld.so hooks (multi) */
 	struct link_list functions; /* perf uprobes and uretprobes of traced functions */
-	struct link_list hooks;     /* the C++ unwind hooks */
+	struct link_list hooks;     /* the hooks, as perf uprobes (kernels without multi links) */
 	bool guard;                 /* the registration guard is loaded */
 	bool guard_tp;              /* on the syscalls' own tracepoints (not the raw ones) */
 };
@@ -196,6 +202,15 @@ static int configure(struct probes *p, const struct probe_opts *opts)
 	bpf_program__set_expected_attach_type(s->progs.atf_session, ATF_BPF_TRACE_UPROBE_SESSION);
 	bpf_program__set_expected_attach_type(s->progs.atf_multi_entry, ATF_BPF_TRACE_UPROBE_MULTI);
 	bpf_program__set_expected_attach_type(s->progs.atf_multi_return, ATF_BPF_TRACE_UPROBE_MULTI);
+	/*
+	 * The entry hooks go in uprobe_multi links wherever the kernel has them: a perf uprobe
+	 * costs about as much to attach, but far more to detach (bench/bench_probe_cost.sh).
+	 */
+	if (p->kind != PROBE_LINK_PERF) {
+		bpf_program__set_expected_attach_type(s->progs.atf_dl_state, ATF_BPF_TRACE_UPROBE_MULTI);
+		bpf_program__set_expected_attach_type(s->progs.atf_unwind_catch, ATF_BPF_TRACE_UPROBE_MULTI);
+		bpf_program__set_expected_attach_type(s->progs.atf_unwind_raise, ATF_BPF_TRACE_UPROBE_MULTI);
+	}
 	return 0;
 }
 
@@ -277,25 +292,36 @@ int probes__add_pid(struct probes *p, pid_t tgid)
 	return 0;
 }
 
-static int keep_link_fd(struct probes *p, int fd, const void *owner)
+static int keep_link_fd(struct link_fds *l, int fd, const void *owner)
 {
-	if (p->nlink_fds == p->cap_link_fds) {
-		size_t cap = p->cap_link_fds ? p->cap_link_fds * 2 : 8;
-		int *n = realloc(p->link_fds, cap * sizeof(*n));
+	if (l->n == l->cap) {
+		size_t cap = l->cap ? l->cap * 2 : 8;
+		int *n = realloc(l->fd, cap * sizeof(*n));
 		const void **o;
 
 		if (!n)
 			return -ENOMEM;
-		p->link_fds = n;
-		o = realloc(p->link_owners, cap * sizeof(*o));
+		l->fd = n;
+		o = realloc(l->owner, cap * sizeof(*o));
 		if (!o)
 			return -ENOMEM;
-		p->link_owners = o;
-		p->cap_link_fds = cap;
+		l->owner = o;
+		l->cap = cap;
 	}
-	p->link_owners[p->nlink_fds] = owner;
-	p->link_fds[p->nlink_fds++] = fd;
+	l->owner[l->n] = owner;
+	l->fd[l->n++] = fd;
 	return 0;
+}
+
+/* Multi/session links detach all their probes in one close. */
+static void close_link_fds(struct link_fds *l)
+{
+	for (size_t i = 0; i < l->n; i++)
+		if (l->fd[i] >= 0)
+			close(l->fd[i]);
+	free(l->fd);
+	free(l->owner);
+	*l = (struct link_fds){ 0 };
 }
 
 static int keep_link(struct link_list *to, struct bpf_link *l)
@@ -321,7 +347,7 @@ static void destroy_links(struct link_list *l)
 	*l = (struct link_list){ 0 };
 }
 
-static int attach_multi_link(struct probes *p, const void *owner, int prog_fd, uint32_t type,
+static int attach_multi_link(struct link_fds *to, const void *owner, int prog_fd, uint32_t type,
 			     const char *path, const uint64_t *offsets, const uint64_t *cookies,
 			     uint32_t n, uint32_t flags, pid_t pid)
 {
@@ -330,7 +356,7 @@ static int attach_multi_link(struct probes *p, const void *owner, int prog_fd, u
 
 	if (fd < 0)
 		return fd;
-	err = keep_link_fd(p, fd, owner);
+	err = keep_link_fd(to, fd, owner);
 	if (err)
 		close(fd);
 	return err;
@@ -389,14 +415,14 @@ static int attach_offsets(struct probes *p, const void *owner, const char *path,
 
 	switch (p->kind) {
 	case PROBE_LINK_SESSION:
-		err = attach_multi_link(p, owner, bpf_program__fd(s->progs.atf_session),
+		err = attach_multi_link(&p->function_fds, owner, bpf_program__fd(s->progs.atf_session),
 					ATF_BPF_TRACE_UPROBE_SESSION, path, offsets, cookies, n, 0, pid);
 		break;
 	case PROBE_LINK_MULTI:
-		err = attach_multi_link(p, owner, bpf_program__fd(s->progs.atf_multi_entry),
+		err = attach_multi_link(&p->function_fds, owner, bpf_program__fd(s->progs.atf_multi_entry),
 					ATF_BPF_TRACE_UPROBE_MULTI, path, offsets, cookies, n, 0, pid);
 		if (!err)
-			err = attach_multi_link(p, owner, bpf_program__fd(s->progs.atf_multi_return),
+			err = attach_multi_link(&p->function_fds, owner, bpf_program__fd(s->progs.atf_multi_return),
 						ATF_BPF_TRACE_UPROBE_MULTI, path, offsets, cookies, n,
 						ATF_BPF_F_UPROBE_MULTI_RETURN, pid);
 		break;
@@ -426,11 +452,11 @@ int probes__detach_owner(struct probes *p, const void *owner)
 {
 	int n = 0;
 
-	for (size_t i = 0; i < p->nlink_fds; i++) {
-		if (p->link_fds[i] < 0 || p->link_owners[i] != owner)
+	for (size_t i = 0; i < p->function_fds.n; i++) {
+		if (p->function_fds.fd[i] < 0 || p->function_fds.owner[i] != owner)
 			continue;
-		close(p->link_fds[i]);  /* the kernel removes the link's probes before this returns */
-		p->link_fds[i] = -1;
+		close(p->function_fds.fd[i]);   /* the kernel removes the link's probes before this returns */
+		p->function_fds.fd[i] = -1;
 		n++;
 	}
 	return n;
@@ -504,35 +530,47 @@ cleanup:
 	return err ? err : (int)n;
 }
 
-/* Attach @prog at the entry of each of @names found in @path; returns how many, or -errno. */
+#define MAX_HOOK_SITES 8
+
+/*
+ * Attach @prog at the entry of each of @names (at most MAX_HOOK_SITES) found in @path: one
+ * uprobe_multi link for them all, or perf uprobes on kernels without. Returns how many, or -errno.
+ */
 static int attach_entry_hooks(struct probes *p, struct bpf_program *prog, const char *path,
 			      const char *const *names, size_t nnames, pid_t pid)
 {
+	uint64_t offsets[MAX_HOOK_SITES], cookies[MAX_HOOK_SITES];
 	struct sym_module *m = NULL;
-	int err, n = 0;
+	const char *first = NULL;
+	uint32_t n = 0;
+	int err;
 
 	err = sym_module__open(&m, path, -1);
 	if (err)
 		return err;
-	for (size_t i = 0; i < m->nfuncs; i++) {
+	for (size_t i = 0; i < m->nfuncs && n < MAX_HOOK_SITES; i++) {
 		const struct sym_func *f = &m->funcs[i];
 
-		for (size_t k = 0; k < nnames && f->skip == SYM_OK; k++) {
+		for (size_t k = 0; k < nnames && f->skip == SYM_OK && n < MAX_HOOK_SITES; k++) {
 			if (strcmp(f->name, names[k]))
 				continue;
-			err = attach_perf(&p->hooks, prog, path, f->probe_offset,
-					  (uint64_t)m->module_id << 32 | f->symbol_index, false, pid);
-			if (err) {
-				fprintf(stderr, "atftrace: attach %s in %s: %s\n", f->name, path,
-					strerror(-err));
-				sym_module__free(m);
-				return err;
-			}
-			n++;
+			first = first ? first : f->name;
+			offsets[n] = f->probe_offset;
+			cookies[n++] = (uint64_t)m->module_id << 32 | f->symbol_index;
 		}
 	}
+	if (n && p->kind == PROBE_LINK_PERF) {
+		for (uint32_t i = 0; i < n && !err; i++)
+			err = attach_perf(&p->hooks, prog, path, offsets[i], cookies[i], false, pid);
+	} else if (n) {
+		err = attach_multi_link(&p->hook_fds, NULL, bpf_program__fd(prog),
+					ATF_BPF_TRACE_UPROBE_MULTI, path, offsets, cookies, n, 0, pid);
+	}
+	if (err)
+		fprintf(stderr, "atftrace: attach %s%s in %s: %s\n", first, n > 1 ? " and others" : "",
+			path, strerror(-err));
 	sym_module__free(m);
-	return n;
+	return err ? err : (int)n;
 }
 
 /*
@@ -764,15 +802,7 @@ enum probe_link_kind probes__link_kind(const struct probes *p)
 
 void probes__detach_functions(struct probes *p)
 {
-	/* Multi/session links detach all their probes in one close. */
-	for (size_t i = 0; i < p->nlink_fds; i++)
-		if (p->link_fds[i] >= 0)
-			close(p->link_fds[i]);
-	free(p->link_fds);
-	free(p->link_owners);
-	p->link_fds = NULL;
-	p->link_owners = NULL;
-	p->nlink_fds = p->cap_link_fds = 0;
+	close_link_fds(&p->function_fds);
 	destroy_links(&p->functions);
 }
 
@@ -781,6 +811,7 @@ void probes__free(struct probes *p)
 	if (!p)
 		return;
 	probes__detach_functions(p);
+	close_link_fds(&p->hook_fds);
 	destroy_links(&p->hooks);
 	atftrace_bpf__destroy(p->skel);
 	free(p);
