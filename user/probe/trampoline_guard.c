@@ -127,6 +127,15 @@ static bool maps_module_as_parent(pid_t pid, const struct tramp_mod *tm)
 	return same;
 }
 
+/* Does child @pid still map a patched module where the traced process did? */
+static bool runs_patched_text(const struct tramp_process *tp, pid_t pid)
+{
+	for (size_t i = 0; i < tp->nmods; i++)
+		if (maps_module_as_parent(pid, &tp->mods[i]))
+			return true;
+	return false;
+}
+
 /* check_one() on process @pid, held stopped by the caller, through /proc/PID/mem. */
 static int check_held(struct tramp_process *tp, pid_t pid, uint64_t start)
 {
@@ -144,12 +153,8 @@ static int check_held(struct tramp_process *tp, pid_t pid, uint64_t start)
 	n = 0;
 	if (pid == tp->pid)
 		n = check_one(tp, &pt, true);
-	else
-		for (size_t i = 0; i < tp->nmods && !n; i++)
-			if (maps_module_as_parent(pid, &tp->mods[i])) {
-				n = check_one(tp, &pt, false);
-				break;
-			}
+	else if (runs_patched_text(tp, pid))
+		n = check_one(tp, &pt, false);
 	close(pt.mem_fd);
 	return n;
 }
@@ -177,12 +182,23 @@ static void add_child(struct tramp_process *tp, pid_t child)
 
 	if (proc_start_time(child, &c.start_ticks))
 		return;
-	/* forget the children that are gone, and their guard slots (a shell forks hundreds) */
+	/*
+	 * Forget the children that are gone or exec'd since (no patched text left), and their
+	 * guard slots: a shell forks hundreds.
+	 */
 	size_t k = 0;
 
-	for (size_t i = 0; i < tp->nchildren; i++)
-		if (same_process(tp, tp->children[i].pid, tp->children[i].start_ticks))
-			tp->children[k++] = tp->children[i];
+	for (size_t i = 0; i < tp->nchildren; i++) {
+		struct tramp_child *o = &tp->children[i];
+
+		if (!same_process(tp, o->pid, o->start_ticks))
+			continue;
+		if (!runs_patched_text(tp, o->pid)) {
+			probes__guard_pid(tp->probes, o->pid, false);
+			continue;
+		}
+		tp->children[k++] = *o;
+	}
 	tp->nchildren = k;
 	if (tp->nchildren == tp->cap_children) {
 		size_t cap = tp->cap_children ? 2 * tp->cap_children : 8;
