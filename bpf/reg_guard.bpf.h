@@ -44,6 +44,7 @@ const volatile __u32 recorder_tgid = 0;     /* our own registrations are not for
 /* Written by the recorder (mmaped .bss): the guarded processes (host pids), 0 = free slot. */
 __u32 guard_pids[GUARD_MAX_PIDS];
 __u64 reg_inflight;             /* foreign registering syscalls between entry and exit */
+__u64 guard_unannounced;        /* stops sent without their REC_REG_GUARD (the ring was full) */
 
 struct task_struct *bpf_task_from_pid(s32 pid) __ksym;
 void bpf_task_release(struct task_struct *p) __ksym;
@@ -90,7 +91,7 @@ struct guard_stop_ctx {
  * stop_guarded - stop guarded process @i and tell the recorder, one REC_REG_GUARD each (pid:
  * the stopped process in the recorder's pid namespace), so that it holds exactly the
  * processes that were stopped. Nobody would resume a process whose record is not in the
- * ring: the record is reserved first, and the stop is not sent without it.
+ * ring: the record is reserved first; a stop without one is counted in guard_unannounced.
  */
 static int stop_guarded(__u32 i, void *data)
 {
@@ -106,7 +107,11 @@ static int stop_guarded(__u32 i, void *data)
 		return 0;
 	r = bpf_ringbuf_reserve(&rb, sizeof(*r), 0);
 	if (!r) {
+		/* no room to say which: stopped all the same, and counted for the recorder, which
+		 * then holds and checks every guarded process */
 		count_lost(lost_records);
+		if (!bpf_send_signal_task(task, ATF_SIGSTOP, PIDTYPE_TGID, 0))
+			__sync_fetch_and_add(&guard_unannounced, 1);
 		bpf_task_release(task);
 		return 0;
 	}

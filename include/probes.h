@@ -173,6 +173,12 @@ int probes__guard_pid(struct probes *p, pid_t pid, bool on);
 int probes__guard_ready(struct probes *p);
 
 /**
+ * probes__guard_unannounced - how many processes the guard stopped without a REC_REG_GUARD
+ * record (the ring was full): the recorder then holds and checks every guarded process.
+ */
+uint64_t probes__guard_unannounced(const struct probes *p);
+
+/**
  * probes__guard_settle - wait (at most @timeout_ms) until no registering syscall of another
  * process is in flight. 0, or -ETIMEDOUT.
  */

@@ -719,6 +719,11 @@ int probes__guard_ready(struct probes *p)
 	return 0;
 }
 
+uint64_t probes__guard_unannounced(const struct probes *p)
+{
+	return p->guard ? __atomic_load_n(&p->skel->bss->guard_unannounced, __ATOMIC_ACQUIRE) : 0;
+}
+
 int probes__guard_settle(struct probes *p, unsigned int timeout_ms)
 {
 	struct timespec pause = { 0, 50 * 1000 };
@@ -741,6 +746,12 @@ int probes__guard_ready(struct probes *p)
 {
 	(void)p;
 	return -EOPNOTSUPP;
+}
+
+uint64_t probes__guard_unannounced(const struct probes *p)
+{
+	(void)p;
+	return 0;
 }
 
 int probes__guard_settle(struct probes *p, unsigned int timeout_ms)

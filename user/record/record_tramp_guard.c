@@ -17,9 +17,9 @@
  * instruction; its copies of the optimised probe sites call a page it does not have, so the
  * kernel's int3 goes back over them (tramp_process__fix_child) before it runs.
  *
- * A record the ring had no room for is counted in lost_records; the guard's SIGSTOP was sent
- * all the same, so whenever lost_records grew the process is checked too: it is never left
- * stopped.
+ * A stop the ring had no room to announce is counted in lost_records and in the guard's own
+ * guard_unannounced; whenever that grew, every guarded process is held and checked: none is
+ * left stopped. (Other lost records are no reason to stop anything.)
  */
 #include <errno.h>
 #include <stdio.h>
@@ -114,15 +114,15 @@ void rec_tramp_guard_on_fork(struct recorder *r, const void *data, size_t size)
 
 void rec_tramp_guard_after_drain(struct recorder *r)
 {
-	struct probe_losses lost;
+	uint64_t unannounced;
 	int n;
 
 	if (!r->tramps)
 		return;
-	rec_losses(r, &lost);
-	if (lost.records != r->guard_lost_records) {
-		/* maybe a guard record the ring had no room for: its stop was sent all the same */
-		r->guard_lost_records = lost.records;
+	/* stops the ring had no room to announce: which processes is not known, so all of them */
+	unannounced = probes__guard_unannounced(r->opts.probes);
+	if (unannounced != r->guard_unannounced) {
+		r->guard_unannounced = unannounced;
 		hold_guarded(r);
 		r->guard_pending = true;
 	}

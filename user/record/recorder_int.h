@@ -79,7 +79,7 @@ struct recorder {
 	struct tramp_process *tramps;  /* the target's entry trampolines (record_tramp_guard.c) */
 	bool guard_pending;         /* the registration guard stopped it: check after the drain */
 	uint64_t guard_events;      /* REC_REG_GUARD records seen */
-	uint64_t guard_lost_records;    /* lost_records when the guard last looked */
+	uint64_t guard_unannounced;     /* the guard's stops without a record, when last looked */
 	struct rec_watch *watch;    /* modules that appear later (user/record/record_watch.c), lazily */
 };
 
