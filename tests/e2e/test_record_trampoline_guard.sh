@@ -17,14 +17,14 @@ cleanup() { local j; for j in $(jobs -p); do kill -KILL "$j" 2>/dev/null || true
 trap cleanup EXIT
 [ -x "$TS" ] || fail "build first: make OUTPUT=$OUTPUT targets"
 
-# stop_bpftrace PID: SIGINT (it prints its maps and detaches); SIGKILL if it has not ended
-# within 10 s (a SIGINT that comes while it is still setting up can go unanswered)
+# stop_bpftrace PID: SIGINT (it prints its maps and detaches), again every second while it runs
+# (a SIGINT that comes while it is still setting up can go unanswered); SIGKILL after 10 s
 stop_bpftrace() {
 	local i state
-	kill -INT "$1" 2>/dev/null || true
 	for i in $(seq 100); do
 		state=$(awk '{ print $3 }' /proc/"$1"/stat 2>/dev/null || true)
 		[ -n "$state" ] && [ "$state" != Z ] || break
+		[ $((i % 10)) != 1 ] || kill -INT "$1" 2>/dev/null || true
 		sleep 0.1
 	done
 	[ "${state:-Z}" = Z ] || kill -KILL "$1" 2>/dev/null || true
@@ -48,8 +48,9 @@ rec=$!
 timeout 60 cat "$T/ready" >/dev/null || { cat "$T/h.err" >&2; fail "record -p never became ready"; }
 assert_contains "$T/h.err" "tramp_sites: [1-9][0-9]* functions through trampolines" "tr_sub is patched"
 assert_contains "$T/h.err" "registration guard on the bpf and perf_event_open syscall tracepoints" "the guard's way in with tracefs"
-bpftrace -e "uprobe:$TS:tr_sub { @calls = count(); }" >"$T/bt.out" 2>&1 &
+bpftrace -e "BEGIN { printf(\"ready\\n\"); } uprobe:$TS:tr_sub { @calls = count(); }" >"$T/bt.out" 2>&1 &
 bt=$!
+wait_for "$T/bt.out" "^ready$" "bpftrace attached"
 wait_for "$T/h.err" "process $target: tr_sub: another tool probed it; its trampoline is taken out and a plain probe traces it from now on" \
 	"the guard gives tr_sub back"
 kill -0 $target || fail "the target died when bpftrace probed a patched function"
