@@ -26,8 +26,9 @@ endif
 DEP_FILES := /usr/include/bpf/libbpf.h /usr/include/gelf.h /usr/include/elfutils/libdw.h \
 	     /usr/include/lz4.h /usr/include/zlib.h /usr/include/jansson.h /usr/include/cmocka.h \
 	     /usr/include/cbor.h /usr/include/elfutils/debuginfod.h /usr/share/doc/libc6-dbg \
-	     /usr/include/Zydis/Zydis.h
-DEP_CMDS  := clang llvm-strip bpftool protoc bpftrace node npm g++ jq chromium debuginfod podman runc catatonit debootstrap
+	     /usr/include/Zydis/Zydis.h /usr/include/ncursesw/curses.h
+DEP_CMDS  := clang llvm-strip bpftool protoc bpftrace node npm g++ jq chromium debuginfod podman runc catatonit debootstrap \
+	     tmux
 # clang's libFuzzer runtime (libclang-rt-dev): make fuzz, and the fuzz runs of make test
 DEP_FUZZ_RT := $(if $(shell command -v clang 2>/dev/null),$(shell clang -print-resource-dir)/lib/linux/libclang_rt.fuzzer-$(shell uname -m).a)
 DEPS_MISSING := $(strip $(foreach f,$(DEP_FILES) $(DEP_FUZZ_RT),$(if $(wildcard $(f)),,$(f))) \
@@ -53,7 +54,7 @@ INCLUDES := -Iinclude -Ibpf -I$(OUTPUT)
 CFLAGS   ?= -O2 -g
 CFLAGS   += -std=gnu11 -Wall -Wextra -Wno-unused-parameter -Wno-missing-field-initializers \
 	    -D_GNU_SOURCE -DATFTRACE_VERSION='"$(VERSION)"' $(INCLUDES) -MMD -MP
-LIBS     := -lbpf -lelf -ldw -llz4 -lz -ljansson -lZydis -lpthread
+LIBS     := -lbpf -lelf -ldw -llz4 -lz -ljansson -lZydis -lncursesw -lpthread
 SAN      := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
 TEST_LIBS := -lcmocka -lcbor
 

@@ -352,3 +352,104 @@ int64_t calltree__child(struct calltree *ct, uint32_t parent, const char *name)
 
 	return id < 0 ? id : child_of(ct, parent, (uint32_t)id);
 }
+
+/* ---- views over a built tree (graph FUNCTION, graph --callers, the tui) ------------------ */
+
+/* Copies the subtree of @src's node @from (its counts, and its descendants') below @dst's @to. */
+static int merge_subtree(struct calltree *dst, uint32_t to, const struct calltree *src, uint32_t from)
+{
+	size_t sp = 0;
+	struct { uint32_t s, d; } *todo = malloc(src->nnodes * sizeof(*todo));
+
+	if (!todo)
+		return -ENOMEM;
+	todo[sp++] = (typeof(*todo)){ from, to };
+	while (sp) {
+		uint32_t s = todo[--sp].s, d = todo[sp].d;
+
+		calltree__add(dst, d, &src->nodes[s]);
+		for (uint32_t c = src->nodes[s].first_child; c; c = src->nodes[c].next_sibling) {
+			int64_t dc = calltree__child(dst, d, calltree__name(src, src->nodes[c].name));
+
+			if (dc < 0) {
+				free(todo);
+				return (int)dc;
+			}
+			todo[sp++] = (typeof(*todo)){ c, (uint32_t)dc };
+		}
+	}
+	free(todo);
+	return 0;
+}
+
+/* Whether an ancestor of @node is named @name too (then @node's time is in that one's). */
+static bool inside_same(const struct calltree *ct, uint32_t node, uint32_t name)
+{
+	for (uint32_t p = ct->nodes[node].parent; p != CALLTREE_ROOT; p = ct->nodes[p].parent)
+		if (ct->nodes[p].name == name && !ct->nodes[p].process)
+			return true;
+	return false;
+}
+
+int64_t calltree__function_view(struct calltree *view, const struct calltree *ct, const char *function,
+				bool callers)
+{
+	int64_t top = calltree__child(view, CALLTREE_ROOT, function), found = 0;
+
+	if (top < 0)
+		return top;
+	for (uint32_t i = 1; i < ct->nnodes; i++) {
+		const struct calltree_node *n = &ct->nodes[i];
+		int err;
+
+		if (n->process || strcmp(calltree__name(ct, n->name), function) || inside_same(ct, i, n->name))
+			continue;
+		found++;
+		if (!callers) {
+			if ((err = merge_subtree(view, (uint32_t)top, ct, i)))
+				return err;
+			continue;
+		}
+		calltree__add(view, (uint32_t)top, n);
+		for (uint32_t p = n->parent, d = (uint32_t)top; p != CALLTREE_ROOT; p = ct->nodes[p].parent) {
+			int64_t c = calltree__child(view, d, calltree__name(ct, ct->nodes[p].name));
+
+			if (c < 0)
+				return c;
+			calltree__add(view, (uint32_t)c, n);
+			d = (uint32_t)c;
+		}
+	}
+	return found;
+}
+
+static const struct calltree *cmp_tree;
+
+static int by_total(const void *pa, const void *pb)
+{
+	const struct calltree_node *a = &cmp_tree->nodes[*(const uint32_t *)pa];
+	const struct calltree_node *b = &cmp_tree->nodes[*(const uint32_t *)pb];
+
+	if (a->total_ns != b->total_ns)
+		return a->total_ns > b->total_ns ? -1 : 1;
+	return strcmp(calltree__name(cmp_tree, a->name), calltree__name(cmp_tree, b->name));
+}
+
+int64_t calltree__children(const struct calltree *ct, uint32_t node, uint32_t **kids)
+{
+	size_t nk = 0;
+
+	*kids = NULL;
+	for (uint32_t c = ct->nodes[node].first_child; c; c = ct->nodes[c].next_sibling)
+		nk++;
+	if (!nk)
+		return 0;
+	if (!(*kids = malloc(nk * sizeof(**kids))))
+		return -ENOMEM;
+	nk = 0;
+	for (uint32_t c = ct->nodes[node].first_child; c; c = ct->nodes[c].next_sibling)
+		(*kids)[nk++] = c;
+	cmp_tree = ct;
+	qsort(*kids, nk, sizeof(**kids), by_total);
+	return (int64_t)nk;
+}

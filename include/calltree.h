@@ -72,4 +72,21 @@ int64_t calltree__child(struct calltree *ct, uint32_t parent, const char *name);
 /** calltree__add - add @from's counts (calls, total, self, min, max, unwound, unfinished) to @node. */
 void calltree__add(struct calltree *ct, uint32_t node, const struct calltree_node *from);
 
+/**
+ * calltree__function_view - build in @view (a new, empty tree) the graph of @function in @ct:
+ * below one node named @function, its outermost calls' subtrees added together (callees), or
+ * with @callers the chains of their callers, each with the calls and time of @function made
+ * through it. Returns the number of @ct's nodes that were outermost calls of @function (0: never
+ * called), or a negative error.
+ */
+int64_t calltree__function_view(struct calltree *view, const struct calltree *ct, const char *function,
+				bool callers);
+
+/**
+ * calltree__children - the children of @node in *@kids (malloc'd; free it), by total time
+ * (the most first), then by name: the order graph prints them in. Returns their number (0 with
+ * *@kids NULL when none), or -ENOMEM.
+ */
+int64_t calltree__children(const struct calltree *ct, uint32_t node, uint32_t **kids);
+
 #endif

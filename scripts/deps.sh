@@ -12,6 +12,7 @@ BUILD_PKGS=(
   liblz4-dev zlib1g-dev              # ZTS0 compression, CRC32
   libjansson-dev                     # manifest.json
   libzydis-dev                       # x86 decoder: moving entry instructions into trampolines
+  libncurses-dev                     # the tui's screen (ncursesw, wide characters)
 )
 PKGS=(
   "${BUILD_PKGS[@]}"
@@ -28,6 +29,7 @@ PKGS=(
   jq time                            # e2e tests read JSON; benches read /usr/bin/time -v
   libsqlite3-dev sqlite3 zstd        # real third-party programs traced by e2e tests
   chromium                           # headless browser: speedscope loads our exports in a test
+  tmux                               # the tui's e2e test drives it in a detached tmux pane
   podman runc catatonit              # container tests: podman 4.3 with runc (crun refuses hybrid
                                      # cgroups), catatonit for the pods' infra container
   debootstrap debian-archive-keyring # the Debian 12 base images when no registry serves them

@@ -78,90 +78,6 @@ static error_t graph_parse(int key, char *arg, struct argp_state *state)
 	}
 }
 
-/* Copies the subtree of @src's node @from (its counts, and its descendants') below @dst's @to. */
-static int merge_subtree(struct calltree *dst, uint32_t to, const struct calltree *src, uint32_t from)
-{
-	size_t sp = 0;
-	struct { uint32_t s, d; } *todo = malloc(calltree__nnodes(src) * sizeof(*todo));
-
-	if (!todo)
-		return -ENOMEM;
-	todo[sp++] = (typeof(*todo)){ from, to };
-	while (sp) {
-		uint32_t s = todo[--sp].s, d = todo[sp].d;
-
-		calltree__add(dst, d, calltree__node(src, s));
-		for (uint32_t c = calltree__node(src, s)->first_child; c; c = calltree__node(src, c)->next_sibling) {
-			int64_t dc = calltree__child(dst, d, calltree__name(src, calltree__node(src, c)->name));
-
-			if (dc < 0) {
-				free(todo);
-				return (int)dc;
-			}
-			todo[sp++] = (typeof(*todo)){ c, (uint32_t)dc };
-		}
-	}
-	free(todo);
-	return 0;
-}
-
-/* Whether an ancestor of @node is named @name too (then @node's time is in that one's). */
-static bool inside_same(const struct calltree *ct, uint32_t node, uint32_t name)
-{
-	for (uint32_t p = calltree__node(ct, node)->parent; p != CALLTREE_ROOT; p = calltree__node(ct, p)->parent)
-		if (calltree__node(ct, p)->name == name && !calltree__node(ct, p)->process)
-			return true;
-	return false;
-}
-
-/*
- * The view to print for FUNCTION: below one node named FUNCTION, its outermost calls' subtrees
- * added together (callees), or the chains of their callers (callers). Returns the node count
- * of FUNCTION's calls found (0: never called), or a negative error.
- */
-static int64_t build_view(struct calltree *view, const struct calltree *ct, const struct graph_args *a)
-{
-	int64_t top = calltree__child(view, CALLTREE_ROOT, a->function), found = 0;
-
-	if (top < 0)
-		return top;
-	for (uint32_t i = 1; i < calltree__nnodes(ct); i++) {
-		const struct calltree_node *n = calltree__node(ct, i);
-		int err;
-
-		if (n->process || strcmp(calltree__name(ct, n->name), a->function) || inside_same(ct, i, n->name))
-			continue;
-		found++;
-		if (!a->callers) {
-			if ((err = merge_subtree(view, (uint32_t)top, ct, i)))
-				return err;
-			continue;
-		}
-		calltree__add(view, (uint32_t)top, n);
-		for (uint32_t p = n->parent, d = (uint32_t)top; p != CALLTREE_ROOT; p = calltree__node(ct, p)->parent) {
-			int64_t c = calltree__child(view, d, calltree__name(ct, calltree__node(ct, p)->name));
-
-			if (c < 0)
-				return c;
-			calltree__add(view, (uint32_t)c, n);
-			d = (uint32_t)c;
-		}
-	}
-	return found;
-}
-
-static const struct calltree *cmp_tree;
-
-static int by_total(const void *pa, const void *pb)
-{
-	const struct calltree_node *a = calltree__node(cmp_tree, *(const uint32_t *)pa);
-	const struct calltree_node *b = calltree__node(cmp_tree, *(const uint32_t *)pb);
-
-	if (a->total_ns != b->total_ns)
-		return a->total_ns > b->total_ns ? -1 : 1;
-	return strcmp(calltree__name(cmp_tree, a->name), calltree__name(cmp_tree, b->name));
-}
-
 static int print_node(const struct calltree *ct, uint32_t node, char *prefix, size_t plen, bool last,
 		      uint32_t depth, const struct graph_args *a);
 
@@ -170,23 +86,14 @@ static int print_children(const struct calltree *ct, uint32_t node, char *prefix
 			  const struct graph_args *a)
 {
 	uint32_t *kids;
-	size_t nk = 0;
+	int64_t nk;
 	int err = 0;
 
 	if (a->max_depth && depth >= a->max_depth)
 		return 0;
-	for (uint32_t c = calltree__node(ct, node)->first_child; c; c = calltree__node(ct, c)->next_sibling)
-		nk++;
-	if (!nk)
-		return 0;
-	if (!(kids = malloc(nk * sizeof(*kids))))
-		return -ENOMEM;
-	nk = 0;
-	for (uint32_t c = calltree__node(ct, node)->first_child; c; c = calltree__node(ct, c)->next_sibling)
-		kids[nk++] = c;
-	cmp_tree = ct;
-	qsort(kids, nk, sizeof(*kids), by_total);
-	for (size_t i = 0; i < nk && !err; i++)
+	if ((nk = calltree__children(ct, node, &kids)) < 0)
+		return (int)nk;
+	for (int64_t i = 0; i < nk && !err; i++)
 		err = print_node(ct, kids[i], prefix, plen, i + 1 == nk, depth, a);
 	free(kids);
 	return err;
@@ -237,7 +144,7 @@ int cmd_graph(int argc, char **argv)
 	if (!(ct = cmd_select_calltree("graph", a.session, &a.sel, CALLTREE_PROCESS_NODES, &sel)))
 		return 1;
 	if (a.function) {
-		found = (view = calltree__new(0)) ? build_view(view, ct, &a) : -ENOMEM;
+		found = (view = calltree__new(0)) ? calltree__function_view(view, ct, a.function, a.callers) : -ENOMEM;
 		err = found < 0 ? (int)found : 0;
 	}
 	if (err) {

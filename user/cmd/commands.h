@@ -13,5 +13,6 @@ int cmd_recover(int argc, char **argv);
 int cmd_export(int argc, char **argv);
 int cmd_report(int argc, char **argv);
 int cmd_graph(int argc, char **argv);
+int cmd_tui(int argc, char **argv);
 
 #endif

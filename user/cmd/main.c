@@ -15,6 +15,7 @@
 #pragma weak cmd_export
 #pragma weak cmd_report
 #pragma weak cmd_graph
+#pragma weak cmd_tui
 
 static const struct {
 	const char *name;
@@ -31,6 +32,7 @@ static const struct {
 	{ "export",         cmd_export,         "convert a session to another trace format" },
 	{ "report",         cmd_report,         "per-function calls, total and self time of a session" },
 	{ "graph",          cmd_graph,          "the aggregated call graph below a function, or its callers" },
+	{ "tui",            cmd_tui,            "browse a session's report, call graph and timeline in the terminal" },
 };
 
 static void usage(FILE *f)
