@@ -302,10 +302,15 @@ static bool key(struct screen *sc, int ch)
 		else
 			snprintf(sc->msg, sizeof(sc->msg), "s sorts the report (R)");
 		break;
-	case '/':
-		if (prompt(sc, sc->search, sizeof(sc->search)))
+	case '/': {
+		char pattern[sizeof(sc->search)];
+
+		if (prompt(sc, pattern, sizeof(pattern))) {     /* Esc keeps the last pattern */
+			memcpy(sc->search, pattern, sizeof(pattern));
 			search(sc, 1);
+		}
 		break;
+	}
 	case 'n': search(sc, 1); break;
 	case 'N': search(sc, -1); break;
 	case 'i':
