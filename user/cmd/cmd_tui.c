@@ -208,7 +208,10 @@ static void graph_of_selected(struct screen *sc)
 		return;
 	}
 	if (!(fn = strdup(name)) || (err = tui__graph(t, fn))) {
-		snprintf(sc->msg, sizeof(sc->msg), "graph: %s", strerror(fn ? -err : ENOMEM));
+		if (fn && err == -ENOENT)       /* a timeline call that never returned in the range */
+			snprintf(sc->msg, sizeof(sc->msg), "graph: no finished call of it in the selection");
+		else
+			snprintf(sc->msg, sizeof(sc->msg), "graph: %s", strerror(fn ? -err : ENOMEM));
 		free(fn);
 		return;
 	}

@@ -367,10 +367,10 @@ int tui_info_build(struct tui *t)
 		bad |= info_add(t, "  argv:       %s", b);
 		tui_escape(a, sizeof(a), m->end_reason ? m->end_reason : "-", t->utf8);
 		bad |= info_add(t, "  end reason: %s", a);
-		bad |= info_add(t, "  recorded:   %s (%zu threads, %" PRIu64 " events, %" PRIu64 " lost)",
+		bad |= info_add(t, "  recorded:   %s (%zu thread%s, %" PRIu64 " events, %" PRIu64 " lost)",
 				timefmt_format(tm[1], sizeof(tm[1]), m->time_end_ns > m->time_start_ns ?
 					       m->time_end_ns - m->time_start_ns : 0),
-				s->nthreads, events, m->lost_events);
+				s->nthreads, s->nthreads == 1 ? "" : "s", events, m->lost_events);
 	}
 	return bad ? -ENOMEM : 0;
 }
