@@ -196,6 +196,32 @@ static void test_utf8_lines(void **state)
 	tui__free(&t);
 }
 
+/* A chain deeper than the columns drawn: the nearest ancestors' columns, and how many are left out. */
+static void test_deep(void **state)
+{
+	struct tui t;
+	struct calltree *g = calltree__new(0);
+	int64_t node = CALLTREE_ROOT;
+	char name[16], want[512];
+	const char *l;
+
+	assert_non_null(g);
+	for (int i = 0; i < 70; i++) {
+		snprintf(name, sizeof(name), "f%d", i);
+		node = add(g, (uint32_t)node, name, 1, 100);
+	}
+	add(g, 1, "side", 1, 1);                /* f0's last child: f1 has a sibling below it */
+	assert_int_equal(tui__init(&t, "S", &no_processes, calltree__new(CALLTREE_FLAT), g, false), 0);
+	t.view = TUI_GRAPH;
+	assert_int_equal(tui__nlines(&t), 71);
+	l = line(&t, 69);                       /* f69: 68 ancestor columns, 64 drawn */
+	snprintf(want, sizeof(want), "        1  (+4) %*s`-f69", 128, "");
+	assert_string_equal(l, want);
+	l = line(&t, 2);                        /* f2: below f1, which has side below it */
+	assert_string_equal(l, "        1  | `-[-] f2");
+	tui__free(&t);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -203,6 +229,7 @@ int main(void)
 		cmocka_unit_test(test_report),
 		cmocka_unit_test(test_graph),
 		cmocka_unit_test(test_utf8_lines),
+		cmocka_unit_test(test_deep),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

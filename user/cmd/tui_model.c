@@ -240,10 +240,10 @@ static void graph_line(const struct tui *t, size_t i, char *buf, size_t len)
 
 	prefix[0] = '\0';
 
-	/* the ancestors' columns: "│ " while an ancestor has siblings below it, else blanks */
-	for (uint32_t k = cols; k > 0; k--, p = calltree__node(g->tree, p)->parent)
-		if (k <= shown)
-			lastv[k - 1] = g->last[p];
+	/* the ancestors' columns, the nearest ones when there are too many: "│ " while an
+	 * ancestor has siblings below it, else blanks */
+	for (uint32_t k = cols; k > cols - shown; k--, p = calltree__node(g->tree, p)->parent)
+		lastv[k - 1 - (cols - shown)] = g->last[p];
 	if (cols > shown)
 		o += (size_t)snprintf(prefix + o, sizeof(prefix) - o, "(+%u) ", cols - shown);
 	for (uint32_t k = 0; k < shown; k++)
