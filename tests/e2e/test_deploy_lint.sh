@@ -77,7 +77,7 @@ check("/sys/fs/cgroup" in mounts(dc), "daemonset: cgroupfs mounted for --cgroup/
 # Containerfile: Debian 12, runtime libraries for everything the binary links
 cf = open(f"{deploy}/Containerfile").read()
 check(re.search(r"^FROM debian:12", cf, re.M), "Containerfile: builds on Debian 12")
-for lib in ["libbpf1", "libelf1", "libdw1", "liblz4-1", "libjansson4", "libzydis4.0", "zlib1g"]:
+for lib in ["libbpf1", "libelf1", "libdw1", "liblz4-1", "libjansson4", "libzydis4.0", "libncursesw6", "zlib1g"]:
     check(lib in cf, f"Containerfile: runtime package {lib} missing")
 check("scripts/deps.sh" in cf, "Containerfile: installs build deps with scripts/deps.sh")
 
@@ -88,7 +88,7 @@ PY
 # The runtime packages must cover every library the binary really links.
 for so in $(ldd "$ATF" | awk '/=>/ {print $1}'); do
 	case $so in
-	libbpf.so*|libelf.so*|libdw.so*|liblz4.so*|libjansson.so*|libZydis.so*|libZycore.so*|libz.so*|libc.so*|libm.so*|libpthread.so*|linux-vdso*|ld-linux*|libzstd.so*|liblzma.so*|libbz2.so*) ;;
+	libbpf.so*|libelf.so*|libdw.so*|liblz4.so*|libjansson.so*|libZydis.so*|libZycore.so*|libncursesw.so*|libtinfo.so*|libz.so*|libc.so*|libm.so*|libpthread.so*|linux-vdso*|ld-linux*|libzstd.so*|liblzma.so*|libbz2.so*) ;;
 	*) fail "atftrace links $so, which deploy/Containerfile does not install" ;;
 	esac
 done

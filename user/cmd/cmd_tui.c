@@ -149,13 +149,14 @@ static void draw(struct screen *sc)
 static bool prompt(struct screen *sc, char *out, size_t len)
 {
 	size_t n = 0;
-	char shown[300];
+	char shown[1600];
 
 	out[0] = '\0';
 	for (;;) {
 		int ch;
 
-		snprintf(shown, sizeof(shown), "/%s", out);
+		shown[0] = '/';
+		tui_escape(shown + 1, sizeof(shown) - 1, out, sc->t->utf8);   /* what was typed, never raw */
 		if (LINES >= 4 && COLS >= 16)
 			put_line(LINES - 1, shown, COLS - 1, A_NORMAL);
 		refresh();
@@ -186,7 +187,7 @@ static void search(struct screen *sc, int dir)
 	}
 	at = tui__search(t, sc->search, t->cursor[t->view], dir);
 	if (at < 0) {
-		char esc[300];
+		char esc[1600];
 
 		tui_escape(esc, sizeof(esc), sc->search, t->utf8);
 		snprintf(sc->msg, sizeof(sc->msg), "not found: %s", esc);
