@@ -223,7 +223,8 @@ start "$T/s" --from 1h
 wait_for '^Report: .*: 0 functions, sorted by total$' "empty range: report"
 wait_for '^\(no calls recorded in the selection\)$' "empty range: says so"
 keys G
-wait_for '^\(no calls recorded in the selection\)$' "empty range: graph"
+wait_for '^Graph: .*: call graph below every root$' "empty range: graph"
+wait_for '^\(no calls recorded in the selection\)$' "empty range: the graph says so"
 keys T Enter
 wait_for '\[-\] thread_0 tid=[0-9]+ name=nest_sleep  40 events  \|\.+\|$' "empty range: the thread, idle"
 tm resize-window -t tui -x 12 -y 3
