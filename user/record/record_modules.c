@@ -319,6 +319,17 @@ int rm_modules_open(struct rm_modules *mods, const struct rm_spec *spec, pid_t p
 	mods->verbose = verbose;
 	if (!globs || !done)
 		goto cleanup;
+	/* debug files and libraries the container's files name: inside its root (sym_root.c) */
+	if (contained) {
+		int rerr = sym_root_enter(pid);
+
+		if (rerr < 0) {
+			fprintf(stderr, "atftrace record: -p %d: cannot open its root: %s\n",
+				(int)pid, strerror(-rerr));
+			err = rerr;
+			goto cleanup;
+		}
+	}
 	for (size_t i = 0; system_wide && i < spec->nfuncs; i++)
 		if (rm_split(spec->funcs[i]) < 0) {
 			fprintf(stderr, "atftrace record: -f %s: a system-wide session has no main "
@@ -515,5 +526,6 @@ void rm_modules_free(struct rm_modules *mods)
 	for (size_t i = 0; i < mods->nldso; i++)
 		free(mods->ldso[i]);
 	free(mods->ldso);
+	sym_root_leave();
 	*mods = (struct rm_modules){ .verbose = mods->verbose };
 }
