@@ -12,14 +12,16 @@
  *   - DEBUGINFOD_MAXSIZE (bytes, default SYM_DEBUGINFOD_MAXSIZE): a larger answer (announced or
  *     downloaded so far) ends the query, said in one line.
  * libdebuginfod 0.188 (Debian 12) writes a download to a temporary file in its cache and
- * removes it when a query ends early; an answer we reject afterwards (another build-id) is
- * removed from the cache by sym_debuginfod_discard().
+ * removes it when a query ends early (its empty "not found" mark is removed here too); an
+ * answer we reject afterwards (another build-id) is removed by sym_debuginfod_discard().
  */
 #include <dlfcn.h>
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 #include <elfutils/debuginfod.h>
@@ -125,6 +127,48 @@ static void hex(char *out, const unsigned char *id, int len)
 		sprintf(out + 2 * i, "%02x", id[i]);
 }
 
+/*
+ * The client cache's directory, found as libdebuginfod 0.188 finds it: $DEBUGINFOD_CACHE_PATH,
+ * else ~/.debuginfod_client_cache when it exists, else $XDG_CACHE_HOME/debuginfod_client or
+ * ~/.cache/debuginfod_client. 0, or -1 when there is none to name.
+ */
+static int cache_dir(char *out, size_t len)
+{
+	const char *v = getenv("DEBUGINFOD_CACHE_PATH"), *home = getenv("HOME");
+	const char *xdg = getenv("XDG_CACHE_HOME");
+	struct stat st;
+
+	if (v && *v)
+		return snprintf(out, len, "%s", v) < (int)len ? 0 : -1;
+	if (!home)
+		return -1;
+	if (snprintf(out, len, "%s/.debuginfod_client_cache", home) < (int)len && !stat(out, &st))
+		return 0;
+	if (xdg && *xdg)
+		return snprintf(out, len, "%s/debuginfod_client", xdg) < (int)len ? 0 : -1;
+	return snprintf(out, len, "%s/.cache/debuginfod_client", home) < (int)len ? 0 : -1;
+}
+
+/*
+ * A query we ended early leaves the library's empty "not found" mark for the build-id, which
+ * would keep it from asking again for cache_miss_s (600 s): with a larger DEBUGINFOD_MAXSIZE or
+ * a server that answers again, the next run asks.
+ */
+static void forget_miss(const char *idhex)
+{
+	char dir[PATH_MAX], file[PATH_MAX + 16];
+	struct stat st;
+
+	if (cache_dir(dir, sizeof(dir)) || strlen(dir) + strlen(idhex) + 2 >= sizeof(dir))
+		return;
+	strcat(dir, "/");
+	strcat(dir, idhex);
+	snprintf(file, sizeof(file), "%s/debuginfo", dir);
+	if (!lstat(file, &st) && S_ISREG(st.st_mode) && st.st_size == 0)
+		unlink(file);
+	rmdir(dir);     /* only when it is empty */
+}
+
 int sym_debuginfod_fetch(const unsigned char *id, int len, char **path)
 {
 	static bool servers_skipped;
@@ -158,6 +202,8 @@ int sym_debuginfod_fetch(const unsigned char *id, int len, char **path)
 		fprintf(stderr, "atftrace: debuginfod: %s: the debug file of build-id %s is larger "
 			"than %ld bytes (DEBUGINFOD_MAXSIZE): not downloaded\n", urls, idhex, q.maxsize);
 	}
+	if (q.end != QUERY_RAN)
+		forget_miss(idhex);
 	if (fd < 0 || q.end != QUERY_RAN) {
 		if (fd >= 0)
 			sym_debuginfod_discard(fd, path);
