@@ -9,6 +9,7 @@
 #ifndef ATFTRACE_SYMBOLS_H
 #define ATFTRACE_SYMBOLS_H
 
+#include <dirent.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -202,6 +203,9 @@ int sym_root_open(const char *path, uint64_t max_size);
 
 /** sym_host_open - the same in our own root, for paths the user gave (--debug-dir). */
 int sym_host_open(const char *path, uint64_t max_size);
+
+/** sym_root_opendir - opendir(3) of @path resolved in the lookup root, or NULL. */
+DIR *sym_root_opendir(const char *path);
 
 /** sym_root_readable - would sym_root_open(@path, SYM_MAX_FILE_SIZE) succeed? */
 bool sym_root_readable(const char *path);

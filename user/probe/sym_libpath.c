@@ -61,7 +61,7 @@ static char *resolve_in_dir(const char *dir, const char *name)
 	snprintf(path, sizeof(path), "%s/%s", dir, name);
 	if (sym_root_readable(path))
 		return strdup(path);
-	d = opendir(dir);
+	d = sym_root_opendir(dir);
 	if (!d)
 		return NULL;
 	while (!found && (de = readdir(d))) {

@@ -12,6 +12,7 @@
  * file of at most the caller's size cap, opened with O_NONBLOCK (a FIFO or device that a
  * symlink names never blocks the open).
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -114,6 +115,19 @@ int sym_host_open(const char *path, uint64_t max_size)
 	int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
 
 	return regular_only(fd < 0 ? -errno : fd, max_size);
+}
+
+DIR *sym_root_opendir(const char *path)
+{
+	int fd = open_in_lookup_root(path, O_RDONLY | O_DIRECTORY);
+	DIR *d;
+
+	if (fd < 0)
+		return NULL;
+	d = fdopendir(fd);
+	if (!d)
+		close(fd);
+	return d;
 }
 
 bool sym_root_readable(const char *path)
