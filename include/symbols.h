@@ -9,6 +9,7 @@
 #ifndef ATFTRACE_SYMBOLS_H
 #define ATFTRACE_SYMBOLS_H
 
+#include <dirent.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -177,6 +178,51 @@ bool sym_elf_needs(const char *path, const char *prefix);
  */
 char *sym_resolve_needed(const char *exe, const char *name, const char *ld_library_path);
 
+/* ---- where paths a target names are opened (user/probe/sym_root.c) ---------------------- */
+
+/* Size caps: an ELF module or debug file, and a small file such as /etc/ld.so.cache. */
+#define SYM_MAX_FILE_SIZE  (4ULL << 30)
+#define SYM_MAX_SMALL_FILE (64ULL << 20)
+
+/**
+ * sym_root_enter - resolve every path looked up from now on (debug files, the loader's library
+ * search, ifunc files) inside the root of process @pid when it has another root than ours (a
+ * chroot or container), with openat2(RESOLVE_IN_ROOT) under /proc/PID/root; @pid <= 0 or a
+ * process in our root: the host. Returns 0 or -errno. sym_root_leave - back to the host.
+ */
+int sym_root_enter(pid_t pid);
+void sym_root_leave(void);
+bool sym_root_entered(void);
+
+/**
+ * sym_root_open - open @path read-only (O_NONBLOCK) in the lookup root, when it is a regular
+ * file of at most @max_size bytes: an fd, or -errno (-EINVAL: not a regular file, -EFBIG:
+ * larger). "/proc/self/fd/N" names a descriptor of ours and is opened as it is.
+ */
+int sym_root_open(const char *path, uint64_t max_size);
+
+/** sym_host_open - the same in our own root, for paths the user gave (--debug-dir). */
+int sym_host_open(const char *path, uint64_t max_size);
+
+/** sym_root_opendir - opendir(3) of @path resolved in the lookup root, or NULL. */
+DIR *sym_root_opendir(const char *path);
+
+/** sym_root_readable - would sym_root_open(@path, SYM_MAX_FILE_SIZE) succeed? */
+bool sym_root_readable(const char *path);
+
+/** sym_root_stat - stat(2) of @path resolved in the lookup root. 0 or -errno. */
+struct stat;
+int sym_root_stat(const char *path, struct stat *st);
+
+/** sym_root_canonical - realpath(3) of @path inside the lookup root. 0 or -errno. */
+int sym_root_canonical(const char *path, char *out, size_t outlen);
+
+/**
+ * sym_root_inner - @path as the process in the lookup root names it: a chroot's files read as
+ * host paths under its root ("/tmp/box/usr/bin/app") lose that prefix; any other path as is.
+ */
+const char *sym_root_inner(const char *path);
+
 /* ---- separate debug files (user/probe/debuginfo.c) ---------------------------------------- */
 
 /** sym_debug_dir_add - also look for debug files under @dir (--debug-dir; copied). */
@@ -192,6 +238,20 @@ void sym_debug_dirs_free(void);
  */
 struct Elf;
 int sym_debug_find(struct Elf *elf, const char *path, char **found, enum sym_origin *origin);
+
+/* debuginfod's bounds when DEBUGINFOD_TIMEOUT / DEBUGINFOD_MAXSIZE do not say (user/probe/sym_debuginfod.c) */
+#define SYM_DEBUGINFOD_TIMEOUT 10               /* seconds without an answer or a new byte */
+#define SYM_DEBUGINFOD_MAXSIZE (1L << 30)       /* bytes */
+
+/**
+ * sym_debuginfod_fetch - the debug file of build-id @id (@len bytes) from the DEBUGINFOD_URLS
+ * servers, bounded in time and size (a server that times out is skipped for the rest of the
+ * run, said in one line): an fd with @path (malloc'd, in the client's cache), or -1.
+ */
+int sym_debuginfod_fetch(const unsigned char *id, int len, char **path);
+
+/** sym_debuginfod_discard - close @fd and remove the rejected answer *@path from the cache. */
+void sym_debuginfod_discard(int fd, char **path);
 
 /**
  * sym_debug_package - the Debian package that ships @path (dpkg-query -S, also under its

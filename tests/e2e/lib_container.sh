@@ -36,9 +36,9 @@ start_contained() {
 		exec unshare --pid --mount --fork chroot "$root" /app "/$n.cmd"
 	) >"$T/$n.out" 2>"$T/$n.err" &
 	exec {OUT_FD[$n]}<"$T/$n.out"
-	read -r -u "${OUT_FD[$n]}" line || { cat "$T/$n.err" >&2; fail "$n did not start"; }
+	read -r -t 120 -u "${OUT_FD[$n]}" line || { cat "$T/$n.err" >&2; fail "$n did not start"; }
 	assert_eq "pid 1" "$line" "$n's pid inside its namespace"
-	exec {CMD_FD[$n]}>"$root/$n.cmd"
+	exec {CMD_FD[$n]}<>"$root/$n.cmd"
 	for p in $(cat "$1/cgroup.procs"); do
 		[ "$(awk '/^NSpid:/ { print NF, $NF }' "/proc/$p/status")" = "3 1" ] && PID[$n]=$p
 	done
@@ -51,15 +51,15 @@ start_plain() {
 	mkfifo "$T/$n.cmd" "$T/$n.out"
 	"$2" "$T/$n.cmd" >"$T/$n.out" &
 	exec {OUT_FD[$n]}<"$T/$n.out"
-	read -r -u "${OUT_FD[$n]}" line
+	read -r -t 120 -u "${OUT_FD[$n]}" line
 	PID[$n]=${line#pid }
-	exec {CMD_FD[$n]}>"$T/$n.cmd"
+	exec {CMD_FD[$n]}<>"$T/$n.cmd"
 }
 
 run_app() {     # NAME K: K calls of loop_work, and wait until they are done
 	local line
 	echo "$2" >&"${CMD_FD[$1]}"
-	read -r -u "${OUT_FD[$1]}" line
+	read -r -t 120 -u "${OUT_FD[$1]}" line
 	assert_eq "done $2" "$line" "$1's answer"
 }
 
@@ -204,7 +204,7 @@ app_image() {
 # open_app NAME HOSTPID DIR: talk to a pod_app (run_app/quit_app) through its FIFOs in DIR, a
 # path inside the root of HOSTPID; PID[NAME] is HOSTPID
 open_app() {
-	exec {CMD_FD[$1]}>"/proc/$2/root$3/cmd"
+	exec {CMD_FD[$1]}<>"/proc/$2/root$3/cmd"
 	exec {OUT_FD[$1]}<"/proc/$2/root$3/out"
 	PID[$1]=$2
 }

@@ -13,7 +13,7 @@
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/lib_container.sh"
 need_bpf
-command -v unshare >/dev/null && command -v chroot >/dev/null || skip "needs unshare and chroot"
+command -v unshare >/dev/null && command -v chroot >/dev/null || fail "needs unshare and chroot (scripts/deps.sh installs util-linux)"
 V2=$(cgroup_v2_root)
 ID=$(echo "atftrace-test-$$" | sha256sum | cut -c1-64)
 PARENT=$V2/atftrace-test-$$

@@ -12,7 +12,7 @@
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/lib_container.sh"
 need_bpf
-command -v unshare >/dev/null && command -v chroot >/dev/null || skip "needs unshare and chroot"
+command -v unshare >/dev/null && command -v chroot >/dev/null || fail "needs unshare and chroot (scripts/deps.sh installs util-linux)"
 V2=$(cgroup_v2_root)
 CG=$V2/atftrace-symlink-$$
 cleanup() {
@@ -32,7 +32,7 @@ ln -s /usr/bin/env "$R/alias"
 ln -s /etc/passwd "$R/evil"
 ln -s ../../../../../../../../etc/passwd "$R/escape"
 head -c 3000 "$R/app" >"$R/bad.so"
-[ -e /etc/passwd ] && [ -x /usr/bin/env ] || skip "needs /etc/passwd and /usr/bin/env on the host"
+[ -e /etc/passwd ] && [ -x /usr/bin/env ] || fail "needs /etc/passwd and /usr/bin/env on the host"
 start_contained box "$R" "$CG"
 BOX=${PID[box]}
 

@@ -5,7 +5,7 @@
 # leave no partial output.
 source "$(dirname "$0")/lib.sh"
 
-command -v jq >/dev/null || skip "needs jq"
+command -v jq >/dev/null || fail "needs jq (scripts/deps.sh installs it)"
 [ -x "$TOOLS/gen_session" ] || fail "missing $TOOLS/gen_session (make OUTPUT=$OUTPUT tools)"
 
 mkdir -p "$T/one" "$T/two"

@@ -7,8 +7,8 @@
 # name) equal the session's, read from the raw bytes by tests/tools/atf_raw (no libatf).
 source "$(dirname "$0")/lib.sh"
 
-command -v protoc >/dev/null || skip "needs protoc"
-command -v jq >/dev/null || skip "needs jq"
+command -v protoc >/dev/null || fail "needs protoc (scripts/deps.sh installs protobuf-compiler)"
+command -v jq >/dev/null || fail "needs jq (scripts/deps.sh installs it)"
 [ -x "$TOOLS/gen_session" ] || fail "missing $TOOLS/gen_session (make OUTPUT=$OUTPUT tools)"
 PROTO=$ROOT/tests/data/perfetto_trace.proto
 

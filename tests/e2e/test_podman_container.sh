@@ -11,7 +11,9 @@
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/lib_container.sh"
 need_bpf
+DL=/tmp/atftrace-debuglink-$$     # one path, in the container and on the host
 cleanup() {
+	rm -rf "$DL"
 	quit_app twin
 	[ -n "${CTR:-}" ] && podman rm -f -t 0 "$CTR" >/dev/null 2>&1
 	wait 2>/dev/null
@@ -68,6 +70,25 @@ stop_recorder
 "$TOOLS/record_stats" "$T/s3" >"$T/stats"
 assert_eq 2 "$(calls_to "$T/stats" "$BOX" handle_request)" "unfiltered: calls in the container"
 assert_eq 3 "$(calls_to "$T/stats" "${PID[twin]}" handle_request)" "unfiltered: calls of the twin"
+
+# ---- a stripped program in the container: its debug file is looked for inside the container's
+# root, never at the same path on the host -------------------------------------------------------
+cp "$TARGETS/pod_app" "$T/app"
+objcopy --only-keep-debug "$T/app" "$T/app.debug"
+strip --strip-all "$T/app"
+(cd "$T" && objcopy --add-gnu-debuglink=app.debug app)
+mkdir -p "/proc/$BOX/root$DL" "$DL"
+cp "$T/app" "/proc/$BOX/root$DL/app"
+cp "$T/app.debug" "$DL/app.debug"          # on the host only
+lf_origin() {   # the origin list-functions -p gives handle_request in $DL/app
+	"$ATF" list-functions -p "$BOX" -f "$DL/app:handle_*" >"$T/lf" 2>"$T/lf.err" || { cat "$T/lf.err" >&2; fail "list-functions $DL/app"; }
+	awk '$NF == "handle_request" { print $3 }' "$T/lf"
+}
+assert_eq "" "$(lf_origin)" "handle_request named by the host's $DL/app.debug"
+assert_contains "$T/lf.err" "$DL/app: stripped, and no debug file with build-id [0-9a-f]+ was found" "the stripped line"
+rm "$DL/app.debug"
+cp "$T/app.debug" "/proc/$BOX/root$DL/app.debug"    # in the container only
+assert_eq debuglink "$(lf_origin)" "handle_request named by the container's $DL/app.debug"
 
 # ---- a stopped container is gone: one clear error -------------------------------------------------
 podman stop -t 0 "$CTR" >/dev/null

@@ -10,17 +10,17 @@ mkfifo "$T/cmd" "$T/out" "$T/ready"
 "$TARGETS/attach_loop" "$T/cmd" >"$T/out" &
 target=$!
 exec 4<"$T/out"
-read -r -u 4 word pid || fail "no pid from attach_loop"
+read -r -t 120 -u 4 word pid || fail "no pid from attach_loop"
 assert_eq "pid $target" "$word $pid" "attach_loop's first line"
-exec 3>"$T/cmd"
+exec 3<>"$T/cmd"
 echo 5 >&3      # calls before the attach: not recorded
-read -r -u 4 line; assert_eq "done 5" "$line" "ack before attach"
+read -r -t 120 -u 4 line; assert_eq "done 5" "$line" "ack before attach"
 
 "$ATF" record -p "$target" -o "$T/s" -f loop_work --ready-file "$T/ready" 2>"$T/err" &
 rec=$!
 timeout 60 cat "$T/ready" >/dev/null || { cat "$T/err" >&2; fail "the recorder never became ready"; }
 echo $K >&3
-read -r -u 4 line; assert_eq "done $K" "$line" "ack after attach"
+read -r -t 120 -u 4 line; assert_eq "done $K" "$line" "ack after attach"
 echo q >&3
 exec 3>&-
 wait $target || fail "attach_loop failed"

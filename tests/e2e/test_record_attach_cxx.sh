@@ -15,7 +15,7 @@ N=200           # throws waited for while recording, and again after the detach
 ask() {
 	echo "$1" >&3 || true
 	local line=""
-	read -r -u 4 line || true
+	read -r -t 120 -u 4 line || true
 	echo "$line"
 }
 alive() {
@@ -34,13 +34,13 @@ other_recording() {
 	"$TARGETS/attach_loop" "$T/lcmd" >"$T/lout" &
 	loop=$!
 	exec 5<"$T/lout"
-	read -r -u 5 _ _ || fail "no pid from attach_loop"
-	exec 6>"$T/lcmd"
+	read -r -t 120 -u 5 _ _ || fail "no pid from attach_loop"
+	exec 6<>"$T/lcmd"
 	"$ATF" record -p "$loop" -o "$T/l" -f loop_work -v --ready-file "$T/lready" 2>"$T/lerr" &
 	lrec=$!
 	timeout 60 cat "$T/lready" >/dev/null || { cat "$T/lerr" >&2; fail "second recorder not ready"; }
 	echo 3 >&6
-	read -r -u 5 line
+	read -r -t 120 -u 5 line
 	assert_eq "done 3" "$line" "attach_loop's answer"
 	kill -INT $lrec
 	wait $lrec || { cat "$T/lerr" >&2; fail "the second record -p failed"; }
@@ -58,9 +58,9 @@ round() {
 	"$TARGETS/cxx_attach_throw" "$T/$R.cmd" "$k" "$3" >"$T/$R.out" &
 	target=$!
 	exec 4<"$T/$R.out"
-	read -r -u 4 word pid || fail "$R: no pid from cxx_attach_throw"
+	read -r -t 120 -u 4 word pid || fail "$R: no pid from cxx_attach_throw"
 	assert_eq "pid $target" "$word $pid" "$R: first line"
-	exec 3>"$T/$R.cmd"
+	exec 3<>"$T/$R.cmd"
 
 	assert_eq "throws" "$(ask "wait 20" | cut -d' ' -f1)" "$R: throws before the attach"
 	"$ATF" record -p "$target" -o "$T/$R" -f 'thrower_*' -f 'held_*' -v \
@@ -80,7 +80,7 @@ round() {
 		"$R: a frame open at the detach: returns, then is thrown through"
 	echo q >&3
 	exec 3>&-
-	read -r -u 4 word c _ t || true
+	read -r -t 120 -u 4 word c _ t || true
 	exec 4<&-
 	wait $target || status=$?
 	assert_eq 0 $status "$R: target exit status"

@@ -10,9 +10,9 @@ K=321
 PLUGIN=$TARGETS/libatfplugin.so
 
 drive() {   # what: dlopen_user (its output on fd 4, its pid line read) loads, calls K times, quits
-	exec 3>"$T/cmd"
-	echo "l $K" >&3; read -r -u 4 line; assert_eq "loaded $K" "$line" "$1: ack of the load"
-	echo "c $K" >&3; read -r -u 4 line; assert_eq "done $K" "$line" "$1: ack of the calls"
+	exec 3<>"$T/cmd"
+	echo "l $K" >&3; read -r -t 120 -u 4 line; assert_eq "loaded $K" "$line" "$1: ack of the load"
+	echo "c $K" >&3; read -r -t 120 -u 4 line; assert_eq "done $K" "$line" "$1: ack of the calls"
 	echo q >&3; exec 3>&-
 }
 check() {   # session what
@@ -30,7 +30,7 @@ mkfifo "$T/cmd" "$T/out"
 	>"$T/out" 2>"$T/err" &
 rec=$!
 exec 4<"$T/out"
-read -r -u 4 word pid || fail "launched: no pid from dlopen_user"
+read -r -t 120 -u 4 word pid || fail "launched: no pid from dlopen_user"
 drive launched
 exec 4<&-
 wait $rec || { cat "$T/err" >&2; fail "record (launched) failed"; }
@@ -44,7 +44,7 @@ mkfifo "$T/cmd" "$T/out" "$T/ready"
 "$TARGETS/dlopen_user" "$T/cmd" "$PLUGIN" >"$T/out" &
 target=$!
 exec 4<"$T/out"
-read -r -u 4 word pid || fail "-p: no pid from dlopen_user"
+read -r -t 120 -u 4 word pid || fail "-p: no pid from dlopen_user"
 "$ATF" record -p "$target" -o "$T/attached" -f 'libatfplugin.so:plugin_*' --ready-file "$T/ready" 2>"$T/err" &
 rec=$!
 timeout 60 cat "$T/ready" >/dev/null || { cat "$T/err" >&2; fail "the recorder never became ready"; }

@@ -29,7 +29,7 @@ PLUGIN=$TARGETS/libatfplugin.so
 say() {     # command expected-ack what: one command to dlopen_user (fd 3), its ack (fd 4)
 	local line
 	echo "$1" >&3
-	read -r -u 4 line || fail "$3: dlopen_user gave no answer"
+	read -r -t 120 -u 4 line || fail "$3: dlopen_user gave no answer"
 	assert_eq "$2" "$line" "$3"
 }
 loaded_check() {    # pid what: the plugin is patched in pid, through one trampoline file
@@ -73,8 +73,8 @@ mkfifo "$T/cmd" "$T/out"
 "$ATF" record -v -o "$T/launched" -f 'libatfplugin.so:plugin_*' -- "$TARGETS/dlopen_user" "$T/cmd" "$PLUGIN" \
 	>"$T/out" 2>"$T/l.err" &
 rec=$!
-exec 4<"$T/out" 3>"$T/cmd"
-read -r -u 4 word pid || fail "launched: no pid from dlopen_user"
+exec 4<"$T/out" 3<>"$T/cmd"
+read -r -t 120 -u 4 word pid || fail "launched: no pid from dlopen_user"
 say s spinning "launched: a second thread"     # running while the target is held and patched
 cycles "$pid" launched
 echo q >&3
@@ -99,8 +99,8 @@ assert_eq $((2 * N)) "$(awk '$1 == "call" && $3 == "lib_leaf" { print $4 }' "$T/
 rm -f "$T/cmd" "$T/out"; mkfifo "$T/cmd" "$T/out" "$T/ready"
 "$TARGETS/dlopen_user" "$T/cmd" "$PLUGIN" >"$T/out" &
 target=$!
-exec 4<"$T/out" 3>"$T/cmd"
-read -r -u 4 word pid || fail "-p: no pid from dlopen_user"
+exec 4<"$T/out" 3<>"$T/cmd"
+read -r -t 120 -u 4 word pid || fail "-p: no pid from dlopen_user"
 "$ATF" record -v -p "$target" -o "$T/attached" -f 'libatfplugin.so:plugin_*' --ready-file "$T/ready" 2>"$T/p.err" &
 rec=$!
 timeout 60 cat "$T/ready" >/dev/null || { cat "$T/p.err" >&2; fail "the recorder never became ready"; }
@@ -125,8 +125,8 @@ counts "$T/attached" $(((2 * CYCLES + 1) * K)) -p
 rm -f "$T/cmd" "$T/out" "$T/ready"; mkfifo "$T/cmd" "$T/out" "$T/ready"
 "$TARGETS/dlopen_user" "$T/cmd" "$PLUGIN" >"$T/out" &
 target=$!
-exec 4<"$T/out" 3>"$T/cmd"
-read -r -u 4 word pid || fail "-p (loaded before): no pid from dlopen_user"
+exec 4<"$T/out" 3<>"$T/cmd"
+read -r -t 120 -u 4 word pid || fail "-p (loaded before): no pid from dlopen_user"
 say s spinning "-p (loaded before): a second thread"
 say "l 1" "loaded 1" "-p (loaded before): load before the session"
 "$ATF" record -v -p "$target" -o "$T/before" -f 'libatfplugin.so:plugin_*' --ready-file "$T/ready" 2>"$T/b.err" &
@@ -161,8 +161,8 @@ command -v bpftrace >/dev/null || fail "bpftrace is missing (scripts/deps.sh ins
 rm -f "$T/cmd" "$T/out" "$T/ready"; mkfifo "$T/cmd" "$T/out" "$T/ready"
 "$TARGETS/dlopen_user" "$T/cmd" "$PLUGIN" >"$T/out" &
 target=$!
-exec 4<"$T/out" 3>"$T/cmd"
-read -r -u 4 word pid || fail "-p (guard): no pid from dlopen_user"
+exec 4<"$T/out" 3<>"$T/cmd"
+read -r -t 120 -u 4 word pid || fail "-p (guard): no pid from dlopen_user"
 "$ATF" record -v -p "$target" -o "$T/guard" -f 'libatfplugin.so:plugin_*' -f 'libatfplugin.so:hot_lea' \
 	--ready-file "$T/ready" 2>"$T/gd.err" &
 rec=$!
@@ -176,7 +176,7 @@ timeout 60 bash -c 'until grep -q "hot_lea: another tool probed it" "$1"; do sle
 	|| { cat "$T/gd.err" >&2; fail "-p (guard): the guard did not give hot_lea back"; }
 say "c $K" "done $K" "-p (guard): calls under bpftrace's probe"
 echo H >&3
-read -r -u 4 word hot || fail "-p (guard): the target died with bpftrace's probe on hot_lea"
+read -r -t 120 -u 4 word hot || fail "-p (guard): the target died with bpftrace's probe on hot_lea"
 kill -INT $bt; wait $bt || true
 kill -INT $rec
 wait $rec || { cat "$T/gd.err" >&2; fail "record -p (guard) failed"; }

@@ -16,18 +16,18 @@ run_case() {
 			"$TARGETS/attach_loop" "$T/cmd" >"$T/out" 2>"$T/err" &
 		rec=$!
 		timeout 60 cat "$T/ready" >/dev/null || { cat "$T/err" >&2; fail "the recorder never became ready"; }
-		read -r -u 4 _ target || fail "no pid from attach_loop"
+		read -r -t 120 -u 4 _ target || fail "no pid from attach_loop"
 	else
 		"$TARGETS/attach_loop" "$T/cmd" >"$T/out" &
 		target=$!
-		read -r -u 4 _ _ || fail "no pid from attach_loop"
+		read -r -t 120 -u 4 _ _ || fail "no pid from attach_loop"
 		"$ATF" record -p "$target" -o "$dir" -f loop_work --ready-file "$T/ready" 2>"$T/err" &
 		rec=$!
 		timeout 60 cat "$T/ready" >/dev/null || { cat "$T/err" >&2; fail "the recorder never became ready"; }
 	fi
-	exec 3>"$T/cmd"
+	exec 3<>"$T/cmd"
 	echo 3 >&3
-	read -r -u 4 line; assert_eq "done 3" "$line" "ack"
+	read -r -t 120 -u 4 line; assert_eq "done 3" "$line" "ack"
 	if [ "$sig" = q ]; then echo q >&3; else kill -"$sig" "$target"; fi
 	exec 3>&- 4<&-
 	[ "$mode" = launched ] || wait "$target" 2>/dev/null || true

@@ -19,21 +19,21 @@ mkfifo "$T/cmd" "$T/o1"
 "$ATF" record -o "$T/d" --duration 0.5 -f 'libc.so.6:strlen' -- "$TARGETS/calls_libc" loop "$T/cmd" >"$T/o1" 2>"$T/err" &
 rec=$!
 exec 4<"$T/o1"
-read -r -u 4 word pid || fail "no pid from calls_libc"
+read -r -t 120 -u 4 word pid || fail "no pid from calls_libc"
 wait $rec || { cat "$T/err" >&2; fail "record --duration"; }
 assert_contains "$T/err" "ended by duration" "end reason"
 kill -0 "$pid" 2>/dev/null || fail "--duration ended the launched command"
-exec 3>"$T/cmd"; echo "s 3" >&3; read -r -u 4 line; assert_eq "done s 3" "$line" "the command still answers"
+exec 3<>"$T/cmd"; echo "s 3" >&3; read -r -t 120 -u 4 line; assert_eq "done s 3" "$line" "the command still answers"
 echo q >&3; exec 3>&- 4<&-
 # --kill-at-end: SIGTERM once the session ends first
 rm -f "$T/cmd" "$T/o1"; mkfifo "$T/cmd" "$T/o1"
 "$ATF" record -o "$T/k" --duration 0.5 --kill-at-end -f 'libc.so.6:strlen' -- "$TARGETS/calls_libc" loop "$T/cmd" >"$T/o1" 2>"$T/err" &
 rec=$!
 exec 4<"$T/o1"
-read -r -u 4 word pid || fail "no pid from calls_libc (--kill-at-end)"
-exec 3>"$T/cmd"     # it waits in fgets on the fifo
+read -r -t 120 -u 4 word pid || fail "no pid from calls_libc (--kill-at-end)"
+exec 3<>"$T/cmd"     # it waits in fgets on the fifo
 wait $rec || { cat "$T/err" >&2; fail "record --kill-at-end"; }
 assert_contains "$T/err" "^atftrace record: --kill-at-end: sending SIGTERM to $pid$" "kill line"
-read -r -u 4 line && fail "the command went on after --kill-at-end: $line"
+read -r -t 120 -u 4 line && fail "the command went on after --kill-at-end: $line"
 exec 3>&- 4<&-
 echo "ok: -o refuses an earlier session, --force replaces it, --duration leaves the command, --kill-at-end ends it"

@@ -21,8 +21,8 @@ mkfifo "$T/twin.cmd" "$T/twin.out"
 "$APP" "$T/twin.cmd" >"$T/twin.out" &
 TWIN=$!
 exec {TWIN_OUT}<"$T/twin.out"
-read -r -u $TWIN_OUT line || fail "no pid from the twin"
-exec {TWIN_CMD}>"$T/twin.cmd"
+read -r -t 120 -u $TWIN_OUT line || fail "no pid from the twin"
+exec {TWIN_CMD}<>"$T/twin.cmd"
 
 # What runs inside the new pid namespace (bash is its pid 1).
 cat >"$T/inside.sh" <<'EOF'
@@ -35,7 +35,7 @@ pid)
 	"$APP" "$T/in.cmd" >"$T/in.first" &
 	target=$!
 	exec 5<"$T/in.first"
-	read -r line <&5
+	read -r -t 120 line <&5
 	{ echo "$line"; cat <&5; } >"$T/in.out" &
 	"$ATF" record -p $target -f loop_work -o "$T/s_pid" --ready-file "$T/ready" 2>"$T/rec.err"
 	;;
@@ -59,7 +59,7 @@ EOF
 
 ask() {         # fd-out fd-in command expected-answer-pattern
 	echo "$3" >&"$2"
-	read -r -u "$1" line || fail "no answer to '$3'"
+	read -r -t 120 -u "$1" line || fail "no answer to '$3'"
 	[[ $line =~ $4 ]] || fail "answer to '$3': '$line'"
 }
 
@@ -75,9 +75,9 @@ record_inside() {
 	exec {IN_OUT}<>"$T/in.out"
 	[ "$mode" != pid ] || timeout 60 cat "$T/ready" >/dev/null \
 		|| { cat "$T/rec.err" "$T/inside.err" >&2; fail "$mode: the recorder never became ready"; }
-	read -r -u $IN_OUT word P || fail "$mode: no pid from the target inside"
+	read -r -t 120 -u $IN_OUT word P || fail "$mode: no pid from the target inside"
 	assert_eq pid "$word" "$mode: the target's first line"
-	exec {IN_CMD}>"$T/in.cmd"
+	exec {IN_CMD}<>"$T/in.cmd"
 	ask $IN_OUT $IN_CMD "$K" "^done $K\$"
 	ask $TWIN_OUT $TWIN_CMD "$TWIN_K" "^done $TWIN_K\$"
 	ask $IN_OUT $IN_CMD "t$M" "^thread [0-9]+ done $M\$"

@@ -38,4 +38,6 @@ assert_contains "$T/lf" " bad-insn +pthread_spin_lock$" "pthread_spin_lock (LOCK
 "$TOOLS/record_stats" "$T/libc" >"$T/stats"
 calls=$(awk '$1 == "process" { print $8 }' "$T/stats")
 [ "${calls:-0}" -gt 0 ] || fail "no libc call recorded: $(cat "$T/stats")"
+# the refusals themselves were checked only on x86_64: elsewhere say so (exit 77), visibly
+[ "$(uname -m)" = x86_64 ] || skip "the refused instructions (LOCK, in) checked here are x86_64's"
 echo "ok"

@@ -11,8 +11,8 @@ mkfifo "$T/cmd" "$T/out"
 "$TARGETS/attach_loop" "$T/cmd" >"$T/out" &
 target=$!
 exec 4<"$T/out"
-read -r -u 4 _ _
-exec 3>"$T/cmd"
+read -r -t 120 -u 4 _ _
+exec 3<>"$T/cmd"
 
 session() {   # name signal|duration
 	mkfifo "$T/ready.$1"
@@ -24,7 +24,7 @@ session() {   # name signal|duration
 	local rec=$!
 	timeout 60 cat "$T/ready.$1" >/dev/null || { cat "$T/err.$1" >&2; fail "$1: never ready"; }
 	echo $K >&3
-	read -r -u 4 line; assert_eq "done $K" "$line" "$1: ack"
+	read -r -t 120 -u 4 line; assert_eq "done $K" "$line" "$1: ack"
 	if [ "$2" = duration ]; then
 		# those K calls were made while it recorded (it runs 3 s; they take milliseconds)
 		kill -0 $rec 2>/dev/null && ! grep -q "ended by" "$T/err.$1" \
@@ -32,7 +32,7 @@ session() {   # name signal|duration
 		# wait for the recorder to end on its own; calls made afterwards are not recorded
 		wait $rec || { cat "$T/err.$1" >&2; fail "$1: record exited non-zero"; }
 		echo $K >&3
-		read -r -u 4 line; assert_eq "done $K" "$line" "$1: ack after the end"
+		read -r -t 120 -u 4 line; assert_eq "done $K" "$line" "$1: ack after the end"
 	else
 		kill -"$2" $rec
 		wait $rec || { cat "$T/err.$1" >&2; fail "$1: record exited non-zero"; }

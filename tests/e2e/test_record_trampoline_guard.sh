@@ -42,7 +42,7 @@ NT=4 K=3000
 mkfifo "$T/hot" "$T/ready"
 "$TS" threads $NT $K "$T/hot" &
 target=$!
-cat "$T/hot" >/dev/null
+timeout 120 cat "$T/hot" >/dev/null || fail "nothing came through $T/hot in 120 s"
 "$ATF" record -p $target -v -o "$T/h" -f 'tr_*' --ready-file "$T/ready" 2>"$T/h.err" &
 rec=$!
 timeout 60 cat "$T/ready" >/dev/null || { cat "$T/h.err" >&2; fail "record -p never became ready"; }
@@ -71,7 +71,7 @@ assert_eq $NT "$(awk -v k=$K '$2 == 1 && $3 == k && $4 == k' "$T/h.win" | wc -l)
 rm -f "$T/ready"; mkfifo "$T/served" "$T/ready"
 "$TS" serve "$T/served" >"$T/serve.out" &
 target=$!
-cat "$T/served" >/dev/null
+timeout 120 cat "$T/served" >/dev/null || fail "nothing came through $T/served in 120 s"
 "$ATF" record -p $target -o "$T/s" -f 'tr_*' --ready-file "$T/ready" 2>"$T/s.err" &
 rec=$!
 timeout 60 cat "$T/ready" >/dev/null || { cat "$T/s.err" >&2; fail "record -p (serve) never became ready"; }
@@ -92,7 +92,7 @@ wait $target || fail "the served target failed: $(cat "$T/serve.out")"
 rm -f "$T/fsready"; mkfifo "$T/fsready"
 "$ATF" record -v -o "$T/fs" -f 'tr_*' -- "$TS" forkserve "$T/fsready" 2>"$T/fs.err" &
 rec=$!
-cat "$T/fsready" >/dev/null     # the child serves
+timeout 120 cat "$T/fsready" >/dev/null || fail "nothing came through $T/fsready in 120 s"     # the child serves
 child=$(pgrep -n -f "tramp_sites forkserve $T/fsready")
 assert_contains "$T/fs.err" "forked $child: [1-9][0-9]* probe sites given back their int3" "the forked child's probe sites"
 bpftrace -e "uprobe:$TS:tr_mov { @calls = count(); }" >"$T/bt4.out" 2>&1 &
@@ -114,10 +114,10 @@ cd "$1"; ATF=$2
 mkfifo served ready
 ./ts serve served >serve.out &
 t=$!
-cat served >/dev/null
+timeout 120 cat served >/dev/null
 "$ATF" record -v -p $t -o s -f 'tr_*' --ready-file ready 2>rec.err &
 r=$!
-cat ready >/dev/null
+timeout 120 cat ready >/dev/null
 echo "$t" >target
 timeout 60 sh -c 'until grep -q "another tool probed it" rec.err; do sleep 0.05; done' || true
 kill -INT $r; wait $r

@@ -84,7 +84,7 @@ assert_eq "100 200" "$(awk '$1 == "call" && $3 == "tr_sub" { print $4 }' "$T/ff.
 mkfifo "$T/served" "$T/ready"
 "$TS" serve "$T/served" >"$T/serve.out" &
 target=$!
-cat "$T/served" >/dev/null
+timeout 120 cat "$T/served" >/dev/null || fail "nothing came through $T/served in 120 s"
 assert_eq 0 "$(text_diff $target "$TS")" "text before the attach"
 "$ATF" record --trampolines -p $target -v -o "$T/p" -f 'tr_*' --ready-file "$T/ready" 2>"$T/p.err" &
 rec=$!
@@ -119,7 +119,7 @@ wait $target || fail "the served target failed: $(cat "$T/serve.out")"
 rm -f "$T/served" "$T/ready"; mkfifo "$T/served" "$T/ready"
 "$TS" sandboxed "$T/served" >"$T/sandboxed.out" &
 target=$!
-cat "$T/served" >/dev/null
+timeout 120 cat "$T/served" >/dev/null || fail "nothing came through $T/served in 120 s"
 "$ATF" record --trampolines -p $target -v -o "$T/sb" -f 'tr_*' --ready-file "$T/ready" 2>"$T/sb.err" &
 rec=$!
 timeout 60 cat "$T/ready" >/dev/null || { cat "$T/sb.err" >&2; fail "record -p (seccomp) never became ready"; }
@@ -134,7 +134,7 @@ NT=4 K=3000
 rm -f "$T/ready"; mkfifo "$T/hot" "$T/ready"
 "$TS" threads $NT $K "$T/hot" &
 target=$!
-cat "$T/hot" >/dev/null         # every thread is calling tr_sub and tr_mov
+timeout 120 cat "$T/hot" >/dev/null || fail "nothing came through $T/hot in 120 s"         # every thread is calling tr_sub and tr_mov
 "$ATF" record --trampolines -p $target -v -o "$T/h" -f 'tr_*' --ready-file "$T/ready" 2>"$T/h.err" &
 rec=$!
 timeout 60 cat "$T/ready" >/dev/null || { cat "$T/h.err" >&2; fail "record -p (threads) never became ready"; }

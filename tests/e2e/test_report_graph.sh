@@ -5,7 +5,8 @@
 # balanced in chrome, speedscope, folded and Perfetto.
 source "$(dirname "$0")/lib.sh"
 need_bpf
-command -v jq >/dev/null || fail "needs jq"
+command -v jq >/dev/null || fail "needs jq (scripts/deps.sh installs it)"
+command -v protoc >/dev/null || fail "needs protoc (scripts/deps.sh installs protobuf-compiler)"
 
 "$ATF" record -o "$T/s" -- "$TARGETS/nest_sleep" >/dev/null 2>"$T/rec.err" || { cat "$T/rec.err" >&2; fail "record"; }
 "$ATF" verify "$T/s" >/dev/null || fail "verify"
@@ -136,35 +137,40 @@ assert_eq 2 "$rc" "report --from too large"
 assert_contains "$T/err" "from 1000000000000000000s: too large" "its error line"
 
 # ---- a range: report counts what falls in it, exports stay balanced ----------------------------
-# 5 ms .. 15 ms cuts through outer, inner and nap calls on both sides
-"$ATF" report "$T/s" --from 5ms --to 15ms --csv >"$T/rr.csv"
+# The range is taken from the recording itself, not from wall-clock guesses (the host may be busy):
+# FROM is the middle of the first outer, TO the middle of the second, so it cuts through outer,
+# inner and nap calls on both sides and the second outer is the one outer called in it.
+read -r FROM TO <<<"$(awk 'function ns(v, u) { return v * (u == "s" ? 1e9 : u == "ms" ? 1e6 : u == "us" ? 1e3 : 1) }
+	/\| +outer\(\) \{$/ { s[++n] = ns($1, $2) }
+	/\| +\} \/\* outer \*\/$/ { e[++m] = ns($1, $2) }
+	END { if (n == 2 && m == 2) printf "%.0f %.0f\n", (s[1] + e[1]) / 2, (s[2] + e[2]) / 2 }' "$T/dump")"
+[ -n "$TO" ] || fail "two outer calls in the dump"
+"$ATF" report "$T/s" --from "$FROM" --to "$TO" --csv >"$T/rr.csv"
 ! grep -q '^"main"\|^"run"' "$T/rr.csv" || fail "main and run, called before the range, counted in it"
-# the second outer (about 10.8 ms .. 25 ms) is the one outer called in the range, open at its end
-assert_eq "1 1" "$(awk -F, '$1 == "\"outer\"" { print $2, $10 }' "$T/rr.csv")" "outer in 5ms..15ms: calls, open at the end"
-assert_contains <("$ATF" report "$T/s" --from 5ms --to 15ms) '  outer  \(1 open at the end\)$' "open call marked"
-"$ATF" export "$T/s" -F chrome -o "$T/r.json" --from 5ms --to 15ms
+# the second outer is the one outer called in the range, open at its end
+assert_eq "1 1" "$(awk -F, '$1 == "\"outer\"" { print $2, $10 }' "$T/rr.csv")" "outer in $FROM..$TO ns: calls, open at the end"
+assert_contains <("$ATF" report "$T/s" --from "$FROM" --to "$TO") '  outer  \(1 open at the end\)$' "open call marked"
+"$ATF" export "$T/s" -F chrome -o "$T/r.json" --from "$FROM" --to "$TO"
 jq -r '.traceEvents[] | select(.ph == "B" or .ph == "E") | "\(.ph) \(.name)"' "$T/r.json" |
 	awk '$1 == "B" { s[++d] = $2; next } { if (d < 1 || s[d] != $2) exit 1; d-- } END { exit d != 0 }' ||
-	fail "chrome export of 5ms..15ms is not balanced"
-"$ATF" export "$T/s" -F speedscope -o "$T/r.speedscope" --from 5ms --to 15ms
+	fail "chrome export of the range is not balanced"
+"$ATF" export "$T/s" -F speedscope -o "$T/r.speedscope" --from "$FROM" --to "$TO"
 jq -r '.profiles[0].events[] | "\(.type) \(.frame)"' "$T/r.speedscope" |
 	awk '$1 == "O" { s[++d] = $2; next } { if (d < 1 || s[d] != $2) exit 1; d-- } END { exit d != 0 }' ||
-	fail "speedscope export of 5ms..15ms is not balanced"
+	fail "speedscope export of the range is not balanced"
 assert_eq "$(jq '[.traceEvents[] | select(.ph == "B")] | length' "$T/r.json")" \
 	"$(jq '[.profiles[0].events[] | select(.type == "O")] | length' "$T/r.speedscope")" "calls in chrome and speedscope"
-"$ATF" export "$T/s" -F folded -o "$T/r.folded" --from 5ms --to 15ms
-"$ATF" export "$T/s" -F folded -o "$T/r.calls" --from 5ms --to 15ms --weight calls
+"$ATF" export "$T/s" -F folded -o "$T/r.folded" --from "$FROM" --to "$TO"
+"$ATF" export "$T/s" -F folded -o "$T/r.calls" --from "$FROM" --to "$TO" --weight calls
 assert_eq "$(jq '[.traceEvents[] | select(.ph == "B")] | length' "$T/r.json")" \
 	"$(awk '{ n += $NF } END { print n }' "$T/r.calls")" "folded --weight calls = calls in the range"
-assert_eq "$(jq '.traced_ns' <("$ATF" report "$T/s" --from 5ms --to 15ms --json))" \
+assert_eq "$(jq '.traced_ns' <("$ATF" report "$T/s" --from "$FROM" --to "$TO" --json))" \
 	"$(awk '{ n += $NF } END { print n }' "$T/r.folded")" "folded self times add up to the traced time"
-if command -v protoc >/dev/null; then
-	"$ATF" export "$T/s" -F perfetto -o "$T/r.pftrace" --from 5ms --to 15ms
-	protoc --decode=perfetto.protos.Trace -I "$ROOT/tests/data" "$ROOT/tests/data/perfetto_trace.proto" \
-		<"$T/r.pftrace" >"$T/r.txt"
-	assert_eq "$(grep -c 'TYPE_SLICE_BEGIN' "$T/r.txt")" "$(grep -c 'TYPE_SLICE_END' "$T/r.txt")" \
-		"perfetto begins and ends of 5ms..15ms"
-fi
+"$ATF" export "$T/s" -F perfetto -o "$T/r.pftrace" --from "$FROM" --to "$TO"
+protoc --decode=perfetto.protos.Trace -I "$ROOT/tests/data" "$ROOT/tests/data/perfetto_trace.proto" \
+	<"$T/r.pftrace" >"$T/r.txt"
+assert_eq "$(grep -c 'TYPE_SLICE_BEGIN' "$T/r.txt")" "$(grep -c 'TYPE_SLICE_END' "$T/r.txt")" \
+	"perfetto begins and ends of the range"
 # ---- recursion and unwinding: 3 recursions 100 deep; the kernel reports the returns of the
 # outer 62 levels only, the inner 38 are closed as unwound (test_record_recursion.sh) -------------
 "$ATF" record -o "$T/rec" -f main -f recurse -- "$TARGETS/recursion" 100 3 >/dev/null 2>&1 || fail "record recursion"
@@ -195,16 +201,14 @@ assert_eq 2 "$(grep -c '^ *[^ 0-9][^ ]* \[[0-9]*\]$' "$T/ff.graph")" "graph: a n
 "$ATF" export "$T/ff" -F chrome -o "$T/ff.json"
 assert_eq "$pids" "$(jq -r '[.traceEvents[] | select(.ph == "B") | .pid] | unique | map(tostring) | join(" ")' "$T/ff.json")" \
 	"chrome: both pids in one trace"
-if command -v protoc >/dev/null; then
-	"$ATF" export "$T/ff" -F perfetto -o "$T/ff.pftrace"
-	protoc --decode=perfetto.protos.Trace -I "$ROOT/tests/data" "$ROOT/tests/data/perfetto_trace.proto" \
-		<"$T/ff.pftrace" >"$T/ff.txt"
-	assert_eq "$pids" "$(sed -n 's/^      pid: //p' "$T/ff.txt" | sort -un | tr '\n' ' ' | sed 's/ $//')" "perfetto: both pids"
-	assert_eq 2 "$(grep -c '^    process {' "$T/ff.txt")" "perfetto: a process track each"
-	assert_eq "1 2" "$(sed -n 's/^  trusted_packet_sequence_id: //p' "$T/ff.txt" | sort -un | tr '\n' ' ' | sed 's/ $//')" \
-		"perfetto: a packet sequence each"
-	assert_eq 2 "$(grep -c '^  sequence_flags: 1$' "$T/ff.txt")" "perfetto: each sequence starts cleared"
-fi
+"$ATF" export "$T/ff" -F perfetto -o "$T/ff.pftrace"
+protoc --decode=perfetto.protos.Trace -I "$ROOT/tests/data" "$ROOT/tests/data/perfetto_trace.proto" \
+	<"$T/ff.pftrace" >"$T/ff.txt"
+assert_eq "$pids" "$(sed -n 's/^      pid: //p' "$T/ff.txt" | sort -un | tr '\n' ' ' | sed 's/ $//')" "perfetto: both pids"
+assert_eq 2 "$(grep -c '^    process {' "$T/ff.txt")" "perfetto: a process track each"
+assert_eq "1 2" "$(sed -n 's/^  trusted_packet_sequence_id: //p' "$T/ff.txt" | sort -un | tr '\n' ' ' | sed 's/ $//')" \
+	"perfetto: a packet sequence each"
+assert_eq 2 "$(grep -c '^  sequence_flags: 1$' "$T/ff.txt")" "perfetto: each sequence starts cleared"
 "$ATF" export "$T/ff" -F folded -o "$T/ff.folded"
 assert_eq 2 "$(cut -d';' -f1 "$T/ff.folded" | sort -u | wc -l)" "folded: a root per process"
 rc=0; "$ATF" export "$T/ff" -F rtc -o "$T/ff.rtc" 2>"$T/err" || rc=$?

@@ -48,13 +48,13 @@ mkfifo "$T/cmd" "$T/out" "$T/ready"
 "$TARGETS/calls_libc" loop "$T/cmd" >"$T/out" &
 target=$!
 exec 4<"$T/out"
-read -r -u 4 word pid || fail "no pid from calls_libc"
-exec 3>"$T/cmd"
+read -r -t 120 -u 4 word pid || fail "no pid from calls_libc"
+exec 3<>"$T/cmd"
 timeout 120 bpftrace -B line -e "uprobe:$LIBC:_int_malloc /pid == $target/ { @n = count(); }
 uprobe:$TARGETS/calls_libc:call_malloc /pid == $target/ { printf(\"seen\\n\"); }" >"$T/bt" 2>"$T/bterr" &
 bt=$!
 for i in $(seq 600); do
-	echo "m 0" >&3; read -r -u 4 line
+	echo "m 0" >&3; read -r -t 120 -u 4 line
 	grep -q '^seen' "$T/bt" && break
 	kill -0 $bt 2>/dev/null || break
 	sleep 0.1
@@ -64,8 +64,8 @@ grep -q '^seen' "$T/bt" || { cat "$T/bterr" >&2; fail "bpftrace did not attach";
 	--ready-file "$T/ready" 2>"$T/perr" &
 rec=$!
 timeout 60 cat "$T/ready" >/dev/null || { cat "$T/perr" >&2; fail "the recorder never became ready"; }
-echo "s $N" >&3; read -r -u 4 line; assert_eq "done s $N" "$line" "ack strlen"
-echo "m 5000" >&3; read -r -u 4 line; assert_eq "done m 5000" "$line" "ack malloc"
+echo "s $N" >&3; read -r -t 120 -u 4 line; assert_eq "done s $N" "$line" "ack strlen"
+echo "m 5000" >&3; read -r -t 120 -u 4 line; assert_eq "done m 5000" "$line" "ack malloc"
 kill -INT $bt; wait $bt || true
 echo q >&3; exec 3>&-
 wait $target || fail "calls_libc failed"

@@ -18,13 +18,13 @@ start_app() {   # name binary
 	mkfifo "$T/$n.cmd" "$T/$n.out"
 	"$2" "$T/$n.cmd" >"$T/$n.out" &
 	exec {OUT_FD[$n]}<"$T/$n.out"
-	read -r -u "${OUT_FD[$n]}" line
+	read -r -t 120 -u "${OUT_FD[$n]}" line
 	PID[$n]=${line#pid }
-	exec {CMD_FD[$n]}>"$T/$n.cmd"     # attach_loop is now in its read loop
+	exec {CMD_FD[$n]}<>"$T/$n.cmd"     # attach_loop is now in its read loop
 }
 run_app() {     # name K: K calls of loop_work, and wait until they are done
 	echo "$2" >&"${CMD_FD[$1]}"
-	read -r -u "${OUT_FD[$1]}" line
+	read -r -t 120 -u "${OUT_FD[$1]}" line
 	assert_eq "done $2" "$line" "$1's answer"
 }
 quit_app() {
@@ -37,7 +37,7 @@ start_recorder() {  # session-dir options...
 	rm -f "$T/ready"; mkfifo "$T/ready"
 	"$ATF" record -a -f "$APP:loop_work" -o "$dir" --ready-file "$T/ready" "$@" 2>"$T/rec.err" &
 	REC=$!
-	cat "$T/ready" >/dev/null
+	timeout 120 cat "$T/ready" >/dev/null || { cat "$T/rec.err" >&2; fail "record -a $* did not attach within 120 s"; }
 }
 stop_recorder() {
 	kill -INT $REC

@@ -1,12 +1,14 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Shared by the libFuzzer targets (tests/fuzz/fuzz_*.c): libatf reads files by path, so each input
- * is written to a private directory on tmpfs (/dev/shm, else $TMPDIR or /tmp) made once per process.
+ * is written to a private directory on tmpfs (/dev/shm, else $TMPDIR or /tmp) made once per process,
+ * named atftrace-fuzz.<pid>.XXXXXX, and removed with everything in it when the process exits.
  */
 #ifndef ATFTRACE_FUZZ_COMMON_H
 #define ATFTRACE_FUZZ_COMMON_H
 
 #include <fcntl.h>
+#include <ftw.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,18 +16,36 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+static char fuzz_scratch[256];
+
+static int fuzz_rm_one(const char *path, const struct stat *st, int type, struct FTW *ftw)
+{
+	(void)st; (void)type; (void)ftw;
+	remove(path);
+	return 0;
+}
+
+/* atexit: the scratch directory goes, whatever the last input left in it. */
+static void fuzz_dir_remove(void)
+{
+	if (fuzz_scratch[0])
+		nftw(fuzz_scratch, fuzz_rm_one, 16, FTW_DEPTH | FTW_PHYS);
+}
+
 /* The process's scratch directory, with a pid_1/thread_0 inside it. */
 static const char *fuzz_dir(void)
 {
-	static char dir[256];
+	char *dir = fuzz_scratch;
 
 	if (!dir[0]) {
 		const char *base = access("/dev/shm", W_OK) == 0 ? "/dev/shm" : getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
 		char sub[300];
 
-		snprintf(dir, sizeof(dir), "%s/atftrace-fuzz.XXXXXX", base);
+		/* the pid in the name lets tests/fuzz/run.sh check that this very run removed it */
+		snprintf(dir, sizeof(fuzz_scratch), "%s/atftrace-fuzz.%d.XXXXXX", base, (int)getpid());
 		if (!mkdtemp(dir))
 			abort();
+		atexit(fuzz_dir_remove);
 		snprintf(sub, sizeof(sub), "%s/pid_1", dir);
 		mkdir(sub, 0700);
 		snprintf(sub, sizeof(sub), "%s/pid_1/thread_0", dir);

@@ -256,6 +256,21 @@ bool container_other_root(pid_t pid)
 	return ours.st_dev != theirs.st_dev || ours.st_ino != theirs.st_ino;
 }
 
+/* @fd when it is a regular file within the size cap (not a FIFO, a device, ...), else -errno. */
+static int regular_file(int fd)
+{
+	struct stat st;
+	int err;
+
+	if (fd < 0)
+		return fd;
+	err = fstat(fd, &st) ? -errno : !S_ISREG(st.st_mode) ? -EINVAL
+	      : (uint64_t)st.st_size > SYM_MAX_FILE_SIZE ? -EFBIG : 0;
+	if (err)
+		close(fd);
+	return err ? err : fd;
+}
+
 /* The first mapping of library @name in @pid, opened through /proc/PID/map_files. */
 static int open_mapped(pid_t pid, const char *name, char **shown)
 {
@@ -277,10 +292,17 @@ static int open_mapped(pid_t pid, const char *name, char **shown)
 			continue;
 		snprintf(range, sizeof(range), "/proc/%d/map_files/%llx-%llx", (int)pid,
 			 (unsigned long long)start, (unsigned long long)end);
-		fd = open(range, O_RDONLY | O_CLOEXEC);
-		if (fd < 0)
+		fd = open(range, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+		if (fd < 0) {
 			fd = -errno;
-		else if (shown && !(*shown = strdup(path))) {
+			break;
+		}
+		fd = regular_file(fd);
+		if (fd == -EINVAL) {
+			fd = -ENOENT;   /* a device or FIFO of that name: no symbols, maybe a later one */
+			continue;
+		}
+		if (fd >= 0 && shown && !(*shown = strdup(path))) {
 			close(fd);
 			fd = -ENOMEM;
 		}
@@ -312,10 +334,10 @@ int container_open_file(pid_t pid, const char *name, char **shown, const char *w
 		return fd;
 	}
 	if (strchr(name, '/')) {
-		fd = open_in_root(pid, name, O_RDONLY);
+		fd = regular_file(open_in_root(pid, name, O_RDONLY | O_NONBLOCK));
 		if (fd < 0)
 			fprintf(stderr, "%s: %s: cannot open it inside the root of process %d: %s%s\n",
-				who, name, (int)pid, strerror(-fd),
+				who, name, (int)pid, fd == -EINVAL ? "not a regular file" : strerror(-fd),
 				fd == -EXDEV || fd == -ELOOP ? " (it leads outside the container)" : "");
 		return fd;
 	}

@@ -5,14 +5,15 @@
  *   1. DIR/.build-id/xx/rest.debug for each --debug-dir DIR, then /usr/lib/debug;
  *   2. the file's .gnu_debuglink NAME: beside the file, in its .debug/, under
  *      /usr/lib/debug/<its directory>, and DIR/<its directory>/NAME, DIR/NAME for --debug-dir;
- *   3. debuginfod (elfutils' libdebuginfod, loaded on first use) when DEBUGINFOD_URLS is
- *      set; the client keeps its own cache ($DEBUGINFOD_CACHE_PATH or
- *      ~/.cache/debuginfod_client) and honours DEBUGINFOD_TIMEOUT.
+ *   3. debuginfod (user/probe/sym_debuginfod.c) when DEBUGINFOD_URLS is set; the client keeps
+ *      its own cache ($DEBUGINFOD_CACHE_PATH or ~/.cache/debuginfod_client); each query is
+ *      bounded in time (DEBUGINFOD_TIMEOUT) and size (DEBUGINFOD_MAXSIZE).
+ * The paths of 1. and 2. under /usr/lib/debug and the module's directory are the target's: in
+ * a container they are resolved inside its root (user/probe/sym_root.c); --debug-dir is ours.
  * A candidate is used only when its build-id equals the module's (a module without a build-id:
  * when the CRC-32 of the debuglink matches), so a stale debug file never names the wrong code.
  * The module's directory is tried as given and canonical (usrmerge: /lib -> /usr/lib).
  */
-#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -22,7 +23,6 @@
 #include <sys/wait.h>
 #include <unistd.h>
 #include <zlib.h>
-#include <elfutils/debuginfod.h>
 #include <elfutils/libdwelf.h>
 #include "symbols.h"
 
@@ -100,10 +100,14 @@ struct want {
 	bool have_crc;
 };
 
-/* Open @path if it is the debug file we want: an fd, or -1. */
-static int try_candidate(const char *path, const struct want *w)
+/*
+ * Open @path if it is the debug file we want: an fd, or -1. A path the target's files name is
+ * resolved in the lookup root (user/probe/sym_root.c); one under --debug-dir (@host) in ours.
+ * Either way only a regular file within the size cap is read.
+ */
+static int try_candidate(const char *path, const struct want *w, bool host)
 {
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	int fd = host ? sym_host_open(path, SYM_MAX_FILE_SIZE) : sym_root_open(path, SYM_MAX_FILE_SIZE);
 
 	if (fd < 0)
 		return -1;
@@ -113,7 +117,7 @@ static int try_candidate(const char *path, const struct want *w)
 	return -1;
 }
 
-static int try_build_id_dir(const char *root, const struct want *w, char **found)
+static int try_build_id_dir(const char *root, const struct want *w, char **found, bool host)
 {
 	const unsigned char *b = w->id;
 	char path[PATH_MAX];
@@ -127,7 +131,7 @@ static int try_build_id_dir(const char *root, const struct want *w, char **found
 	if (len <= 0 || (size_t)len >= sizeof(path) - 8)
 		return -1;
 	strcat(path, ".debug");
-	fd = try_candidate(path, w);
+	fd = try_candidate(path, w, host);
 	if (fd >= 0 && !(*found = strdup(path))) {
 		close(fd);
 		return -1;
@@ -147,7 +151,7 @@ static int try_debuglink(const char *dir, const char *link, const struct want *w
 
 		if (snprintf(path, sizeof(path), fmt[k], dir, link) >= (int)sizeof(path))
 			continue;
-		fd = try_candidate(path, w);
+		fd = try_candidate(path, w, false);
 		if (fd >= 0) {
 			*origin = SYM_ORIGIN_DEBUGLINK;
 			*found = strdup(path);
@@ -160,7 +164,7 @@ static int try_debuglink(const char *dir, const char *link, const struct want *w
 			       : snprintf(path, sizeof(path), "%s%s/%s", debug_dirs[i], dir, link))
 			    >= (int)sizeof(path))
 				continue;
-			fd = try_candidate(path, w);
+			fd = try_candidate(path, w, true);
 			if (fd >= 0) {
 				*origin = SYM_ORIGIN_DEBUG_DIR;
 				*found = strdup(path);
@@ -171,60 +175,21 @@ static int try_debuglink(const char *dir, const char *link, const struct want *w
 	return -1;
 }
 
-/*
- * libdebuginfod is loaded when first needed, as libdw itself does: the binary does not link it
- * (nor the HTTP stack it brings), and a host without it simply has no debuginfod lookups.
- */
-struct debuginfod_api {
-	debuginfod_client *(*begin)(void);
-	int (*find_debuginfo)(debuginfod_client *, const unsigned char *, int, char **);
-	void (*end)(debuginfod_client *);
-};
-
-static const struct debuginfod_api *debuginfod_api(void)
-{
-	static struct debuginfod_api api;
-	static bool tried;
-	void *h;
-
-	if (tried)
-		return api.begin ? &api : NULL;
-	tried = true;
-	h = dlopen("libdebuginfod.so.1", RTLD_LAZY | RTLD_LOCAL);
-	if (!h)
-		return NULL;
-	api.find_debuginfo = (int (*)(debuginfod_client *, const unsigned char *, int, char **))
-			     dlsym(h, "debuginfod_find_debuginfo");
-	api.end = (void (*)(debuginfod_client *))dlsym(h, "debuginfod_end");
-	api.begin = (debuginfod_client *(*)(void))dlsym(h, "debuginfod_begin");
-	if (!api.find_debuginfo || !api.end)
-		api.begin = NULL;
-	return api.begin ? &api : NULL;
-}
-
 static int try_debuginfod(const struct want *w, char **found)
 {
-	const char *urls = getenv("DEBUGINFOD_URLS");
-	const struct debuginfod_api *api;
-	debuginfod_client *c;
 	char *path = NULL;
 	int fd;
 
-	if (!w->id || !urls || !urls[strspn(urls, " ")] || !(api = debuginfod_api()))
+	if (!w->id)
 		return -1;
-	c = api->begin();
-	if (!c)
+	fd = sym_debuginfod_fetch(w->id, (int)w->id_len, &path);
+	if (fd < 0)
 		return -1;
-	fd = api->find_debuginfo(c, w->id, (int)w->id_len, &path);
-	api->end(c);
-	if (fd < 0) {
-		free(path);
-		return -1;
-	}
-	/* the server's answer is checked like any other file */
+	/* the server's answer is checked like any other file, and does not stay when wrong */
 	if (lseek(fd, 0, SEEK_SET) < 0 || !build_id_matches(fd, w->id, w->id_len)) {
-		close(fd);
-		free(path);
+		fprintf(stderr, "atftrace: debuginfod: %s: not the debug file asked for (another "
+			"build-id): removed from the cache\n", path);
+		sym_debuginfod_discard(fd, &path);
 		return -1;
 	}
 	*found = path;
@@ -248,21 +213,24 @@ int sym_debug_find(Elf *elf, const char *path, char **found, enum sym_origin *or
 	w.have_crc = link != NULL;
 	/* 1. .build-id directories: --debug-dir first (the user's choice), then the system's */
 	for (size_t i = 0; fd < 0 && i < ndebug_dirs; i++) {
-		fd = try_build_id_dir(debug_dirs[i], &w, found);
+		fd = try_build_id_dir(debug_dirs[i], &w, found, true);
 		*origin = SYM_ORIGIN_DEBUG_DIR;
 	}
 	if (fd < 0) {
-		fd = try_build_id_dir(SYSTEM_DEBUG_DIR, &w, found);
+		fd = try_build_id_dir(SYSTEM_DEBUG_DIR, &w, found, false);
 		*origin = SYM_ORIGIN_BUILD_ID;
 	}
 	/* 2. .gnu_debuglink, relative to the module's directory as named and as canonical */
 	if (fd < 0 && link && !strchr(link, '/')) {
-		const char *slash = strrchr(path, '/');
+		const char *slash;
+
+		path = sym_root_inner(path);    /* a chroot's file read by its host path */
+		slash = strrchr(path, '/');
 
 		snprintf(dir, sizeof(dir), "%.*s", slash ? (int)(slash - path) : 1,
 			 slash ? path : ".");
 		fd = try_debuglink(dir, link, &w, found, origin);
-		if (fd < 0 && realpath(dir, canon) && strcmp(canon, dir))
+		if (fd < 0 && !sym_root_canonical(dir, canon, sizeof(canon)) && strcmp(canon, dir))
 			fd = try_debuglink(canon, link, &w, found, origin);
 	}
 	/* 3. debuginfod */

@@ -43,9 +43,9 @@ int sym_module__probe_at(struct sym_module *m, struct sym_func *f, uint64_t addr
 	}
 	if (!avail)
 		return -ENOENT;
-	fd = open(path, O_RDONLY | O_CLOEXEC);
+	fd = sym_root_open(path, SYM_MAX_FILE_SIZE);
 	if (fd < 0)
-		return -errno;
+		return fd;
 	n = pread(fd, code, avail < sizeof(code) ? avail : sizeof(code), (off_t)off);
 	close(fd);
 	if (n <= 0)
@@ -69,12 +69,14 @@ static int load_bias(const struct sym_module *m, pid_t pid, uint64_t *bias)
 	size_t n;
 	int err = -ENOENT;
 
-	if (stat(path, &want) < 0)
-		return -errno;
+	if (sym_root_stat(path, &want) < 0)
+		return -ENOENT;
 	if (proc_maps(pid > 0 ? pid : getpid(), &maps, &n) < 0)
 		return -ENOENT;
 	for (size_t i = 0; i < n && err; i++) {
-		if (stat(maps[i].path, &st) || st.st_dev != want.st_dev || st.st_ino != want.st_ino)
+		/* the target's paths in its own root (sym_root.c), ours as they are */
+		if ((pid > 0 ? sym_root_stat(maps[i].path, &st) : stat(maps[i].path, &st)) ||
+		    st.st_dev != want.st_dev || st.st_ino != want.st_ino)
 			continue;
 		/* a PIE or library is linked at 0 with its first segment at file offset 0 */
 		*bias = m->pie ? maps[i].start - maps[i].file_offset_at_start : 0;

@@ -14,7 +14,8 @@
  * skipping files of another ELF class or machine, as ld.so does. $ORIGIN is the directory of
  * the object that holds the path; directories with other dynamic string tokens are skipped.
  * Not modelled: LD_PRELOAD, hwcaps subdirectories, setuid programs; a library that is then
- * mapped elsewhere is still found by its mapping (user/record/record_watch.c).
+ * mapped elsewhere is still found by its mapping (user/record/record_watch.c). Every file is
+ * opened in the lookup root (user/probe/sym_root.c): a container's, inside its root.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -51,7 +52,7 @@ static void dso_free(struct dso *d)
 static int elf_kind_of(const char *path, int *machine)
 {
 	unsigned char id[EI_NIDENT + 4];
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	int fd = sym_root_open(path, SYM_MAX_FILE_SIZE);
 	ssize_t n;
 
 	if (fd < 0)
@@ -72,9 +73,9 @@ static int dso_read(struct dso *d, const char *path)
 	int fd, err = 0;
 
 	memset(d, 0, sizeof(*d));
-	fd = open(path, O_RDONLY | O_CLOEXEC);
+	fd = sym_root_open(path, SYM_MAX_FILE_SIZE);
 	if (fd < 0)
-		return -errno;
+		return fd;
 	elf_version(EV_CURRENT);
 	elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
 	while (elf && !err && (scn = elf_nextscn(elf, scn))) {
@@ -136,7 +137,7 @@ static int dso_read(struct dso *d, const char *path)
 
 static char *cache_lookup(const char *name)
 {
-	int fd = open("/etc/ld.so.cache", O_RDONLY | O_CLOEXEC);
+	int fd = sym_root_open("/etc/ld.so.cache", SYM_MAX_SMALL_FILE);
 	const uint8_t *map = MAP_FAILED, *hdr = NULL;
 	char *found = NULL;
 	struct stat st;
@@ -215,7 +216,7 @@ static char *search_dirs(const char *dirs, const char *name, const char *origin_
 		if (strchr(dir, '$'))
 			continue;       /* $LIB, $PLATFORM: not modelled */
 		snprintf(path, sizeof(path), "%s/%s", dir[0] ? dir : ".", name);
-		if (access(path, R_OK) == 0 && compatible(path, class, machine))
+		if (sym_root_readable(path) && compatible(path, class, machine))
 			return strdup(path);
 	}
 	return NULL;

@@ -59,16 +59,16 @@ static char *resolve_in_dir(const char *dir, const char *name)
 	DIR *d;
 
 	snprintf(path, sizeof(path), "%s/%s", dir, name);
-	if (access(path, R_OK) == 0)
+	if (sym_root_readable(path))
 		return strdup(path);
-	d = opendir(dir);
+	d = sym_root_opendir(dir);
 	if (!d)
 		return NULL;
 	while (!found && (de = readdir(d))) {
 		if (!sym_lib_name_matches(de->d_name, name) || !strstr(de->d_name, ".so"))
 			continue;
 		snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
-		if (access(path, R_OK) == 0)
+		if (sym_root_readable(path))
 			found = strdup(path);
 	}
 	closedir(d);
@@ -90,7 +90,7 @@ char *sym_resolve_library(int pid, const char *name)
 	if (pid > 0)
 		return resolve_in_maps(pid, name);
 	if (strchr(name, '/'))
-		return access(name, R_OK) == 0 ? strdup(name) : NULL;
+		return sym_root_readable(name) ? strdup(name) : NULL;
 	env = getenv("LD_LIBRARY_PATH");
 	if (env) {
 		char *copy = strdup(env), *save = NULL;

@@ -534,11 +534,12 @@ int sym_module__open(struct sym_module **out, const char *path, int fd)
 
 	*out = NULL;
 	if (own_fd) {
-		fd = open(path, O_RDONLY | O_CLOEXEC);
+		/* in the target's root when it has its own; a regular file only, within the cap */
+		fd = sym_root_open(path, SYM_MAX_FILE_SIZE);
 		if (fd < 0) {
-			err = -errno;
-			fprintf(stderr, "atftrace: %s: %s\n", path, strerror(errno));
-			return err;
+			fprintf(stderr, "atftrace: %s: %s\n", path, fd == -EINVAL ? "not a regular file"
+				: fd == -EFBIG ? "larger than 4 GiB" : strerror(-fd));
+			return fd;
 		}
 	}
 	elf_version(EV_CURRENT);

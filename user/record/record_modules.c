@@ -191,6 +191,20 @@ int rm_module_add(struct rm_modules *mods, const char *path, const char *const *
 				close(fd);
 			return -EINVAL;
 		}
+	bool opened_here = fd < 0;
+
+	/*
+	 * A module a contained process maps later (exec, dlopen) is named as it sees it: opened in
+	 * its root (sym_root.c), and attached through the fd, never by a host walk of its path.
+	 */
+	if (fd < 0 && sym_root_entered()) {
+		fd = sym_root_open(path, SYM_MAX_FILE_SIZE);
+		if (fd < 0) {
+			fprintf(stderr, "atftrace record: %s: cannot open it inside the root of process "
+				"%d: %s\n", path, (int)pid, strerror(-fd));
+			return fd;
+		}
+	}
 	if (fd >= 0 && keep_fd(mods, fd) < 0) {
 		close(fd);
 		return -ENOMEM;
@@ -223,7 +237,7 @@ int rm_module_add(struct rm_modules *mods, const char *path, const char *const *
 	 * exec), the library waits: its loader fills the GOT before any code of the program runs,
 	 * and ld.so's debug-state hook attaches it then (user/record/record_live.c).
 	 */
-	bool can_wait = fd < 0 && !main_exe && (pid > 0 ? !m->base : mods->launched);
+	bool can_wait = opened_here && !main_exe && (pid > 0 ? !m->base : mods->launched);
 	size_t unread = 0;
 
 	sel += sym_module__resolve_ifuncs(m, globs, nglobs, (const char *const *)spec->excludes,
@@ -319,6 +333,17 @@ int rm_modules_open(struct rm_modules *mods, const struct rm_spec *spec, pid_t p
 	mods->verbose = verbose;
 	if (!globs || !done)
 		goto cleanup;
+	/* debug files and libraries the container's files name: inside its root (sym_root.c) */
+	if (contained) {
+		int rerr = sym_root_enter(pid);
+
+		if (rerr < 0) {
+			fprintf(stderr, "atftrace record: -p %d: cannot open its root: %s\n",
+				(int)pid, strerror(-rerr));
+			err = rerr;
+			goto cleanup;
+		}
+	}
 	for (size_t i = 0; system_wide && i < spec->nfuncs; i++)
 		if (rm_split(spec->funcs[i]) < 0) {
 			fprintf(stderr, "atftrace record: -f %s: a system-wide session has no main "
@@ -515,5 +540,6 @@ void rm_modules_free(struct rm_modules *mods)
 	for (size_t i = 0; i < mods->nldso; i++)
 		free(mods->ldso[i]);
 	free(mods->ldso);
+	sym_root_leave();
 	*mods = (struct rm_modules){ .verbose = mods->verbose };
 }
