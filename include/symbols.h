@@ -24,6 +24,7 @@ enum sym_skip {
 	SYM_SKIP_INSN,              /* first instruction cannot be probed */
 	SYM_SKIP_EXCLUDED,          /* matched -x */
 	SYM_SKIP_IFUNC,             /* STT_GNU_IFUNC: the address is a resolver run once at load */
+	SYM_SKIP_ENTRY,             /* the program's entry point (_start): no return address */
 };
 
 /* First instruction at the probe site; decides the kernel's path (kernel-facts.md). */
@@ -115,6 +116,14 @@ size_t sym_module__select(struct sym_module *m, const char *const *globs, size_t
  * or demangled name.
  */
 bool sym_glob_matches(const char *glob, const char *path, const struct sym_func *f);
+
+/**
+ * sym_module__skip_entry - unselect the program's entry point (e_entry of the file at @path,
+ * usually _start) in @m, marking it SYM_SKIP_ENTRY: the kernel jumps there with argc, not a
+ * return address, at the top of the stack, so a return probe would corrupt the process (and it
+ * never returns). For the main executable only. Returns how many selected functions it unselected.
+ */
+size_t sym_module__skip_entry(struct sym_module *m, const char *path);
 
 /** sym_skip_str / sym_insn_str / sym_origin_str - short names for reports and list-functions. */
 const char *sym_skip_str(enum sym_skip s);

@@ -38,6 +38,7 @@
 #include "cmd_common.h"
 #include "cmd_select.h"
 #include "commands.h"
+#include "textfmt.h"
 #include "timefmt.h"
 
 typedef unsigned long long ull;
@@ -248,7 +249,7 @@ static void print_line(const struct dumper *D, const struct atf_thread *t, uint6
 		snprintf(tid, sizeof(tid), "[%6u] ", t->tid);
 	printf("%12s %12s %s| %*s", timefmt_format(tbuf, sizeof(tbuf), ts >= D->base_ns ? ts - D->base_ns : 0),
 	       dur ? timefmt_format(dbuf, sizeof(dbuf), *dur) : "", tid, indent, "");
-	printf(body, name);
+	printf(body, textfmt_show(name));      /* the target's names, escaped for the terminal */
 	fputs(tail, stdout);
 	putchar('\n');
 }
@@ -386,7 +387,7 @@ static int dump_session(struct atf_session *s, const struct dump_args *a, const 
 
 			if (sel->thread_id >= 0 && t->id != (uint64_t)sel->thread_id)
 				continue;
-			printf("# thread_%u tid=%u name=%s events=%llu\n", t->id, t->tid, t->name ? t->name : "-",
+			printf("# thread_%u tid=%u name=%s events=%llu\n", t->id, t->tid, textfmt_show(t->name),
 			       (ull)t->index.count);
 			err = dump_stream(&D, sel, t->id);
 		}
@@ -423,7 +424,7 @@ int cmd_dump(int argc, char **argv)
 		int err;
 
 		if (sel.n > 1)
-			printf("## %s\n", strrchr(dir, '/') ? strrchr(dir, '/') + 1 : dir);
+			printf("## %s\n", textfmt_show(strrchr(dir, '/') ? strrchr(dir, '/') + 1 : dir));
 		err = dump_session(sel.s[i], &args, &sel, threads > 1);
 		if (err) {
 			fflush(stdout);

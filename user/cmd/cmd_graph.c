@@ -21,6 +21,7 @@
 #include "cmd_common.h"
 #include "cmd_select.h"
 #include "commands.h"
+#include "textfmt.h"
 #include "timefmt.h"
 
 enum { OPT_CALLERS = 0x100 };
@@ -201,11 +202,11 @@ static int print_node(const struct calltree *ct, uint32_t node, char *prefix, si
 	char t[2][TIMEFMT_LEN];
 
 	if (n->process)
-		printf("%14s %14s %8s  %.*s%s%s\n", "", "", "", (int)plen, prefix, branch, calltree__name(ct, n->name));
+		printf("%14s %14s %8s  %.*s%s%s\n", "", "", "", (int)plen, prefix, branch, textfmt_show(calltree__name(ct, n->name)));
 	else
 		printf("%14s %14s %8" PRIu64 "  %.*s%s%s%s%s\n", timefmt_format(t[0], sizeof(t[0]), n->total_ns),
 		       a->callers ? "" : timefmt_format(t[1], sizeof(t[1]), n->self_ns), n->calls, (int)plen, prefix,
-		       branch, calltree__name(ct, n->name), n->unwound ? " (unwound)" : "",
+		       branch, textfmt_show(calltree__name(ct, n->name)), n->unwound ? " (unwound)" : "",
 		       n->unfinished ? " (open at the end)" : "");
 	if (depth) {            /* this node's column for its children: "│ " or "  " */
 		memcpy(prefix + plen, last ? "  " : "│ ", last ? 2 : 4);
@@ -254,7 +255,7 @@ int cmd_graph(int argc, char **argv)
 		goto cleanup;
 	}
 	printf("# %s: call graph %s%s\n", a.session, !a.function ? "below every root" : a.callers ? "of the callers of " :
-	       "below ", a.function ? a.function : "");
+	       "below ", a.function ? textfmt_show(a.function) : "");
 	printf("%14s %14s %8s  %s\n", "Total", a.callers ? "" : "Self", "Calls", a.callers ? "Function <- caller" : "Function");
 	err = print_children(shown, CALLTREE_ROOT, prefix, 0, 0, &a);
 	rc = err || fflush(stdout) ? 1 : 0;

@@ -23,6 +23,7 @@
 #include "cmd_common.h"
 #include "cmd_select.h"
 #include "commands.h"
+#include "textfmt.h"
 #include "timefmt.h"
 
 enum sort_key { SORT_TOTAL, SORT_SELF, SORT_CALLS, SORT_AVG, SORT_MAX, SORT_NAME };
@@ -115,14 +116,23 @@ static double share_of(const struct row *r, uint64_t traced)
 	return traced ? 100.0 * (double)r->total_ns / (double)traced : 0.0;
 }
 
-static void print_text(const struct report_args *a, const struct calltree *ct, const struct row *rows, size_t n)
+/* "12 of 533 functions" when --limit cut the rows, else "533 functions" (or "1 function"). */
+static void print_count(size_t shown, size_t all)
+{
+	if (shown < all)
+		printf("%zu of ", shown);
+	printf("%zu %s", all, textfmt_plural(all, "function", "functions"));
+}
+
+static void print_text(const struct report_args *a, const struct calltree *ct, const struct row *rows, size_t n,
+		       size_t all)
 {
 	char t[6][TIMEFMT_LEN];
 	uint64_t traced = calltree__traced_ns(ct);
 
-	printf("# %s: traced time %s, %zu functions, sorted by %s\n", a->session,
-	       timefmt_format(t[0], sizeof(t[0]), traced), n,
-	       (const char *[]){ "total", "self", "calls", "avg", "max", "name" }[a->sort]);
+	printf("# %s: traced time %s, ", textfmt_show(a->session), timefmt_format(t[0], sizeof(t[0]), traced));
+	print_count(n, all);
+	printf(", sorted by %s\n", (const char *[]){ "total", "self", "calls", "avg", "max", "name" }[a->sort]);
 	printf("%14s %14s %10s %14s %14s %14s %7s  %s\n", "Total", "Self", "Calls", "Average", "Min", "Max",
 	       "Share", "Function");
 	for (size_t i = 0; i < n; i++) {
@@ -132,7 +142,7 @@ static void print_text(const struct report_args *a, const struct calltree *ct, c
 		       timefmt_format(t[0], sizeof(t[0]), r->total_ns), timefmt_format(t[1], sizeof(t[1]), r->self_ns),
 		       r->calls, timefmt_format(t[2], sizeof(t[2]), avg_of(r)),
 		       timefmt_format(t[3], sizeof(t[3]), r->min_ns), timefmt_format(t[4], sizeof(t[4]), r->max_ns),
-		       share_of(r, traced), calltree__name(ct, r->name));
+		       share_of(r, traced), textfmt_show(calltree__name(ct, r->name)));
 		if (r->unwound)
 			printf("  (%" PRIu64 " unwound)", r->unwound);
 		if (r->unfinished)
@@ -213,7 +223,7 @@ int cmd_report(int argc, char **argv)
 	struct cmd_selection sel = { 0 };
 	struct calltree *ct;
 	struct row *rows = NULL;
-	size_t n = 0;
+	size_t n = 0, all;
 	int err = 0, rc = 1;
 
 	if (cmd_parse(&argp, "report", argc, argv, &a))
@@ -236,6 +246,7 @@ int cmd_report(int argc, char **argv)
 	sort_tree = ct;
 	sort_by = a.sort;
 	qsort(rows, n, sizeof(*rows), row_cmp);
+	all = n;
 	if (a.limit && a.limit < n)
 		n = (size_t)a.limit;
 	if (a.json)
@@ -243,7 +254,7 @@ int cmd_report(int argc, char **argv)
 	else if (a.csv)
 		print_csv(ct, rows, n);
 	else
-		print_text(&a, ct, rows, n);
+		print_text(&a, ct, rows, n, all);
 	rc = err || fflush(stdout) ? 1 : 0;
 cleanup:
 	free(rows);

@@ -5,10 +5,14 @@
  * selects the symbol probed in its place.
  */
 #include <dlfcn.h>
+#include <fcntl.h>
 #include <fnmatch.h>
+#include <gelf.h>
+#include <libelf.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include "symbols.h"
 
 /* C++ demangling through the C++ runtime, when it is installed. */
@@ -126,3 +130,41 @@ size_t sym_module__select(struct sym_module *m, const char *const *globs, size_t
 	return count;
 }
 
+
+/* The ELF entry point of @path (e_entry), or 0. */
+static uint64_t elf_entry(const char *path)
+{
+	uint64_t entry = 0;
+	GElf_Ehdr eh;
+	Elf *elf;
+	int fd;
+
+	if (elf_version(EV_CURRENT) == EV_NONE)
+		return 0;
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	elf = elf_begin(fd, ELF_C_READ, NULL);
+	if (elf && gelf_getehdr(elf, &eh))
+		entry = eh.e_entry;
+	elf_end(elf);
+	close(fd);
+	return entry;
+}
+
+size_t sym_module__skip_entry(struct sym_module *m, const char *path)
+{
+	uint64_t entry = elf_entry(path);
+	size_t n = 0;
+
+	for (size_t i = 0; entry && i < m->nfuncs; i++) {
+		struct sym_func *f = &m->funcs[i];
+
+		if (f->addr != entry || f->skip != SYM_OK)
+			continue;
+		n += f->selected;
+		f->selected = false;
+		f->skip = SYM_SKIP_ENTRY;
+	}
+	return n;
+}

@@ -62,47 +62,15 @@ int rm_split(const char *arg)
 	return -1;
 }
 
-/* The ELF entry point of @path (e_entry), or 0. */
-static uint64_t elf_entry(const char *path)
-{
-	uint64_t entry = 0;
-	GElf_Ehdr eh;
-	Elf *elf;
-	int fd;
-
-	if (elf_version(EV_CURRENT) == EV_NONE)
-		return 0;
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return 0;
-	elf = elf_begin(fd, ELF_C_READ, NULL);
-	if (elf && gelf_getehdr(elf, &eh))
-		entry = eh.e_entry;
-	elf_end(elf);
-	close(fd);
-	return entry;
-}
-
-/*
- * The entry point (_start) is jumped to by the kernel with argc, not a return address, at the
- * top of the stack: a return probe there would overwrite argc with the trampoline address and
- * corrupt the process. It never returns anyway, so it is not probed (and said so).
- */
+/* The entry point (_start) is never probed (sym_module__skip_entry); said so when asked for. */
 static size_t deselect_entry_point(struct sym_module *m, const char *path, bool say)
 {
-	uint64_t entry = elf_entry(path);
-	size_t n = 0;
+	size_t n = sym_module__skip_entry(m, path);
 
-	for (size_t i = 0; entry && i < m->nfuncs; i++) {
-		struct sym_func *f = &m->funcs[i];
-		if (!f->selected || f->addr != entry)
-			continue;
-		f->selected = false;
-		n++;
-		if (say)
+	for (size_t i = 0; say && n && i < m->nfuncs; i++)
+		if (m->funcs[i].skip == SYM_SKIP_ENTRY)
 			fprintf(stderr, "atftrace record: %s: %s not probed: it is the program's entry point, "
-				"which has no return address to probe\n", m->path, f->name);
-	}
+				"which has no return address to probe\n", m->path, m->funcs[i].name);
 	return n;
 }
 
@@ -128,6 +96,7 @@ static void report_skips(const struct sym_module *m, const char *const *globs, s
 		const struct sym_func *f = &m->funcs[i];
 		/* aliases are probed under another name; -x is what the user asked for */
 		if (f->skip == SYM_OK || f->skip == SYM_SKIP_ALIAS || f->skip == SYM_SKIP_EXCLUDED ||
+		    f->skip == SYM_SKIP_ENTRY ||     /* said by deselect_entry_point */
 		    f->ifunc_impl || f->skip >= 16 || !func_matches(f, globs, nglobs))
 			continue;
 		counts[f->skip]++;

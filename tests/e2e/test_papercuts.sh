@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# What users tripped over, each checked as they met it: list-functions' header and _start;
+# info's pid and durations; counts and plurals; names from the target escaped for the terminal
+# (info, dump, report, graph, list-functions); the time syntax; attach with options after the
+# pid; record's exit code for a target killed by a signal; -f naming nothing.
+source "$(dirname "$0")/lib.sh"
+GEN=$TOOLS/gen_session
+export LC_ALL=C
+ESC=$(printf '\033')
+
+# ---- list-functions: a header, and _start shown as record treats it ---------------------------
+"$ATF" list-functions "$TARGETS/report_mix" >"$T/lf" || fail "list-functions"
+assert_eq "  ADDRESS            PROBE-OFF  ORIGIN         SIZE INSN                 ENTRY            STATUS      FUNCTION" \
+	"$(sed -n 2p "$T/lf")" "list-functions header line"
+assert_contains "$T/lf" ' entry-point +_start$' "_start: not selected, said why"
+! grep -q ' selected +_start$' "$T/lf" || fail "_start listed as selected"
+assert_contains "$T/lf" '^trampolines: 1 function would be entered through one$' "one function, singular"
+assert_contains "$T/lf" '^summary: 6 selected, .* 1 entry-point$' "summary counts the entry point"
+
+# ---- names from the target escaped: an OSC title and a clear-screen in the manifest ------------
+"$GEN" -o "$T/g" --threads 1 --calls 3 --depth 2 --seed 1 >/dev/null || fail "gen_session"
+jq --arg e "$ESC" '.process_name = ($e + "]0;owned" + "\u0007") | .argv[1] = ($e + "[2J" + $e + "[H")
+	| .threads[0].name = ("t" + $e + "[31m") | .symbols[0].name = ("ma" + $e + "[8min")' \
+	"$T/g/manifest.json" >"$T/m" && mv "$T/m" "$T/g/manifest.json"
+for cmd in info dump report graph; do
+	"$ATF" $cmd "$T/g" >"$T/$cmd.out" 2>&1 || fail "$cmd of the session with control characters"
+	! grep -q "$ESC" "$T/$cmd.out" || fail "$cmd printed a raw escape character"
+done
+assert_contains "$T/info.out" '^process: +\\x1b\]0;owned\\x07$' "info: the process name escaped"
+assert_contains "$T/info.out" '^argv: +gen_target \\x1b\[2J\\x1b\[H ' "info: argv escaped"
+assert_contains "$T/info.out" 'name=t\\x1b\[31m ' "info: the thread name escaped"
+assert_contains "$T/dump.out" '^# thread_0 tid=4242 name=t\\x1b\[31m events=' "dump: the thread name escaped"
+assert_contains "$T/dump.out" '\| ma\\x1b\[8min\(\) \{$' "dump: a function name escaped"
+assert_contains "$T/report.out" '  ma\\x1b\[8min$' "report: a function name escaped"
+assert_contains "$T/graph.out" ' ma\\x1b\[8min$' "graph: a function name escaped"
+
+# ---- info: no ns_pid for a host process, durations in human units ------------------------------
+assert_contains "$T/info.out" '^pid: +4242$' "info pid of a host process"
+assert_contains "$T/info.out" '^time: +[0-9]+\.\.[0-9]+ ns \(20\.347 us, clock 3\)$' "info: the session's length"
+assert_contains "$T/info.out" ' duration=19\.347 us ' "info: a thread's length"
+jq '.ns_pid = 7' "$T/g/manifest.json" >"$T/m" && mv "$T/m" "$T/g/manifest.json"
+assert_contains <("$ATF" info "$T/g") '^pid: +4242 \(7 in its pid namespace\)$' "info pid of a process in a container"
+
+# ---- report: "2 of 11 functions", "1 function" -----------------------------------------------
+n=$("$ATF" report "$T/g" --csv | tail -n +2 | wc -l)
+assert_contains <("$ATF" report "$T/g" --limit 2) "^# $T/g: traced time [0-9.]+ [mun]?s, 2 of $n functions, sorted by total\$" "--limit header"
+assert_contains <("$ATF" report "$T/g") "^# $T/g: traced time [0-9.]+ [mun]?s, $n functions, sorted" "header without --limit"
+
+# ---- the time syntax: 20µs and 1m30s ---------------------------------------------------------
+assert_eq "$("$ATF" dump "$T/g" --from 2us --to 9us)" "$("$ATF" dump "$T/g" --from 2µs --to 0s9000ns 2>&1)" "2µs, 0s9000ns"
+assert_eq "$("$ATF" dump "$T/g" --from 1m30s)" "$("$ATF" dump "$T/g" --from 90s)" "1m30s = 90s"
+
+need_bpf
+# ---- report of a session with one function: "1 function" -------------------------------------
+"$ATF" record -o "$T/one" -f tiny -- "$TARGETS/report_mix" >/dev/null 2>&1 || fail "record -f tiny"
+assert_contains <("$ATF" report "$T/one") "^# $T/one: traced time [0-9.]+ [mun]?s, 1 function, sorted by total\$" "1 function"
+echo "ok: papercuts"
