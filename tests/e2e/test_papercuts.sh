@@ -50,7 +50,30 @@ assert_contains <("$ATF" report "$T/g") "^# $T/g: traced time [0-9.]+ [mun]?s, $
 assert_eq "$("$ATF" dump "$T/g" --from 2us --to 9us)" "$("$ATF" dump "$T/g" --from 2µs --to 0s9000ns 2>&1)" "2µs, 0s9000ns"
 assert_eq "$("$ATF" dump "$T/g" --from 1m30s)" "$("$ATF" dump "$T/g" --from 90s)" "1m30s = 90s"
 
+# ---- a stripped file of a Debian package: which archive has its -dbgsym, and debuginfod ------
+"$ATF" list-functions /bin/sh >/dev/null 2>"$T/sh.err" || fail "list-functions /bin/sh"
+if grep -q 'stripped, and no debug file' "$T/sh.err" && dpkg-query -S /bin/sh >/dev/null 2>&1; then
+	assert_contains "$T/sh.err" '^atftrace list-functions: hint: its symbols are in the package dash-dbgsym, from Debian.s debug archive \(deb http://deb\.debian\.org/debian-debug [a-z]+-debug main\); or let atftrace fetch them: export DEBUGINFOD_URLS=https://debuginfod\.debian\.net$' \
+		"the -dbgsym hint (dpkg-query's diversion lines skipped)"
+fi
+
 need_bpf
+# ---- attach: options after the pid ----------------------------------------------------------
+mkfifo "$T/loop.cmd"
+exec 5<>"$T/loop.cmd"
+"$TARGETS/attach_loop" "$T/loop.cmd" >/dev/null 2>&1 &
+LOOP=$!
+trap 'kill $LOOP 2>/dev/null || true; wait $LOOP 2>/dev/null || true; rm -rf "$T"' EXIT
+"$ATF" attach "$LOOP" --duration 0.3 -o "$T/att" -f main >/dev/null 2>"$T/att.err" || { cat "$T/att.err" >&2; fail "attach PID --duration"; }
+assert_contains "$T/att.err" "^atftrace record: .*ended by duration; output in $T/att\$" "attach PID OPTIONS: ended by --duration"
+rc=0; "$ATF" attach "$LOOP" /bin/true 2>"$T/err" || rc=$?
+assert_eq 1 "$rc" "attach PID CMD refused"
+kill $LOOP; wait $LOOP 2>/dev/null || true
+
+# ---- record: a target killed by a signal exits 128 + its number --------------------------------
+rc=0; "$ATF" record -o "$T/segv" -- /bin/sh -c 'kill -SEGV $$' >/dev/null 2>"$T/segv.err" || rc=$?
+assert_eq 139 "$rc" "record of a target killed by SIGSEGV"
+assert_contains "$T/segv.err" '^atftrace record: the target was killed by signal 11 \(SIGSEGV: Segmentation fault\); exit status 139$' "its reason"
 # ---- report of a session with one function: "1 function" -------------------------------------
 "$ATF" record -o "$T/one" -f tiny -- "$TARGETS/report_mix" >/dev/null 2>&1 || fail "record -f tiny"
 assert_contains <("$ATF" report "$T/one") "^# $T/one: traced time [0-9.]+ [mun]?s, 1 function, sorted by total\$" "1 function"

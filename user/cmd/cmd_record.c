@@ -200,8 +200,8 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 		a->verbose = true;
 		break;
 	case ARGP_KEY_ARG:
-		if (a->attach_cmd && !a->pid && state->argc - state->next == 0) {
-			/* `atftrace attach PID` */
+		if (a->attach_cmd && !a->pid && !a->cmd) {
+			/* `atftrace attach PID [OPTIONS]`: options may follow the pid */
 			long v;
 			errno = 0;
 			v = strtol(arg, &end, 10);
@@ -732,13 +732,17 @@ static int record_main(struct record_args *a)
 	if (status >= 0 && WIFEXITED(status) && WEXITSTATUS(status))
 		fprintf(stderr, "atftrace record: the target exited with status %d\n",
 			WEXITSTATUS(status));
-	else if (status >= 0 && WIFSIGNALED(status))
-		fprintf(stderr, "atftrace record: the target was killed by signal %d\n",
-			WTERMSIG(status));
 	{
 		struct recorder_stats st;
 		recorder__stats(rec, &st);
 		ret = st.write_errors || st.write_failed ? 1 : 0;
+	}
+	/* as a shell reports a command killed by a signal: 128 + its number */
+	if (status >= 0 && WIFSIGNALED(status)) {
+		fprintf(stderr, "atftrace record: the target was killed by signal %d (SIG%s: %s); "
+			"exit status %d\n", WTERMSIG(status), sigabbrev_np(WTERMSIG(status)) ?: "?",
+			strsignal(WTERMSIG(status)), 128 + WTERMSIG(status));
+		ret = ret ? ret : 128 + WTERMSIG(status);
 	}
 cleanup:
 	if (child.gate_fd >= 0)
