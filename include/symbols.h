@@ -125,6 +125,19 @@ bool sym_glob_matches(const char *glob, const char *path, const struct sym_func 
  */
 size_t sym_module__skip_entry(struct sym_module *m, const char *path);
 
+/**
+ * sym_module__names_any - whether the function part of @glob (as in sym_glob_matches) names any
+ * function symbol of @m, probe-able or not: false means the glob is misspelt for this module.
+ */
+bool sym_module__names_any(const struct sym_module *m, const char *glob);
+
+/**
+ * sym_module__closest - up to @max distinct function names of @m nearest to @name by edit
+ * distance (raw or demangled, at most about a third of @name's length away), nearest first,
+ * into @out (pointers into @m). Returns how many.
+ */
+size_t sym_module__closest(const struct sym_module *m, const char *name, const char **out, size_t max);
+
 /** sym_skip_str / sym_insn_str / sym_origin_str - short names for reports and list-functions. */
 const char *sym_skip_str(enum sym_skip s);
 const char *sym_insn_str(enum sym_insn i);

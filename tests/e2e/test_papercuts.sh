@@ -77,4 +77,20 @@ assert_contains "$T/segv.err" '^atftrace record: the target was killed by signal
 # ---- report of a session with one function: "1 function" -------------------------------------
 "$ATF" record -o "$T/one" -f tiny -- "$TARGETS/report_mix" >/dev/null 2>&1 || fail "record -f tiny"
 assert_contains <("$ATF" report "$T/one") "^# $T/one: traced time [0-9.]+ [mun]?s, 1 function, sorted by total\$" "1 function"
+
+# ---- -f naming no function: refused with the closest names, unless --allow-missing ------------
+rc=0; "$ATF" record -o "$T/miss" -f main -f drivr -- "$TARGETS/report_mix" >/dev/null 2>"$T/miss.err" || rc=$?
+assert_eq 1 "$rc" "record -f drivr (misspelt)"
+assert_eq "atftrace record: -f drivr: $TARGETS/report_mix has no function of that name; closest: driver (if it execs a program that has it, add --allow-missing)" \
+	"$(cat "$T/miss.err")" "its one line"
+[ ! -e "$T/miss" ] || fail "a refused record created its session"
+rc=0; "$ATF" record -o "$T/miss2" -f 'libc.so.6:mallocc' -- "$TARGETS/report_mix" >/dev/null 2>"$T/miss2.err" || rc=$?
+assert_eq 1 "$rc" "record -f libc.so.6:mallocc"
+assert_contains "$T/miss2.err" "^atftrace record: -f mallocc: .*libc\\.so\\.6 has no function of that name; closest: malloc, " "closest names in a library"
+"$ATF" record -o "$T/miss3" --allow-missing -f main -f drivr -- "$TARGETS/report_mix" >/dev/null 2>&1 || fail "--allow-missing"
+assert_eq 1 "$("$ATF" report "$T/miss3" --csv | tail -n +2 | wc -l)" "--allow-missing: main alone traced"
+# a library the target has not loaded yet may have it: accepted, and said in plain words
+"$ATF" record -o "$T/later" -f 'libnotloaded.so:foo' -- "$TARGETS/report_mix" >/dev/null 2>"$T/later.err" || fail "-f of a library not loaded"
+assert_contains "$T/later.err" "^atftrace record: launched [0-9]+: no function attached yet: libnotloaded\\.so is attached when the target loads it; recording to $T/later\$" "no function yet, in plain words"
+
 echo "ok: papercuts"

@@ -61,7 +61,7 @@ struct record_args {
 };
 
 enum { OPT_FOLLOW_FORK = 1000, OPT_DURATION, OPT_RING_SIZE, OPT_READY_FILE, OPT_DEBUG_DIR, OPT_FORCE,
-       OPT_KILL_AT_END, OPT_MODE, OPT_TRAMPOLINES, OPT_NO_TRAMPOLINES };
+       OPT_KILL_AT_END, OPT_MODE, OPT_TRAMPOLINES, OPT_NO_TRAMPOLINES, OPT_ALLOW_MISSING };
 
 static const struct argp_option options[] = {
 	{ "pid", 'p', "PID", 0, "Trace the running process PID instead of launching CMD", 0 },
@@ -71,6 +71,9 @@ static const struct argp_option options[] = {
 	  "Trace functions matching GLOB (repeatable); MODULE is a path or a library name such as "
 	  "libc.so.6. Default: every function of the main executable", 0 },
 	{ "exclude", 'x', "GLOB", 0, "Do not trace functions matching GLOB (repeatable)", 0 },
+	{ "allow-missing", OPT_ALLOW_MISSING, NULL, 0,
+	  "Record even when a -f GLOB names no function of its module (refused by default, with the "
+	  "closest names), e.g. for a wrapper that execs the program that has it", 0 },
 	{ "debug-dir", OPT_DEBUG_DIR, "DIR", 0,
 	  "Also look for the debug files of stripped modules under DIR (repeatable; as "
 	  "/usr/lib/debug: .build-id/xx/rest.debug or the debuglink name)", 0 },
@@ -152,6 +155,9 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 	case 'x':
 		if (rm_spec_add(&a->spec, arg, true) < 0)
 			argp_failure(state, 1, ENOMEM, "-x");
+		break;
+	case OPT_ALLOW_MISSING:
+		a->spec.allow_missing = true;
 		break;
 	case 'o':
 		a->outdir = arg;
@@ -475,8 +481,10 @@ static void print_summary(const struct recorder *r, const char *session_dir, con
 		fprintf(stderr, "atftrace record: %llu of them are in no thread's count (too many threads "
 			"lost events)\n", (unsigned long long)st.lost_unattributed);
 	if (st.lost_records)
-		fprintf(stderr, "atftrace record: %llu thread exit, fork, exec or identity records could "
-			"not enter the ring buffer\n", (unsigned long long)st.lost_records);
+		fprintf(stderr, "atftrace record: %llu notice%s of a thread's exit, a fork, an exec or a "
+			"thread's name were lost (the ring buffer was full), so some threads may show no end "
+			"or no name; a larger --ring-size may help\n", (unsigned long long)st.lost_records,
+			st.lost_records == 1 ? "" : "s");
 	/* a detail record that did not fit left its event in the index without detail */
 	if (st.lost_detail)
 		fprintf(stderr, "atftrace record: %llu detail records could not enter the ring buffer "
@@ -703,13 +711,19 @@ static int record_main(struct record_args *a)
 	if (a->ready_file && write_ready_file(a->ready_file) < 0)
 		goto cleanup;
 	if (a->sys.all)
-		fprintf(stderr, "atftrace record: system-wide%s%s: %zu functions in %zu module%s; "
+		fprintf(stderr, "atftrace record: system-wide%s%s: %zu function%s in %zu module%s; "
 			"recording to %s\n", a->sys.cgroup_dir[0] ? ", cgroup " : "", a->sys.cgroup_dir,
-			mods.attached, mods.n, mods.n == 1 ? "" : "s", session_dir);
+			mods.attached, mods.attached == 1 ? "" : "s", mods.n, mods.n == 1 ? "" : "s", session_dir);
+	else if (!mods.attached && mods.npending)
+		/* every -f names a library the target has not loaded yet (record_live.c attaches it) */
+		fprintf(stderr, "atftrace record: %s %d: no function attached yet: %s%s attached when the "
+			"target loads %s; recording to %s\n", a->cmd ? "launched" : "attached to", (int)target,
+			mods.pending[0].name, mods.npending > 1 ? " and other libraries are" : " is",
+			mods.npending > 1 ? "them" : "it", session_dir);
 	else
-		fprintf(stderr, "atftrace record: %s %d: %zu functions in %zu module%s; recording to %s\n",
-			a->cmd ? "launched" : "attached to", (int)target, mods.attached, mods.n,
-			mods.n == 1 ? "" : "s", session_dir);
+		fprintf(stderr, "atftrace record: %s %d: %zu function%s in %zu module%s; recording to %s\n",
+			a->cmd ? "launched" : "attached to", (int)target, mods.attached,
+			mods.attached == 1 ? "" : "s", mods.n, mods.n == 1 ? "" : "s", session_dir);
 	t0 = mono_s();
 	reason = record_loop(rec, sigfd, a->duration, &a->detail, probes, a->sys.all);
 	/* the target's text is the file's again before the session ends */

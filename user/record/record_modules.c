@@ -140,6 +140,33 @@ static int keep_fd(struct rm_modules *mods, int fd)
 }
 
 /*
+ * A -f glob that names no function of its module at all is a misspelling, refused with the
+ * closest names (a glob naming a function that cannot be probed is reported by report_skips).
+ * --allow-missing lets it pass, e.g. for a wrapper that execs the program that has it.
+ */
+static int check_names(const struct rm_modules *mods, const struct sym_module *m, const char *const *globs,
+		       size_t nglobs, bool main_exe)
+{
+	int err = 0;
+
+	for (size_t g = 0; g < nglobs; g++) {
+		const char *close[3];
+		size_t n;
+
+		if (sym_module__names_any(m, globs[g]))
+			continue;
+		n = sym_module__closest(m, globs[g], close, 3);
+		fprintf(stderr, "atftrace record: -f %s: %s has no function of that name", globs[g], m->path);
+		for (size_t i = 0; i < n; i++)
+			fprintf(stderr, "%s%s", i ? ", " : "; closest: ", close[i]);
+		fprintf(stderr, "%s\n", main_exe && mods->launched
+			? " (if it execs a program that has it, add --allow-missing)" : " (--allow-missing records anyway)");
+		err = -ENOENT;
+	}
+	return err;
+}
+
+/*
  * Open @path (unless already open) and select @globs in it. @fd >= 0: the file, already open
  * safely (a container's); it is owned from here on, and the probes attach through its
  * /proc/self/fd link.
@@ -207,6 +234,10 @@ int rm_module_add(struct rm_modules *mods, const char *path, const char *const *
 		sel -= deselect_entry_point(m, m->open_path ? m->open_path : path,
 					    mods->verbose || nglobs);  /* asked for by name: say why */
 	report_skips(m, globs, nglobs, sel, mods->verbose);
+	if (mods->check_names && (err = check_names(mods, m, globs, nglobs, main_exe)) < 0) {
+		sym_module__free(m);
+		return err;
+	}
 	if (!sel) {
 		fprintf(stderr, "atftrace record: %s: no probe-able function matches%s%s%s\n", path,
 			nglobs ? " " : "", nglobs ? globs[0] : "",
@@ -308,6 +339,7 @@ int rm_modules_open(struct rm_modules *mods, const struct rm_spec *spec, pid_t p
 	}
 	mods->spec = spec;
 	mods->launched = cmd != NULL;
+	mods->check_names = !spec->allow_missing;
 	script = cmd && mods->exe_path && is_script(mods->exe_path);
 	if (!system_wide && !mods->exe_path) {
 		err = -ENOENT;
@@ -423,6 +455,7 @@ int rm_modules_open(struct rm_modules *mods, const struct rm_spec *spec, pid_t p
 			mods->cxx_path = sym_resolve_library(0, "libstdc++.so.6");
 	err = 0;
 cleanup:
+	mods->check_names = false;     /* programs exec'd later may lack a glob's function */
 	free(globs);
 	free(done);
 	if (err < 0)
