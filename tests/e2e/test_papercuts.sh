@@ -48,7 +48,17 @@ assert_contains <("$ATF" report "$T/g") "^# $T/g: traced time [0-9.]+ [mun]?s, $
 
 # ---- the time syntax: 20µs and 1m30s ---------------------------------------------------------
 assert_eq "$("$ATF" dump "$T/g" --from 2us --to 9us)" "$("$ATF" dump "$T/g" --from 2µs --to 0s9000ns 2>&1)" "2µs, 0s9000ns"
-assert_eq "$("$ATF" dump "$T/g" --from 1m30s)" "$("$ATF" dump "$T/g" --from 90s)" "1m30s = 90s"
+# ---- --from past the end: one line with the session's length, exit 1 ------------------------------
+rc=0; "$ATF" report "$T/g" --from 1m30s >"$T/past.out" 2>"$T/past.err" || rc=$?
+assert_eq 1 "$rc" "report --from past the end"
+assert_eq "atftrace report: --from 90.000 s is past the end of $T/g: it lasts 20.347 us" "$(cat "$T/past.err")" "its note (1m30s = 90 s)"
+assert_eq "" "$(cat "$T/past.out")" "no empty report"
+for cmd in dump graph "export -F chrome -o $T/past.json"; do
+	rc=0; "$ATF" $cmd "$T/g" --from 20348ns >/dev/null 2>"$T/past.err" || rc=$?
+	assert_eq 1 "$rc" "$cmd --from past the end"
+	assert_contains "$T/past.err" "--from 20\.348 us is past the end of $T/g: it lasts 20\.347 us$" "$cmd: its note"
+done
+"$ATF" report "$T/g" --from 20347ns >/dev/null || fail "--from at the last event is inside the session"
 
 # ---- a stripped file of a Debian package: which archive has its -dbgsym, and debuginfod ------
 "$ATF" list-functions /bin/sh >/dev/null 2>"$T/sh.err" || fail "list-functions /bin/sh"

@@ -101,6 +101,43 @@ static uint64_t process_start_ns(const struct atf_session *s)
 	return start == UINT64_MAX ? 0 : start;
 }
 
+/* End of a process's session: its last event, or the manifest's end when later. */
+static uint64_t process_end_ns(const struct atf_session *s)
+{
+	uint64_t end = s->manifest->time_end_ns;
+	struct atf_index_event ev;
+
+	for (size_t i = 0; i < s->nthreads; i++) {
+		if (!s->threads[i].index.count)
+			continue;
+		atf_index_get(&s->threads[i].index, s->threads[i].index.count - 1, &ev);
+		if (ev.timestamp_ns > end)
+			end = ev.timestamp_ns;
+	}
+	return end;
+}
+
+/*
+ * A --from past the end of every selected process selects nothing, ever: one line saying so and
+ * the session's length, and a failure (exit 1), rather than an empty result that looks like one.
+ */
+static int check_from(const char *cmd, const char *session, const struct cmd_select_args *a,
+		      const struct cmd_selection *sel)
+{
+	char from[TIMEFMT_LEN], len[TIMEFMT_LEN];
+	uint64_t end = 0;
+
+	for (size_t i = 0; i < sel->n; i++)
+		if (process_end_ns(sel->s[i]) > end)
+			end = process_end_ns(sel->s[i]);
+	if (!a->has_from || sel->from_ns <= end)
+		return 0;
+	fprintf(stderr, "atftrace %s: --from %s is past the end of %s: it lasts %s\n", cmd,
+		timefmt_format(from, sizeof(from), a->from_rel), session,
+		timefmt_format(len, sizeof(len), end > sel->start_ns ? end - sel->start_ns : 0));
+	return -1;
+}
+
 static uint64_t add_clamped(uint64_t a, uint64_t b)
 {
 	return a > UINT64_MAX - b ? UINT64_MAX : a + b;
@@ -185,6 +222,8 @@ int cmd_select(const char *cmd, const char *session, const struct cmd_select_arg
 	if (a->has_to)
 		sel->to_ns = add_clamped(sel->start_ns, a->to_rel);
 	if (a->thread >= 0 && select_thread(cmd, session, a, sel))
+		goto cleanup;
+	if (check_from(cmd, session, a, sel))
 		goto cleanup;
 	rc = 0;
 cleanup:
