@@ -101,6 +101,6 @@ assert_contains "$T/miss2.err" "^atftrace record: -f mallocc: .*libc\\.so\\.6 ha
 assert_eq 1 "$("$ATF" report "$T/miss3" --csv | tail -n +2 | wc -l)" "--allow-missing: main alone traced"
 # a library the target has not loaded yet may have it: accepted, and said in plain words
 "$ATF" record -o "$T/later" -f 'libnotloaded.so:foo' -- "$TARGETS/report_mix" >/dev/null 2>"$T/later.err" || fail "-f of a library not loaded"
-assert_contains "$T/later.err" "^atftrace record: launched [0-9]+: no function attached yet: libnotloaded\\.so is attached when the target loads it; recording to $T/later\$" "no function yet, in plain words"
+assert_contains "$T/later.err" "^atftrace record: launched [0-9]+: no function attached yet: libnotloaded\\.so is attached when loaded; recording to $T/later\$" "no function yet, in plain words"
 
 echo "ok: papercuts"

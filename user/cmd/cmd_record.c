@@ -211,10 +211,12 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 			long v;
 			errno = 0;
 			v = strtol(arg, &end, 10);
-			if (errno || *end || v <= 0 || v > 0x3fffffff)
+			if (!errno && !*end && v > 0 && v <= 0x3fffffff) {
+				a->pid = (pid_t)v;
+				break;
+			}
+			if (state->argc - state->next == 0)     /* the one argument: meant as the pid */
 				argp_error(state, "'%s' is not a process id", arg);
-			a->pid = (pid_t)v;
-			break;
 		}
 		/* the command and all its arguments, options included */
 		a->cmd = &state->argv[state->next - 1];
@@ -716,10 +718,10 @@ static int record_main(struct record_args *a)
 			mods.attached, mods.attached == 1 ? "" : "s", mods.n, mods.n == 1 ? "" : "s", session_dir);
 	else if (!mods.attached && mods.npending)
 		/* every -f names a library the target has not loaded yet (record_live.c attaches it) */
-		fprintf(stderr, "atftrace record: %s %d: no function attached yet: %s%s attached when the "
-			"target loads %s; recording to %s\n", a->cmd ? "launched" : "attached to", (int)target,
+		fprintf(stderr, "atftrace record: %s %d: no function attached yet: %s%s attached when "
+			"loaded; recording to %s\n", a->cmd ? "launched" : "attached to", (int)target,
 			mods.pending[0].name, mods.npending > 1 ? " and other libraries are" : " is",
-			mods.npending > 1 ? "them" : "it", session_dir);
+			session_dir);
 	else
 		fprintf(stderr, "atftrace record: %s %d: %zu function%s in %zu module%s; recording to %s\n",
 			a->cmd ? "launched" : "attached to", (int)target, mods.attached,
