@@ -103,4 +103,26 @@ assert_eq 1 "$("$ATF" report "$T/miss3" --csv | tail -n +2 | wc -l)" "--allow-mi
 "$ATF" record -o "$T/later" -f 'libnotloaded.so:foo' -- "$TARGETS/report_mix" >/dev/null 2>"$T/later.err" || fail "-f of a library not loaded"
 assert_contains "$T/later.err" "^atftrace record: launched [0-9]+: no function attached yet: libnotloaded\\.so is attached when loaded; recording to $T/later\$" "no function yet, in plain words"
 
+# ---- report --by process: each process's table, the same as its --pid report ---------------------
+"$ATF" record --follow-fork -o "$T/ff" -f child_work -f parent_work -- "$TARGETS/fork_exec" 3 2 >/dev/null 2>&1 ||
+	fail "record --follow-fork"
+"$ATF" report "$T/ff" --by process --csv >"$T/by.csv"
+assert_eq "pid,process,function,calls,total_ns,self_ns,avg_ns,min_ns,max_ns,share_percent,unwound,open_at_end" \
+	"$(head -1 "$T/by.csv")" "--by process: CSV header"
+pids=$(cd "$T/ff" && ls -d pid_* | sed 's/pid_//' | sort -n)
+assert_eq 2 "$(echo "$pids" | wc -l)" "processes recorded"
+for p in $pids; do
+	comm=$(jq -r .process_name "$T/ff/pid_$p/manifest.json")
+	assert_eq "$("$ATF" report "$T/ff" --pid "$p" --csv | tail -n +2 | sed "s/^/$p,\"$comm\",/")" \
+		"$(grep "^$p," "$T/by.csv")" "--by process: the rows of $p are its --pid report's"
+done
+assert_eq "child_work,3 parent_work,2" "$(cut -d, -f3,4 "$T/by.csv" | tail -n +2 | tr -d '"' | sort | tr '\n' ' ' | sed 's/ $//')" \
+	"--by process: each function in its own process"
+"$ATF" report "$T/ff" --by process >"$T/by.txt"
+assert_eq "$(for p in $pids; do echo "## $(jq -r .process_name "$T/ff/pid_$p/manifest.json") [$p]"; done)" \
+	"$(grep '^## ' "$T/by.txt")" "--by process: a heading per process, in pid order"
+assert_eq "$pids" "$("$ATF" report "$T/ff" --by process --json | jq -r '.processes[].pid')" "--by process --json"
+rc=0; "$ATF" report "$T/ff" --by thread 2>/dev/null || rc=$?
+assert_eq 2 "$rc" "--by thread refused"
+
 echo "ok: papercuts"
