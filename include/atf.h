@@ -216,6 +216,7 @@ struct atf_symbol {
 	char *demangled;            /* C++ demangled, or NULL */
 	uint64_t address;           /* st_value, 0 when unknown */
 	uint64_t size;
+	char *simple;               /* demangled without parameters (ATF_NAMES_SIMPLE), made on first use */
 };
 
 struct atf_thread_info {
@@ -312,7 +313,25 @@ void atf_session__close(struct atf_session *s);
 int atf_session_resolve(const char *path, char ***dirs);
 void atf_session_resolve_free(char **dirs, int n);
 
-/** atf_session__name - display name for @function_id: symbol (demangled when known) or "0x%llx". */
+/* How atf_session__name shows C++ names; set once by a command (--demangle, --no-demangle). */
+enum atf_name_style {
+	ATF_NAMES_DEMANGLED = 0,    /* "ns::Cls<int>::method(int, char const*)": the default */
+	ATF_NAMES_SIMPLE,           /* "ns::Cls::method": no parameter lists, no template arguments */
+	ATF_NAMES_RAW,              /* "_ZN2ns3ClsIiE6methodEiPKc": the ELF name */
+};
+void atf_set_name_style(enum atf_name_style style);
+
+/**
+ * atf_name_simple - @demangled without its parameter lists and template arguments (uftrace's
+ * --demangle=simple): "a::B<int>::f(int) const" -> "a::B::f"; operator names are kept whole.
+ * Returns a malloc'd string, or NULL on ENOMEM.
+ */
+char *atf_name_simple(const char *demangled);
+
+/**
+ * atf_session__name - display name for @function_id: symbol (demangled when known, as the name
+ * style says) or "0x%llx".
+ */
 const char *atf_session__name(struct atf_session *s, uint64_t function_id, char *buf, size_t buflen);
 
 /* ---- k-way merge by timestamp (user/atf/atf_merge.c) ------------------------------------------- */

@@ -34,6 +34,17 @@ assert_contains "$T/dump.out" '\| ma\\x1b\[8min\(\) \{$' "dump: a function name 
 assert_contains "$T/report.out" '  ma\\x1b\[8min$' "report: a function name escaped"
 assert_contains "$T/graph.out" ' ma\\x1b\[8min$' "graph: a function name escaped"
 
+# ---- C++ names: demangled by default, --demangle=simple without parameters, --no-demangle raw ---
+assert_contains <("$ATF" dump "$T/g") '\| +foo::Bar::method\(int\) \{$' "dump: demangled by default"
+assert_contains <("$ATF" dump "$T/g" --demangle=simple) '\| +foo::Bar::method\(\) \{$' "dump --demangle=simple"
+assert_contains <("$ATF" report "$T/g" --no-demangle) '  _ZN3foo3Bar6methodEi$' "report --no-demangle"
+assert_contains <("$ATF" report "$T/g" --demangle no) '  _ZN3foo3Bar6methodEi$' "report --demangle no"
+assert_contains <("$ATF" graph "$T/g" --demangle simple) '─foo::Bar::method$' "graph --demangle simple"
+"$ATF" export "$T/g" -F folded -o "$T/g.folded" --demangle=simple
+grep -q ';foo::Bar::method ' "$T/g.folded" || fail "folded --demangle=simple"
+rc=0; "$ATF" report "$T/g" --demangle=short 2>/dev/null || rc=$?
+assert_eq 2 "$rc" "--demangle short refused"
+
 # ---- info: no ns_pid for a host process, durations in human units ------------------------------
 assert_contains "$T/info.out" '^pid: +4242$' "info pid of a host process"
 assert_contains "$T/info.out" '^time: +[0-9]+\.\.[0-9]+ ns \(20\.347 us, clock 3\)$' "info: the session's length"

@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <stdbool.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -205,14 +206,84 @@ void atf_session_resolve_free(char **dirs, int n)
 	free(dirs);
 }
 
+static enum atf_name_style name_style;
+
+void atf_set_name_style(enum atf_name_style style)
+{
+	name_style = style;
+}
+
 const char *atf_session__name(struct atf_session *s, uint64_t function_id, char *buf, size_t buflen)
 {
-	const struct atf_symbol *sym = s ? atf_manifest__symbol(s->manifest, function_id) : NULL;
+	struct atf_symbol *sym = s ? (struct atf_symbol *)atf_manifest__symbol(s->manifest, function_id) : NULL;
 
-	if (sym && sym->demangled && *sym->demangled)
+	if (sym && sym->demangled && *sym->demangled && name_style == ATF_NAMES_SIMPLE) {
+		if (!sym->simple)
+			sym->simple = atf_name_simple(sym->demangled);     /* the manifest is ours */
+		if (sym->simple)
+			return sym->simple;
+	}
+	if (sym && sym->demangled && *sym->demangled && name_style != ATF_NAMES_RAW)
 		return sym->demangled;
 	if (sym && sym->name && *sym->name)
 		return sym->name;
 	snprintf(buf, buflen, "0x%016llx", (unsigned long long)function_id);
 	return buf;
+}
+
+/* Whether the name copied so far (@out, @n bytes) ends in "operator" plus any operator chars. */
+static bool in_operator(const char *out, size_t n)
+{
+	size_t k = n;
+
+	while (k && strchr("<>()=!+-*/%^&|~[],", out[k - 1]))
+		k--;
+	return k >= 8 && !memcmp(out + k - 8, "operator", 8);
+}
+
+char *atf_name_simple(const char *demangled)
+{
+	size_t len = strlen(demangled), n = 0;
+	char *out = malloc(len + 1);
+	int depth = 0;
+
+	if (!out)
+		return NULL;
+	for (const char *p = demangled; *p; p++) {
+		char c = *p;
+
+		if (depth == 0 && (c == '<' || c == '(') && in_operator(out, n)) {
+			if (c == '(' && p[1] == ')' && n >= 8 && !memcmp(out + n - 8, "operator", 8)) {
+				memcpy(out + n, "()", 2);       /* operator() keeps its name */
+				n += 2;
+				p++;
+				continue;
+			}
+			if (c == '<') {                 /* operator<, operator<< , operator<= */
+				out[n++] = c;
+				continue;
+			}
+		}
+		if (c == '<' || c == '(') {
+			depth++;
+			continue;
+		}
+		if ((c == '>' || c == ')') && depth) {
+			depth--;
+			continue;
+		}
+		if (!depth)
+			out[n++] = c;
+	}
+	/* what follows the last parameter list: " const", " &&", " [clone .cold]" */
+	while (n && out[n - 1] == ' ')
+		n--;
+	out[n] = '\0';
+	{
+		char *tail = strstr(out, " const");
+
+		if (tail && !tail[6])
+			*tail = '\0';
+	}
+	return out;
 }

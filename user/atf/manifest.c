@@ -74,6 +74,7 @@ void atf_manifest__free(struct atf_manifest *m)
 	for (size_t i = 0; i < m->nsymbols; i++) {
 		free(m->symbols[i].name);
 		free(m->symbols[i].demangled);
+		free(m->symbols[i].simple);
 	}
 	free(m->symbols);
 	free(m);

@@ -10,13 +10,16 @@
 #include "cmd_select.h"
 #include "timefmt.h"
 
-enum { KEY_PID = 0x300, KEY_THREAD, KEY_FROM, KEY_TO };
+enum { KEY_PID = 0x300, KEY_THREAD, KEY_FROM, KEY_TO, KEY_DEMANGLE, KEY_NO_DEMANGLE };
 
 static const struct argp_option select_options[] = {
 	{ "pid", KEY_PID, "N", 0, "Only process N of a session of several (default: all, where the output can hold them)", 0 },
 	{ "thread", KEY_THREAD, "N", 0, "Only thread N: its thread_<N> directory id, or its OS tid (the tid alone in a session of several processes)", 0 },
 	{ "from", KEY_FROM, "T", 0, "Start of the range, since the session start: 1500 (ns), 20us, 1.5ms, 2s, 1m", 0 },
 	{ "to", KEY_TO, "T", 0, "End of the range (inclusive), same syntax as --from", 0 },
+	{ "demangle", KEY_DEMANGLE, "full|simple|no", 0,
+	  "C++ names: full (the default), simple (no parameters or template arguments) or no (as in the ELF file)", 0 },
+	{ "no-demangle", KEY_NO_DEMANGLE, NULL, 0, "C++ names as in the ELF file (--demangle=no)", 0 },
 	{ 0 }
 };
 
@@ -60,6 +63,19 @@ static error_t select_parse(int key, char *arg, struct argp_state *state)
 		if (err)
 			argp_error(state, "--%s %s: %s", key == KEY_FROM ? "from" : "to", arg, timefmt_strerror(err));
 		*(key == KEY_FROM ? &a->has_from : &a->has_to) = true;
+		return 0;
+	case KEY_DEMANGLE:
+		if (!strcmp(arg, "full"))
+			atf_set_name_style(ATF_NAMES_DEMANGLED);
+		else if (!strcmp(arg, "simple"))
+			atf_set_name_style(ATF_NAMES_SIMPLE);
+		else if (!strcmp(arg, "no"))
+			atf_set_name_style(ATF_NAMES_RAW);
+		else
+			argp_error(state, "--demangle %s: expected full, simple or no", arg);
+		return 0;
+	case KEY_NO_DEMANGLE:
+		atf_set_name_style(ATF_NAMES_RAW);
 		return 0;
 	case ARGP_KEY_END:
 		if (a->has_from && a->has_to && a->to_rel < a->from_rel)
