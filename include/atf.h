@@ -217,6 +217,9 @@ struct atf_symbol {
 	uint64_t address;           /* st_value, 0 when unknown */
 	uint64_t size;
 	char *simple;               /* demangled without parameters (ATF_NAMES_SIMPLE), made on first use */
+	char **aliases;             /* other names of the same code: symbols at its address, the ifunc
+				     * it implements (manifest "aliases", optional) */
+	size_t naliases;
 };
 
 struct atf_thread_info {
@@ -266,6 +269,17 @@ void atf_manifest__free(struct atf_manifest *m);
 struct atf_thread_info *atf_manifest__add_thread(struct atf_manifest *m, uint32_t id, uint32_t tid, const char *name);
 struct atf_module *atf_manifest__add_module(struct atf_manifest *m, const char *path);
 struct atf_symbol *atf_manifest__add_symbol(struct atf_manifest *m, uint32_t module_id, uint32_t symbol_index, const char *name);
+
+/** atf_symbol__add_alias - add @name to @s's aliases unless it is its name or already there. */
+int atf_symbol__add_alias(struct atf_symbol *s, const char *name);
+
+/**
+ * atf_symbol__matches - the one name resolver of the reading commands: whether @pattern (a glob
+ * with @glob, else an exact name) names @s by any of its names: the symbol's, its demangled and
+ * simple forms, and its aliases; a version suffix ("malloc@@GLIBC_2.2.5") is ignored on either
+ * side when the other has none.
+ */
+bool atf_symbol__matches(struct atf_symbol *s, const char *pattern, bool glob);
 
 /**
  * atf_manifest__load - parse manifest.json (reference schema 2.0/2.1 plus ours)

@@ -136,4 +136,27 @@ assert_eq "$pids" "$("$ATF" report "$T/ff" --by process --json | jq -r '.process
 rc=0; "$ATF" report "$T/ff" --by thread 2>/dev/null || rc=$?
 assert_eq 2 "$rc" "--by thread refused"
 
+# ---- names as the user asked for them: an alias (malloc is __libc_malloc) and an ifunc (strlen
+# runs as one of its implementations) are found by graph and dump under the name given ----------
+mkfifo "$T/libc.cmd"
+exec 6<>"$T/libc.cmd"
+printf 'm 2\ns 3\nq\n' >&6
+"$ATF" record -o "$T/libc" -f libc.so.6:malloc -f libc.so.6:strlen -f main -- "$TARGETS/calls_libc" loop "$T/libc.cmd" \
+	>/dev/null 2>"$T/libc.err" || { cat "$T/libc.err" >&2; fail "record malloc and strlen"; }
+exec 6>&-
+man=$(echo "$T"/libc/pid_*/manifest.json)
+malloc_sym=$(jq -r '.symbols[] | select((.aliases // []) | index("malloc")) | .name' "$man")
+strlen_sym=$(jq -r '.symbols[] | select((.aliases // []) | index("strlen")) | .name' "$man")
+[ -n "$malloc_sym" ] && [ "$malloc_sym" != malloc ] || fail "the manifest has no symbol aliased malloc: $(jq -c '.symbols' "$man")"
+[ -n "$strlen_sym" ] && [ "$strlen_sym" != strlen ] || fail "the manifest has no symbol aliased strlen"
+"$ATF" graph "$T/libc" malloc >"$T/g.malloc" 2>"$T/g.malloc.err" || fail "graph SESSION malloc: $(cat "$T/g.malloc.err")"
+assert_eq "atftrace graph: malloc: recorded as $malloc_sym (another name of the same function)" "$(cat "$T/g.malloc.err")" "graph says which name it chose"
+n_malloc=$("$ATF" report "$T/libc" --csv | awk -F, -v f="\"$malloc_sym\"" '$1 == f { print $2 }')
+[ "${n_malloc:-0}" -ge 2 ] || fail "malloc called $n_malloc times, expected 2 or more"
+assert_contains "$T/g.malloc" "^ +[0-9.]+ [mun]?s +[0-9.]+ [mun]?s +$n_malloc  $malloc_sym\$" "graph below malloc: its calls"
+"$ATF" graph "$T/libc" 'strlen@@GLIBC_2.2.5' --callers >"$T/g.strlen" 2>/dev/null || fail "graph of strlen by its versioned name"
+assert_contains "$T/g.strlen" "^ +[0-9.]+ [mun]?s +3  $strlen_sym\$" "graph --callers of strlen: its 3 calls"
+assert_eq 3 "$("$ATF" dump "$T/libc" -F strlen | grep -c "| $strlen_sym();")" "dump -F strlen"
+assert_eq 0 "$("$ATF" dump "$T/libc" -N strlen | grep -c "$strlen_sym")" "dump -N strlen"
+
 echo "ok: papercuts"

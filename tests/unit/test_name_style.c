@@ -52,11 +52,42 @@ static void test_styles(void **state)
 	free(sym.simple);
 }
 
+/* The one resolver: every name of a symbol, exact or as a glob, with or without a version. */
+static void test_resolver(void **state)
+{
+	struct atf_manifest *m = atf_manifest__new();
+	struct atf_symbol *sym;
+
+	(void)state;
+	assert_non_null(m);
+	sym = atf_manifest__add_symbol(m, 7, 1, "__libc_malloc");
+	assert_non_null(sym);
+	assert_int_equal(atf_symbol__add_alias(sym, "malloc"), 0);
+	assert_int_equal(atf_symbol__add_alias(sym, "malloc"), 0);          /* once */
+	assert_int_equal(atf_symbol__add_alias(sym, "__libc_malloc"), 0);   /* its own name: not an alias */
+	assert_int_equal(sym->naliases, 1);
+	assert_true(atf_symbol__matches(sym, "__libc_malloc", false));
+	assert_true(atf_symbol__matches(sym, "malloc", false));
+	assert_true(atf_symbol__matches(sym, "malloc@@GLIBC_2.2.5", false));
+	assert_true(atf_symbol__matches(sym, "mall*", true));
+	assert_false(atf_symbol__matches(sym, "mall*", false));
+	assert_false(atf_symbol__matches(sym, "calloc", false));
+	sym = atf_manifest__add_symbol(m, 7, 2, "_ZN3foo3Bar6methodEi");
+	sym->demangled = strdup("foo::Bar::method(int)");
+	assert_true(atf_symbol__matches(sym, "foo::Bar::method(int)", false));
+	assert_true(atf_symbol__matches(sym, "foo::Bar::method", false));   /* the simple form */
+	assert_true(atf_symbol__matches(sym, "foo::*", true));
+	sym = atf_manifest__add_symbol(m, 7, 3, "memcpy@@GLIBC_2.14");
+	assert_true(atf_symbol__matches(sym, "memcpy", false));
+	atf_manifest__free(m);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_simple),
 		cmocka_unit_test(test_styles),
+		cmocka_unit_test(test_resolver),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -4,6 +4,7 @@
  * whole, and resolution of a user-given path to the process directories it holds.
  */
 #include <dirent.h>
+#include <fnmatch.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -286,4 +287,47 @@ char *atf_name_simple(const char *demangled)
 			*tail = '\0';
 	}
 	return out;
+}
+
+/* @form names @pattern: equal (or matching the glob), or equal once a version suffix
+ * ("@GLIBC_2.2.5", "@@...") is dropped from the side that has one when the other has none. */
+static bool form_matches(const char *form, const char *pattern, bool glob)
+{
+	const char *fv = strchr(form, '@'), *pv = strchr(pattern, '@');
+	char *cut;
+	bool ok;
+
+	if (glob ? !fnmatch(pattern, form, 0) : !strcmp(pattern, form))
+		return true;
+	if ((fv && pv) || (!fv && !pv))
+		return false;
+	if (fv) {
+		if (!(cut = strndup(form, (size_t)(fv - form))))
+			return false;
+		ok = glob ? !fnmatch(pattern, cut, 0) : !strcmp(pattern, cut);
+	} else {
+		if (!(cut = strndup(pattern, (size_t)(pv - pattern))))
+			return false;
+		ok = glob ? !fnmatch(cut, form, 0) : !strcmp(cut, form);
+	}
+	free(cut);
+	return ok;
+}
+
+bool atf_symbol__matches(struct atf_symbol *s, const char *pattern, bool glob)
+{
+	if (s->name && form_matches(s->name, pattern, glob))
+		return true;
+	if (s->demangled && *s->demangled) {
+		if (form_matches(s->demangled, pattern, glob))
+			return true;
+		if (!s->simple)
+			s->simple = atf_name_simple(s->demangled);
+		if (s->simple && form_matches(s->simple, pattern, glob))
+			return true;
+	}
+	for (size_t i = 0; i < s->naliases; i++)
+		if (form_matches(s->aliases[i], pattern, glob))
+			return true;
+	return false;
 }

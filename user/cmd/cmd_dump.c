@@ -119,10 +119,14 @@ static error_t dump_parse(int key, char *arg, struct argp_state *state)
 	}
 }
 
-static bool matches(char *const *globs, size_t n, const char *name)
+/* Whether a glob names the function shown as @name: by that name or any other of its symbol's
+ * (atf_symbol__matches: aliases, ifunc, versioned and demangled forms). */
+static bool matches(struct atf_session *s, uint64_t function_id, char *const *globs, size_t n, const char *name)
 {
+	struct atf_symbol *sym = (struct atf_symbol *)atf_manifest__symbol(s->manifest, function_id);
+
 	for (size_t i = 0; i < n; i++)
-		if (!fnmatch(globs[i], name, 0))
+		if (!fnmatch(globs[i], name, 0) || (sym && atf_symbol__matches(sym, globs[i], true)))
 			return true;
 	return false;
 }
@@ -274,7 +278,7 @@ static bool filtered(struct dumper *D, const struct atf_thread *t, struct thread
 		if (f->focus_depth != NO_DEPTH && (d < f->focus_depth || (d == f->focus_depth && call)))
 			f->focus_depth = NO_DEPTH;
 		if (f->focus_depth == NO_DEPTH) {
-			if (!call || !matches(a->focus, a->nfocus, name))
+			if (!call || !matches(D->s, ev->function_id, a->focus, a->nfocus, name))
 				return true;
 			f->focus_depth = d;
 		}
@@ -284,7 +288,7 @@ static bool filtered(struct dumper *D, const struct atf_thread *t, struct thread
 	}
 	if (a->max_depth && *level >= a->max_depth)
 		return true;
-	if (call && a->nhide && matches(a->hide, a->nhide, name)) {
+	if (call && a->nhide && matches(D->s, ev->function_id, a->hide, a->nhide, name)) {
 		f->hide_depth = d;
 		return true;
 	}

@@ -106,6 +106,35 @@ static int merge_subtree(struct calltree *dst, uint32_t to, const struct calltre
 	return 0;
 }
 
+/*
+ * FUNCTION as the tree names it: the display name of a recorded symbol that FUNCTION names by any
+ * of its names (atf_symbol__matches: malloc finds __libc_malloc, memcpy its ifunc's choice, a
+ * versioned or a demangled name its symbol). Says so on stderr when it is not FUNCTION as given.
+ * Returns a malloc'd name, or NULL on ENOMEM.
+ */
+static char *resolve_function(const struct cmd_selection *sel, const char *function)
+{
+	char buf[32];
+
+	for (size_t i = 0; i < sel->n; i++) {
+		struct atf_manifest *m = sel->s[i]->manifest;
+
+		for (size_t j = 0; j < m->nsymbols; j++) {
+			struct atf_symbol *sym = &m->symbols[j];
+			const char *shown;
+
+			if (!atf_symbol__matches(sym, function, false))
+				continue;
+			shown = atf_session__name(sel->s[i], sym->function_id, buf, sizeof(buf));
+			if (strcmp(shown, function))
+				fprintf(stderr, "atftrace graph: %s: recorded as %s (another name of the same "
+					"function)\n", textfmt_show(function), textfmt_show(shown));
+			return strdup(shown);
+		}
+	}
+	return strdup(function);
+}
+
 /* Whether an ancestor of @node is named @name too (then @node's time is in that one's). */
 static bool inside_same(const struct calltree *ct, uint32_t node, uint32_t name)
 {
@@ -229,7 +258,7 @@ int cmd_graph(int argc, char **argv)
 	struct cmd_selection sel = { 0 };
 	struct calltree *ct, *view = NULL;
 	const struct calltree *shown;
-	char *prefix = NULL;
+	char *prefix = NULL, *resolved = NULL;
 	int64_t found = 1;
 	int err = 0, rc = 1;
 
@@ -238,6 +267,11 @@ int cmd_graph(int argc, char **argv)
 	if (!(ct = cmd_select_calltree("graph", a.session, &a.sel, CALLTREE_PROCESS_NODES, &sel)))
 		return 1;
 	if (a.function) {
+		if (!(resolved = resolve_function(&sel, a.function))) {
+			err = -ENOMEM;
+			goto cleanup;
+		}
+		a.function = resolved;
 		found = (view = calltree__new(0)) ? build_view(view, ct, &a) : -ENOMEM;
 		err = found < 0 ? (int)found : 0;
 	}
@@ -261,6 +295,7 @@ int cmd_graph(int argc, char **argv)
 	rc = err || fflush(stdout) ? 1 : 0;
 cleanup:
 	free(prefix);
+	free(resolved);
 	calltree__free(view);
 	calltree__free(ct);
 	cmd_selection_free(&sel);
