@@ -567,7 +567,8 @@ static int attach_trampolines(const struct record_args *a, struct rm_modules *mo
 	if (!a->cmd)
 		mods->attached = (size_t)n;
 	if (a->verbose)
-		fprintf(stderr, "atftrace record: %zu functions entered through trampolines\n", ntramp);
+		fprintf(stderr, "atftrace record: %zu %s entered through trampolines\n", ntramp,
+			ntramp == 1 ? "function" : "functions");
 	return 0;
 }
 

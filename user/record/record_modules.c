@@ -19,6 +19,7 @@
 #include "proc.h"
 #include "record_modules.h"
 #include "container.h"
+#include "textfmt.h"
 
 static int push_str(char ***arr, size_t *n, const char *s)
 {
@@ -106,7 +107,8 @@ static void report_skips(const struct sym_module *m, const char *const *globs, s
 				f->demangled ? f->demangled : f->name, sym_skip_str(f->skip));
 	}
 	if (verbose)
-		fprintf(stderr, "atftrace record: %s: %zu functions selected\n", m->path, selected);
+		fprintf(stderr, "atftrace record: %s: %zu %s selected\n", m->path, selected,
+			textfmt_plural(selected, "function", "functions"));
 	if (!total)
 		return;
 	len = snprintf(line, sizeof(line), "atftrace record: %s: %zu matching function%s cannot be "
