@@ -594,7 +594,7 @@ static int record_main(struct record_args *a)
 	int sigfd = -1, err, ret = 1, status;
 	pid_t target, link_pid;
 	struct tramp_process *tp = NULL;
-	bool tramps;
+	bool tramps, ended_by_us = false;      /* --kill-at-end sent the signal that ended it */
 	double t0;
 
 	raise_nofile_limit();
@@ -744,6 +744,7 @@ static int record_main(struct record_args *a)
 	if (a->kill_at_end && a->cmd && proc_alive(target)) {
 		fprintf(stderr, "atftrace record: --kill-at-end: sending SIGTERM to %d\n", (int)target);
 		kill(target, SIGTERM);
+		ended_by_us = true;
 	}
 	status = a->cmd ? recorder__exit_status(rec, target) : -1;
 	if (status >= 0 && WIFEXITED(status) && WEXITSTATUS(status))
@@ -755,7 +756,7 @@ static int record_main(struct record_args *a)
 		ret = st.write_errors || st.write_failed ? 1 : 0;
 	}
 	/* as a shell reports a command killed by a signal: 128 + its number */
-	if (status >= 0 && WIFSIGNALED(status)) {
+	if (status >= 0 && WIFSIGNALED(status) && !ended_by_us) {
 		fprintf(stderr, "atftrace record: the target was killed by signal %d (SIG%s: %s); "
 			"exit status %d\n", WTERMSIG(status), sigabbrev_np(WTERMSIG(status)) ?: "?",
 			strsignal(WTERMSIG(status)), 128 + WTERMSIG(status));
