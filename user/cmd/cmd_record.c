@@ -483,10 +483,10 @@ static void print_summary(const struct recorder *r, const char *session_dir, con
 		fprintf(stderr, "atftrace record: %llu of them are in no thread's count (too many threads "
 			"lost events)\n", (unsigned long long)st.lost_unattributed);
 	if (st.lost_records)
-		fprintf(stderr, "atftrace record: %llu notice%s of a thread's exit, a fork, an exec or a "
-			"thread's name were lost (the ring buffer was full), so some threads may show no end "
+		fprintf(stderr, "atftrace record: %llu %s of a thread's exit, a fork, an exec or a "
+			"thread's name %s lost (the ring buffer was full), so some threads may show no end "
 			"or no name; a larger --ring-size may help\n", (unsigned long long)st.lost_records,
-			st.lost_records == 1 ? "" : "s");
+			st.lost_records == 1 ? "notice" : "notices", st.lost_records == 1 ? "was" : "were");
 	/* a detail record that did not fit left its event in the index without detail */
 	if (st.lost_detail)
 		fprintf(stderr, "atftrace record: %llu detail records could not enter the ring buffer "
