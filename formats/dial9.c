@@ -11,8 +11,10 @@
  * silently drops the others. A timestamp-reset frame precedes an event's tag exactly when
  * ts < base or ts - base > 0xFFFFFF; the base becomes each event's timestamp afterwards.
  *
- * Field types are only those the 606e863 decoder knows: Varint (9) for integers, since it
- * decodes U8/U16/U32 as varints; I64 (1) for register bit patterns; Bytes (5) for the stack.
+ * Field types are only those the 606e863 decoders know: Varint (9, LEB128) for integers, which
+ * holds any of them up to 64 bits in the fewest bytes; I64 (1) for register bit patterns; Bytes
+ * (5) for the stack. (U8/U16/U32, types 11-13, are read there as fixed-width little-endian
+ * values of 1, 2 and 4 bytes, which the Rust decoder reports as Varint values; they are unused.)
  *
  * Memory: a function_id -> pool id table (O(functions)) and a fixed staging buffer.
  */

@@ -11,7 +11,9 @@
  *    "shared":{"frames":[{"name":"main"}, ...]}}
  *
  * One evented profile per thread (threads are delivered one after another), in every process
- * of a multi-process session. A call opens its function's frame, a return or an exception
+ * of a multi-process session; a thread with no event in the range gets none (as in the Chrome
+ * export), since speedscope opens on the first profile and an empty one shows a blank page. A
+ * profile is begun at its thread's first event. A call opens its function's frame, a return or an exception
  * closes it; export_sessions() balances the stream, which speedscope requires (it refuses a
  * profile that ends with frames open). "at" is nanoseconds since the first exported event.
  * Frames are shared by name across threads and processes; they are written last, once all are
@@ -34,6 +36,8 @@ struct speedscope_state {
 	uint64_t cache_id[ID_CACHE_SIZE];       /* function id -> frame + 1, this process */
 	uint32_t cache_frame[ID_CACHE_SIZE];
 	bool first_profile, first_event;
+	bool in_profile;                /* this thread's profile is begun (it has an event) */
+	char label[512];                /* this thread's profile name, until its first event */
 	uint64_t first_at, last_at;     /* this thread's */
 	char *json;                     /* scratch for one quoted name */
 	size_t json_cap;
@@ -97,24 +101,43 @@ static int speedscope_thread_begin(struct export_ctx *ctx, const struct atf_thre
 {
 	struct speedscope_state *st = ctx->priv;
 	const struct atf_manifest *m = ctx->session->manifest;
-	char label[512];
+
+	snprintf(st->label, sizeof(st->label), "%s (pid %u) tid %u%s%s", m->process_name ? m->process_name : "?",
+		 m->pid, t->tid, t->name ? " " : "", t->name ? t->name : "");
+	st->in_profile = false;
+	st->first_event = true;
+	st->first_at = st->last_at = 0;
+	return 0;
+}
+
+/* Writes the head of the profile named st->label. */
+static int profile_begin(struct export_ctx *ctx, struct speedscope_state *st)
+{
 	const char *q;
 	int err;
 
-	snprintf(label, sizeof(label), "%s (pid %u) tid %u%s%s", m->process_name ? m->process_name : "?",
-		 m->pid, t->tid, t->name ? " " : "", t->name ? t->name : "");
 	if ((err = put(ctx, st->first_profile ? "\n{" : ",\n{")))
 		return err;
 	st->first_profile = false;
-	st->first_event = true;
-	st->first_at = st->last_at = 0;
+	st->in_profile = true;
 	if ((err = put(ctx, "\"type\":\"evented\",\"name\":")))
 		return err;
-	if (!(q = quoted(st, label)))
+	if (!(q = quoted(st, st->label)))
 		return -ENOMEM;
 	if ((err = put(ctx, q)))
 		return err;
 	return put(ctx, ",\"unit\":\"nanoseconds\",\"events\":[");
+}
+
+/* Closes the current profile. */
+static int profile_end(struct export_ctx *ctx, struct speedscope_state *st)
+{
+	char buf[96];
+
+	snprintf(buf, sizeof(buf), "],\"startValue\":%" PRIu64 ",\"endValue\":%" PRIu64 "}", st->first_at,
+		 st->last_at);
+	st->in_profile = false;
+	return put(ctx, buf);
 }
 
 static int64_t frame_of(struct speedscope_state *st, const struct export_event *e)
@@ -142,6 +165,8 @@ static int speedscope_event(struct export_ctx *ctx, const struct export_event *e
 
 	if (frame < 0)
 		return (int)frame;
+	if (!st->in_profile && (n = profile_begin(ctx, st)))
+		return n;
 	if (st->first_event)
 		st->first_at = at;
 	st->last_at = at;
@@ -154,11 +179,8 @@ static int speedscope_event(struct export_ctx *ctx, const struct export_event *e
 static int speedscope_thread_end(struct export_ctx *ctx, const struct atf_thread *t)
 {
 	struct speedscope_state *st = ctx->priv;
-	char buf[96];
 
-	snprintf(buf, sizeof(buf), "],\"startValue\":%" PRIu64 ",\"endValue\":%" PRIu64 "}", st->first_at,
-		 st->last_at);
-	return put(ctx, buf);
+	return st->in_profile ? profile_end(ctx, st) : 0;
 }
 
 static int speedscope_end(struct export_ctx *ctx)
@@ -167,6 +189,9 @@ static int speedscope_end(struct export_ctx *ctx)
 	const char *q;
 	int err;
 
+	/* nothing in the range: one empty profile, so the file still opens */
+	if (st->first_profile && ((err = profile_begin(ctx, st)) || (err = profile_end(ctx, st))))
+		return err;
 	if ((err = put(ctx, "\n],\"shared\":{\"frames\":[")))
 		return err;
 	for (size_t i = 0; i < st->frames.n; i++) {

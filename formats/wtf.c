@@ -15,7 +15,8 @@
  *                    inside the frame: after the call's enter, before the return's leave
  *   deeper than WTF_MAX_SCOPE_DEPTH open scopes (the loader aborts at 1024) -> instance events
  *                    atftrace#deepCall(name, depth) / atftrace#deepReturn(name, depth)
- *   time          -> u32 microseconds since the first exported event; longer ranges are refused
+ *   time          -> u32 microseconds since WTF_TIME_BASE_LEAD_NS before the first event of the
+ *                    range; longer ranges are refused
  *
  * Streaming: one event-data chunk (string table + event buffer, about opts->chunk_size bytes) is
  * built in memory at a time; state is O(threads + functions).
@@ -45,6 +46,12 @@
 #define WTF_FLAGS_BUILTIN       0x28u   /* BUILTIN 0x20 | INTERNAL 0x08 */
 #define WTF_CLASS_INSTANCE      0u
 #define WTF_CLASS_SCOPE         1u
+/*
+ * The time base is one tick (1 us) before the range's first event: the loader takes a scope whose
+ * end time is 0 for an instance event, so a first call that returned within its first
+ * microsecond would otherwise lose its scope.
+ */
+#define WTF_TIME_BASE_LEAD_NS   1000u
 
 static const struct wtf_reg_names x86_64_regs = {
 	{ "rdi", "rsi", "rdx", "rcx", "r8", "r9", "arg7", "arg8" }, { "rax", "rdx" },
@@ -324,7 +331,8 @@ int wtf_export_begin(struct export_ctx *ctx, const struct wtf_sink *sink)
 	struct atf_session *s = ctx->session;
 	struct wtf_state *st;
 	struct wtf_chunk hc = { .id = 0, .type = WTF_CHUNK_FILE_HEADER };
-	uint64_t span_us = (ctx->time_end_ns - ctx->time_base_ns) / 1000;
+	uint64_t base_ns = ctx->time_base_ns > WTF_TIME_BASE_LEAD_NS ? ctx->time_base_ns - WTF_TIME_BASE_LEAD_NS : 0;
+	uint64_t span_us = (ctx->time_end_ns - base_ns) / 1000;
 	json_t *h;
 	int err;
 
@@ -343,7 +351,7 @@ int wtf_export_begin(struct export_ctx *ctx, const struct wtf_sink *sink)
 		return -ENOMEM;
 	ctx->priv = st;
 	st->sink = sink;
-	st->base_ns = ctx->time_base_ns;
+	st->base_ns = base_ns;
 	st->chunk_size = o->chunk_size ? o->chunk_size : WTF_DEFAULT_CHUNK_SIZE;
 	if (st->chunk_size < WTF_MIN_CHUNK_SIZE)
 		st->chunk_size = WTF_MIN_CHUNK_SIZE;

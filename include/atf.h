@@ -216,6 +216,10 @@ struct atf_symbol {
 	char *demangled;            /* C++ demangled, or NULL */
 	uint64_t address;           /* st_value, 0 when unknown */
 	uint64_t size;
+	char *simple;               /* demangled without parameters (ATF_NAMES_SIMPLE), made on first use */
+	char **aliases;             /* other names of the same code: symbols at its address, the ifunc
+				     * it implements (manifest "aliases", optional) */
+	size_t naliases;
 };
 
 struct atf_thread_info {
@@ -266,6 +270,17 @@ struct atf_thread_info *atf_manifest__add_thread(struct atf_manifest *m, uint32_
 struct atf_module *atf_manifest__add_module(struct atf_manifest *m, const char *path);
 struct atf_symbol *atf_manifest__add_symbol(struct atf_manifest *m, uint32_t module_id, uint32_t symbol_index, const char *name);
 
+/** atf_symbol__add_alias - add @name to @s's aliases unless it is its name or already there. */
+int atf_symbol__add_alias(struct atf_symbol *s, const char *name);
+
+/**
+ * atf_symbol__matches - the one name resolver of the reading commands: whether @pattern (a glob
+ * with @glob, else an exact name) names @s by any of its names: the symbol's, its demangled and
+ * simple forms, and its aliases; a version suffix ("malloc@@GLIBC_2.2.5") is ignored on either
+ * side when the other has none.
+ */
+bool atf_symbol__matches(struct atf_symbol *s, const char *pattern, bool glob);
+
 /**
  * atf_manifest__load - parse manifest.json (reference schema 2.0/2.1 plus ours)
  * Names that are not valid UTF-8 are stored as a lossy "name" plus an exact "name_hex",
@@ -312,7 +327,25 @@ void atf_session__close(struct atf_session *s);
 int atf_session_resolve(const char *path, char ***dirs);
 void atf_session_resolve_free(char **dirs, int n);
 
-/** atf_session__name - display name for @function_id: symbol (demangled when known) or "0x%llx". */
+/* How atf_session__name shows C++ names; set once by a command (--demangle, --no-demangle). */
+enum atf_name_style {
+	ATF_NAMES_DEMANGLED = 0,    /* "ns::Cls<int>::method(int, char const*)": the default */
+	ATF_NAMES_SIMPLE,           /* "ns::Cls::method": no parameter lists, no template arguments */
+	ATF_NAMES_RAW,              /* "_ZN2ns3ClsIiE6methodEiPKc": the ELF name */
+};
+void atf_set_name_style(enum atf_name_style style);
+
+/**
+ * atf_name_simple - @demangled without its parameter lists and template arguments (uftrace's
+ * --demangle=simple): "a::B<int>::f(int) const" -> "a::B::f"; operator names are kept whole.
+ * Returns a malloc'd string, or NULL on ENOMEM.
+ */
+char *atf_name_simple(const char *demangled);
+
+/**
+ * atf_session__name - display name for @function_id: symbol (demangled when known, as the name
+ * style says) or "0x%llx".
+ */
 const char *atf_session__name(struct atf_session *s, uint64_t function_id, char *buf, size_t buflen);
 
 /* ---- k-way merge by timestamp (user/atf/atf_merge.c) ------------------------------------------- */

@@ -16,6 +16,7 @@ struct rm_spec {
 	size_t nfuncs;
 	char **excludes;
 	size_t nexcludes;
+	bool allow_missing;         /* --allow-missing: a -f glob that names nothing is no error */
 };
 
 int rm_spec_add(struct rm_spec *s, const char *arg, bool exclude);
@@ -55,6 +56,7 @@ struct rm_modules {
 	size_t nmain;
 	bool main_all;              /* no -f: every function of each program */
 	bool launched;
+	bool check_names;           /* while rm_modules_open runs: refuse a -f glob that names nothing */
 	bool first_exec_done;       /* the launched command's own exec was seen */
 	struct rm_pending *pending;
 	size_t npending;

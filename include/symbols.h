@@ -25,6 +25,7 @@ enum sym_skip {
 	SYM_SKIP_INSN,              /* first instruction cannot be probed */
 	SYM_SKIP_EXCLUDED,          /* matched -x */
 	SYM_SKIP_IFUNC,             /* STT_GNU_IFUNC: the address is a resolver run once at load */
+	SYM_SKIP_ENTRY,             /* the program's entry point (_start): no return address */
 };
 
 /* First instruction at the probe site; decides the kernel's path (kernel-facts.md). */
@@ -116,6 +117,27 @@ size_t sym_module__select(struct sym_module *m, const char *const *globs, size_t
  * or demangled name.
  */
 bool sym_glob_matches(const char *glob, const char *path, const struct sym_func *f);
+
+/**
+ * sym_module__skip_entry - unselect the program's entry point (e_entry of the file at @path,
+ * usually _start) in @m, marking it SYM_SKIP_ENTRY: the kernel jumps there with argc, not a
+ * return address, at the top of the stack, so a return probe would corrupt the process (and it
+ * never returns). For the main executable only. Returns how many selected functions it unselected.
+ */
+size_t sym_module__skip_entry(struct sym_module *m, const char *path);
+
+/**
+ * sym_module__names_any - whether the function part of @glob (as in sym_glob_matches) names any
+ * function symbol of @m, probe-able or not: false means the glob is misspelt for this module.
+ */
+bool sym_module__names_any(const struct sym_module *m, const char *glob);
+
+/**
+ * sym_module__closest - up to @max distinct function names of @m nearest to @name by edit
+ * distance (raw or demangled, at most about a third of @name's length away), nearest first,
+ * into @out (pointers into @m). Returns how many.
+ */
+size_t sym_module__closest(const struct sym_module *m, const char *name, const char **out, size_t max);
 
 /** sym_skip_str / sym_insn_str / sym_origin_str - short names for reports and list-functions. */
 const char *sym_skip_str(enum sym_skip s);

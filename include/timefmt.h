@@ -2,9 +2,10 @@
 /*
  * The one syntax for times and durations on the command line, and their display.
  *
- *   TIME := DIGITS [ "." DIGITS ] [ UNIT ]      UNIT := ns | us | ms | s | m | h
+ *   TIME := TERM [ TERM ... ]    TERM := DIGITS [ "." DIGITS ] [ UNIT ]
+ *   UNIT := ns | us | µs | ms | s | m | h   (each TERM in a smaller unit than the one before)
  *
- * e.g. 1500, 1500ns, 20us, 1.5ms, 2s, 1m. Every option that takes a time or a duration parses
+ * e.g. 1500, 1500ns, 20us, 20µs, 1.5ms, 2s, 1m, 1m30s. Every option that takes a time or a duration parses
  * it with timefmt_parse(); a bare number is in the option's own unit (nanoseconds for --from,
  * --to and --min-duration, seconds for record's --duration and --detail-for, as they always were).
  */

@@ -28,10 +28,12 @@ echo "== exports"
 	zts) dest=$out/export.zts.d ;;
 	speedscope) dest=$out/export.speedscope.json ;;
 	folded) dest=$out/export.folded ;;
+	wtf) dest=$out/export.wtf-trace ;;    # the loader reads the binary form only by this extension
 	*)   dest=$out/export.$fmt ;;
 	esac
 	"$ATF" export "$out/session" -F "$fmt" -o "$dest"
 	printf '  %-10s -> %s\n' "$fmt" "$dest"
 done
 echo "Open $out/export.perfetto in ui.perfetto.dev, $out/export.chrome in chrome://tracing, or"
-echo "$out/export.speedscope.json or $out/export.folded in speedscope (Left Heavy is the flame graph)."
+echo "$out/export.speedscope.json or $out/export.folded in speedscope (Left Heavy is the flame graph);"
+echo "$out/export.wtf-trace loads in the Web Tracing Framework."

@@ -40,7 +40,7 @@ BOX=${PID[box]}
 start_recorder "$T/alias" -p "$BOX" -f /alias:loop_work
 run_app box 4
 stop_recorder
-assert_contains "$T/rec.err" "attached to $BOX: 1 functions in 1 module" "what was probed for /alias"
+assert_contains "$T/rec.err" "attached to $BOX: 1 function in 1 module" "what was probed for /alias"
 "$TOOLS/record_stats" "$T/alias" >"$T/stats"
 assert_eq 4 "$(calls_of "$T/stats" "$BOX")" "calls through /alias"
 assert_eq "/alias" "$(jq -r '.modules[0].path' "$T/alias/pid_$BOX/manifest.json")" "module as the container names it"

@@ -62,7 +62,7 @@ usage "atftrace export: --compress: only applies to -F zts, not -F chrome" "$S" 
 usage "atftrace export: --json-mode: only applies to -F wtf-json, not -F dial9" \
 	"$S" -F dial9 -o "$T/x.out" --json-mode partial
 usage "atftrace export: --unit-size: only applies to -F rtc, not -F chrome" "$S" -F chrome -o "$T/x.out" --unit-size 8192
-usage "atftrace export: --from 3parsecs: expected a time such as 1500, 20us, 1.5ms, 2s or 1m" \
+usage "atftrace export: --from 3parsecs: expected a time such as 1500, 20us (or 20µs), 1.5ms, 2s, 1m or 1m30s" \
 	"$S" -F chrome -o "$T/x.out" --from 3parsecs
 usage "atftrace export: --to 1000000000000000000s: too large (at most 18446744073709551615 ns, about 584 years)" \
 	"$S" -F chrome -o "$T/x.out" --to 1000000000000000000s

@@ -110,4 +110,39 @@ node "$T/count.js" "$WTF/build-out/wtf_node_js_compiled.js" "$T/partial.wtf-json
 assert_eq "$(cat "$T/want")" "$(cat "$T/got_bin")" "events per zone, binary"
 assert_eq "$(cat "$T/want")" "$(cat "$T/got_json")" "events per zone, JSON complete"
 assert_eq "$(cat "$T/want")" "$(cat "$T/got_partial")" "events per zone, JSON partial"
-echo "ok: zone $zone: $calls calls, $leaves leaves, $exceptions exceptions, $details details"
+
+# A range whose first event is a call that returns within its first microsecond: the loader takes
+# a scope ending at time 0 for an instance, so every call of the range must still be a scope.
+# (gen_session is deterministic: its thread_0 has such calls; the first one is taken.)
+R=$T/r/pid_4242
+mkdir -p "$T/r"
+"$TOOLS/gen_session" -o "$R" --threads 1 --calls 6 --depth 3 --seed 1 >/dev/null
+"$TOOLS/atf_raw" "$R/thread_0" >"$T/r.raw"
+short_ts=$(awk '$1 == "ev" { if (pk == "C" && $3 == "R" && $7 - pt < 1000) { print pt; exit } pk = $3; pt = $7 }' "$T/r.raw")
+[ -n "$short_ts" ] || fail "gen_session made no call shorter than 1 us"
+from=$((short_ts - $(jq .time_start_ns "$R/manifest.json")))
+want=$(awk -v t="$short_ts" '$1 == "ev" && $3 == "C" && $7 >= t' "$T/r.raw" | wc -l)
+cat >"$T/scopes.js" <<'EOF'
+var wtf = require(process.argv[2]);
+global.wtf = wtf;
+wtf.db.load(process.argv[3], function (db) {
+	if (db instanceof Error || !db) { console.log('ERROR', db); process.exit(1); }
+	var n = 0;
+	db.getZones().forEach(function (z) {
+		for (var it = z.getEventList().begin(); !it.done(); it.next())
+			if (it.isScope()) n++;
+	});
+	console.log(n);
+});
+EOF
+"$ATF" export "$T/r" -F wtf -o "$T/r.wtf-trace" --from "$from"
+"$ATF" export "$T/r" -F wtf-json -o "$T/r.wtf-json" --from "$from"
+assert_eq "$want" "$(node "$T/scopes.js" "$WTF/build-out/wtf_node_js_compiled.js" "$T/r.wtf-trace")" \
+	"scopes of a range starting at a call of under 1 us, binary"
+assert_eq "$want" "$(node "$T/scopes.js" "$WTF/build-out/wtf_node_js_compiled.js" "$T/r.wtf-json")" \
+	"scopes of a range starting at a call of under 1 us, JSON"
+# --chunk-size cuts the JSON form's chunks too
+"$ATF" export "$T/r" -F wtf-json -o "$T/small.wtf-json" --chunk-size 1K
+[ "$(jq '.chunks | length' "$T/small.wtf-json")" -gt "$(jq '.chunks | length' "$T/r.wtf-json")" ] ||
+	fail "--chunk-size 1K did not cut -F wtf-json into more chunks"
+echo "ok: zone $zone: $calls calls, $leaves leaves, $exceptions exceptions, $details details; ranged scopes $want"

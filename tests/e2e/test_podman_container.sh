@@ -59,7 +59,7 @@ run_app twin 3
 run_app box 1
 stop_recorder
 check_session "$T/s2" 7
-assert_contains "$T/rec.err" "system-wide, cgroup $V2/libpod_parent/libpod-$CTR: 1 functions in 1 module" "--container found podman's v2 cgroup"
+assert_contains "$T/rec.err" "system-wide, cgroup $V2/libpod_parent/libpod-$CTR: 1 function in 1 module" "--container found podman's v2 cgroup"
 assert_eq app "$(jq -r --argjson p "$BOX" '.processes[] | select(.pid == $p) | .comm' "$T/s2/session.json")" "comm in session.json"
 
 # ---- without a filter the twin is traced too: the probe really fires outside the container --------

@@ -19,7 +19,7 @@ assert_contains "$T/list" ' single-step +- +excluded +site_lea$' "excluded"
 # the endbr64 probe offset is its address + 4 (addresses equal file offsets in .text here)
 read -r addr off <<<"$(awk '$NF == "site_endbr" { print $1, $2 }' "$T/list")"
 assert_eq $((addr + 4)) $((off)) "site_endbr probe offset"
-assert_eq "summary: 7 selected, 2 unmatched, 6 zero-size, 0 plt, 0 not-exec, 0 alias, 0 bad-insn, 1 excluded, 0 ifunc" \
+assert_eq "summary: 7 selected, 1 unmatched, 6 zero-size, 0 plt, 0 not-exec, 0 alias, 0 bad-insn, 1 excluded, 0 ifunc, 1 entry-point" \
 	"$(tail -n 1 "$T/list")" "summary"
 "$ATF" list-functions -s -f 'libc.so.6:malloc' /bin/true >"$T/libc"
 assert_contains "$T/libc" '^module .*/libc\.so\.6 ' "libc resolved by name"

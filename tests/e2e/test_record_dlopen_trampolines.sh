@@ -63,7 +63,7 @@ counts() {  # session work-calls what
 	assert_eq 0 "$(awk '$1 == "process" { print $16 }' "$T/stats")" "$3: lost"
 }
 reported() {    # err-file loads what: one -v summary per load, the later ones as mapped again
-	assert_eq "$2" "$(grep -c 'libatfplugin.so: 1 functions through trampolines, 0 at nop5 sites, 1 emulated$' "$1")" "$3: -v: plugin_leaf through a trampoline at each load"
+	assert_eq "$2" "$(grep -c 'libatfplugin.so: 1 function through trampolines, 0 at nop5 sites, 1 emulated$' "$1")" "$3: -v: plugin_leaf through a trampoline at each load"
 	assert_contains "$1" "libatfplugin.so: plugin_work: plain probe \(emulated\)$" "$3: -v: plugin_work keeps its probe"
 	assert_eq $(($2 - 1)) "$(grep -c "mapped .*/libatfplugin.so: 2 functions attached anew, 1 through trampolines$" "$1")" "$3: -v: patched again after each dlclose"
 }
@@ -90,7 +90,7 @@ N=1000
 "$ATF" record -v -o "$T/exec" -f 'libatftest.so:lib_*' -- /bin/sh -c "exec '$TARGETS/shlib_user' $N" 2>"$T/x.err" \
 	|| { cat "$T/x.err" >&2; fail "record (exec) failed"; }
 if grep -q "the target" "$T/x.err"; then fail "exec: $(grep 'the target' "$T/x.err")"; fi
-assert_contains "$T/x.err" "libatftest.so: 1 functions through trampolines, 0 at nop5 sites, 1 emulated$" "exec: -v: lib_leaf through a trampoline"
+assert_contains "$T/x.err" "libatftest.so: 1 function through trampolines, 0 at nop5 sites, 1 emulated$" "exec: -v: lib_leaf through a trampoline"
 "$TOOLS/record_stats" "$T/exec" >"$T/stats"
 assert_eq $N "$(awk '$1 == "call" && $3 == "lib_entry" { print $4 }' "$T/stats")" "exec: lib_entry calls"
 assert_eq $((2 * N)) "$(awk '$1 == "call" && $3 == "lib_leaf" { print $4 }' "$T/stats")" "exec: lib_leaf calls"

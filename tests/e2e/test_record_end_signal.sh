@@ -31,7 +31,11 @@ run_case() {
 	if [ "$sig" = q ]; then echo q >&3; else kill -"$sig" "$target"; fi
 	exec 3>&- 4<&-
 	[ "$mode" = launched ] || wait "$target" 2>/dev/null || true
-	wait "$rec" || { cat "$T/err" >&2; fail "$mode $sig: the recorder failed"; }
+	# a launched target killed by signal N: the recorder exits 128 + N, as a shell would
+	local rc=0 want=0
+	wait "$rec" || rc=$?
+	[ "$mode" = launched ] && [ "$sig" != q ] && want=$((128 + $(kill -l "$sig")))
+	[ "$rc" = "$want" ] || { cat "$T/err" >&2; fail "$mode $sig: the recorder exited $rc, expected $want"; }
 	jq -r .end_reason "$dir/pid_$target/manifest.json"
 }
 

@@ -20,7 +20,7 @@ for kind in session multi perf; do
 		# a LOCK prefix is known before attach (bad-insn, as list-functions says); an I/O
 		# instruction is found out by asking the kernel
 		assert_contains "$T/err" "refused_insn: [0-9]+ matching functions cannot be probed: .*1 bad-insn" "refused_lock skipped as bad-insn ($kind)"
-		assert_contains "$T/err" "refused_insn: 1 of 4 functions not traced: the kernel refuses to probe their first instruction$" "summary ($kind)"
+		assert_contains "$T/err" "refused_insn: 1 of 4 functions not traced: the kernel refuses to probe its first instruction$" "summary ($kind)"
 		assert_contains "$T/err" "^atftrace:   refused_io at offset 0x[0-9a-f]+: ec [0-9a-f ]+: an instruction uprobes neither emulate nor single-step$" "refused_io ($kind)"
 		assert_contains "$T/err" "launched [0-9]+: 3 functions in 1 module" "functions attached ($kind)"
 		assert_eq "" "$(awk '$1 == "call" && $3 == "refused_lock"' "$T/stats")" "refused_lock is not traced ($kind)"

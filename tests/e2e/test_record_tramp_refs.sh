@@ -34,7 +34,7 @@ assert_eq $N "$(calls "$T/on.stats" ref_into)" "ref_into calls"
 	|| { cat "$T/off.err" >&2; fail "record --no-trampolines"; }
 if grep -q "the target" "$T/off.err"; then fail "--no-trampolines: $(grep 'the target' "$T/off.err")"; fi
 assert_contains "$T/off.out" "wrong 0\$" "results with plain probes"
-assert_contains "$T/off.err" "tramp_refs: 1 functions start with an AVX-512 \(EVEX\) instruction" "ref_evex left out, said"
+assert_contains "$T/off.err" "tramp_refs: 1 function starts with an AVX-512 \(EVEX\) instruction" "ref_evex left out, said"
 "$TOOLS/record_stats" "$T/off" >"$T/off.stats"
 assert_eq "" "$(calls "$T/off.stats" ref_evex)" "no ref_evex probe"
 assert_eq $N "$(calls "$T/off.stats" ref_into)" "ref_into calls, plain"

@@ -30,11 +30,17 @@ origin() {   # list-functions output, function -> where its name came from (thir
 	awk -v f="$2" '$NF == f { print $3 }' "$1"
 }
 
-# stripped, no debug file anywhere: one line with the build-id, nothing to select, and the
-# empty session says why (a launched program may still exec one that matches: not an error)
+# stripped, no debug file anywhere: one line with the build-id, and -f naming nothing is refused;
+# with --allow-missing (a launched program may still exec one that matches) the empty session
+# says why
 mk "$T/bare"
 rm "$T/bare/debug_funcs.debug"
-"$ATF" record -o "$T/s0" -f 'dbg_*' -- "$T/bare/debug_funcs" $N >/dev/null 2>"$T/err" || { cat "$T/err" >&2; fail "record of a stripped program"; }
+rc=0; "$ATF" record -o "$T/s0" -f 'dbg_*' -- "$T/bare/debug_funcs" $N >/dev/null 2>"$T/err" || rc=$?
+assert_eq 1 "$rc" "record -f of a stripped program's names"
+assert_contains "$T/err" "debug_funcs: stripped, and no debug file with build-id $BUILD_ID was found" "stripped line"
+assert_contains "$T/err" "^atftrace record: -f dbg_\\*: .*debug_funcs has no function of that name" "-f refused"
+"$ATF" record -o "$T/s0" --allow-missing -f 'dbg_*' -- "$T/bare/debug_funcs" $N >/dev/null 2>"$T/err" ||
+	{ cat "$T/err" >&2; fail "record --allow-missing of a stripped program"; }
 assert_contains "$T/err" "debug_funcs: stripped, and no debug file with build-id $BUILD_ID was found" "stripped line"
 assert_contains "$T/err" "debug_funcs: no probe-able function matches dbg_\\*" "nothing selected"
 assert_contains "$T/err" "^atftrace record: warning: the session is empty: no function was attached" "empty session"

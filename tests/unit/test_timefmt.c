@@ -37,6 +37,29 @@ static void test_units(void **state)
 	assert_int_equal(parse_ok("18446744073.709551615s", TIMEFMT_NS), UINT64_MAX);
 }
 
+/* 20µs as typed (U+00B5 and U+03BC), and compounds of descending units such as 1m30s */
+static void test_micro_and_compound(void **state)
+{
+	static const char *const bad[] = {
+		"30s1m", "1s1s", "1m30", "1m 30s", "1m-30s", "1ms1m", "1µ", "1µx", "1h1",
+	};
+	uint64_t v = 7;
+
+	(void)state;
+	assert_int_equal(parse_ok("20\u00b5s", TIMEFMT_NS), 20000);
+	assert_int_equal(parse_ok("20\u03bcs", TIMEFMT_NS), 20000);
+	assert_int_equal(parse_ok("1.5\u00b5s", TIMEFMT_S), 1500);
+	assert_int_equal(parse_ok("1m30s", TIMEFMT_NS), 90000000000ull);
+	assert_int_equal(parse_ok("1h2m3s4ms5us6ns", TIMEFMT_NS), 3723004005006ull);
+	assert_int_equal(parse_ok("2s500ms", TIMEFMT_S), 2500000000ull);
+	assert_int_equal(parse_ok("1m0.5s", TIMEFMT_NS), 60500000000ull);
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		assert_int_equal(timefmt_parse(bad[i], TIMEFMT_NS, &v), -EINVAL);
+	assert_int_equal(timefmt_parse("5124095h59m59s1000000000000ns", TIMEFMT_NS, &v), -ERANGE);
+	assert_int_equal(v, 7);
+	assert_non_null(strstr(timefmt_strerror(-EINVAL), "1m30s"));
+}
+
 static void test_errors(void **state)
 {
 	static const char *const bad[] = {
@@ -86,6 +109,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_units),
+		cmocka_unit_test(test_micro_and_compound),
 		cmocka_unit_test(test_errors),
 		cmocka_unit_test(test_overflow),
 		cmocka_unit_test(test_format),

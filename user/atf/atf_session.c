@@ -4,9 +4,11 @@
  * whole, and resolution of a user-given path to the process directories it holds.
  */
 #include <dirent.h>
+#include <fnmatch.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <stdbool.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -205,14 +207,127 @@ void atf_session_resolve_free(char **dirs, int n)
 	free(dirs);
 }
 
+static enum atf_name_style name_style;
+
+void atf_set_name_style(enum atf_name_style style)
+{
+	name_style = style;
+}
+
 const char *atf_session__name(struct atf_session *s, uint64_t function_id, char *buf, size_t buflen)
 {
-	const struct atf_symbol *sym = s ? atf_manifest__symbol(s->manifest, function_id) : NULL;
+	struct atf_symbol *sym = s ? (struct atf_symbol *)atf_manifest__symbol(s->manifest, function_id) : NULL;
 
-	if (sym && sym->demangled && *sym->demangled)
+	if (sym && sym->demangled && *sym->demangled && name_style == ATF_NAMES_SIMPLE) {
+		if (!sym->simple)
+			sym->simple = atf_name_simple(sym->demangled);     /* the manifest is ours */
+		if (sym->simple)
+			return sym->simple;
+	}
+	if (sym && sym->demangled && *sym->demangled && name_style != ATF_NAMES_RAW)
 		return sym->demangled;
 	if (sym && sym->name && *sym->name)
 		return sym->name;
 	snprintf(buf, buflen, "0x%016llx", (unsigned long long)function_id);
 	return buf;
+}
+
+/* Whether the name copied so far (@out, @n bytes) ends in "operator" plus any operator chars. */
+static bool in_operator(const char *out, size_t n)
+{
+	size_t k = n;
+
+	while (k && strchr("<>()=!+-*/%^&|~[],", out[k - 1]))
+		k--;
+	return k >= 8 && !memcmp(out + k - 8, "operator", 8);
+}
+
+char *atf_name_simple(const char *demangled)
+{
+	size_t len = strlen(demangled), n = 0;
+	char *out = malloc(len + 1);
+	int depth = 0;
+
+	if (!out)
+		return NULL;
+	for (const char *p = demangled; *p; p++) {
+		char c = *p;
+
+		if (depth == 0 && (c == '<' || c == '(') && in_operator(out, n)) {
+			if (c == '(' && p[1] == ')' && n >= 8 && !memcmp(out + n - 8, "operator", 8)) {
+				memcpy(out + n, "()", 2);       /* operator() keeps its name */
+				n += 2;
+				p++;
+				continue;
+			}
+			if (c == '<') {                 /* operator<, operator<< , operator<= */
+				out[n++] = c;
+				continue;
+			}
+		}
+		if (c == '<' || c == '(') {
+			depth++;
+			continue;
+		}
+		if ((c == '>' || c == ')') && depth) {
+			depth--;
+			continue;
+		}
+		if (!depth)
+			out[n++] = c;
+	}
+	/* what follows the last parameter list: " const", " &&", " [clone .cold]" */
+	while (n && out[n - 1] == ' ')
+		n--;
+	out[n] = '\0';
+	{
+		char *tail = strstr(out, " const");
+
+		if (tail && !tail[6])
+			*tail = '\0';
+	}
+	return out;
+}
+
+/* @form names @pattern: equal (or matching the glob), or equal once a version suffix
+ * ("@GLIBC_2.2.5", "@@...") is dropped from the side that has one when the other has none. */
+static bool form_matches(const char *form, const char *pattern, bool glob)
+{
+	const char *fv = strchr(form, '@'), *pv = strchr(pattern, '@');
+	char *cut;
+	bool ok;
+
+	if (glob ? !fnmatch(pattern, form, 0) : !strcmp(pattern, form))
+		return true;
+	if ((fv && pv) || (!fv && !pv))
+		return false;
+	if (fv) {
+		if (!(cut = strndup(form, (size_t)(fv - form))))
+			return false;
+		ok = glob ? !fnmatch(pattern, cut, 0) : !strcmp(pattern, cut);
+	} else {
+		if (!(cut = strndup(pattern, (size_t)(pv - pattern))))
+			return false;
+		ok = glob ? !fnmatch(cut, form, 0) : !strcmp(cut, form);
+	}
+	free(cut);
+	return ok;
+}
+
+bool atf_symbol__matches(struct atf_symbol *s, const char *pattern, bool glob)
+{
+	if (s->name && form_matches(s->name, pattern, glob))
+		return true;
+	if (s->demangled && *s->demangled) {
+		if (form_matches(s->demangled, pattern, glob))
+			return true;
+		if (!s->simple)
+			s->simple = atf_name_simple(s->demangled);
+		if (s->simple && form_matches(s->simple, pattern, glob))
+			return true;
+	}
+	for (size_t i = 0; i < s->naliases; i++)
+		if (form_matches(s->aliases[i], pattern, glob))
+			return true;
+	return false;
 }

@@ -74,6 +74,10 @@ void atf_manifest__free(struct atf_manifest *m)
 	for (size_t i = 0; i < m->nsymbols; i++) {
 		free(m->symbols[i].name);
 		free(m->symbols[i].demangled);
+		free(m->symbols[i].simple);
+		for (size_t j = 0; j < m->symbols[i].naliases; j++)
+			free(m->symbols[i].aliases[j]);
+		free(m->symbols[i].aliases);
 	}
 	free(m->symbols);
 	free(m);
@@ -165,6 +169,24 @@ struct atf_symbol *atf_manifest__add_symbol(struct atf_manifest *m, uint32_t mod
 	s->name = n;
 	m->symbols_sorted = false;
 	return s;
+}
+
+int atf_symbol__add_alias(struct atf_symbol *s, const char *name)
+{
+	char **a;
+
+	if (!name || (s->name && !strcmp(s->name, name)))
+		return 0;
+	for (size_t i = 0; i < s->naliases; i++)
+		if (!strcmp(s->aliases[i], name))
+			return 0;
+	if (!(a = realloc(s->aliases, (s->naliases + 1) * sizeof(*a))))
+		return -ENOMEM;
+	s->aliases = a;
+	if (!(a[s->naliases] = strdup(name)))
+		return -ENOMEM;
+	s->naliases++;
+	return 0;
 }
 
 /* ---- lookup --------------------------------------------------------------------------------- */

@@ -204,6 +204,30 @@ static void load_modules(struct loader *L, json_t *root, struct atf_manifest *m)
 	}
 }
 
+/* A symbol's optional "aliases": an array of strings. */
+static void load_aliases(struct loader *L, json_t *o, const char *where, struct atf_symbol *s)
+{
+	json_t *arr = json_object_get(o, "aliases"), *v;
+	size_t i;
+
+	if (!arr || L->err)
+		return;
+	if (!json_is_array(arr)) {
+		load_fail(L, -ATF_E_MANIFEST, "%s\"aliases\": expected an array", where);
+		return;
+	}
+	json_array_foreach(arr, i, v) {
+		if (!json_is_string(v) || memchr(json_string_value(v), 0, json_string_length(v))) {
+			load_fail(L, -ATF_E_MANIFEST, "%s\"aliases\"[%zu]: expected a string", where, i);
+			return;
+		}
+		if (atf_symbol__add_alias(s, json_string_value(v))) {
+			load_fail(L, -ENOMEM, "out of memory");
+			return;
+		}
+	}
+}
+
 static void load_symbols(struct loader *L, json_t *root, struct atf_manifest *m)
 {
 	json_t *arr = get_array(L, root, "symbols", false), *o;
@@ -239,6 +263,7 @@ static void load_symbols(struct loader *L, json_t *root, struct atf_manifest *m)
 		}
 		s->function_id = fid;   /* the manifest's id is authoritative */
 		get_str(L, o, where, "demangled", &s->demangled);
+		load_aliases(L, o, where, s);
 		get_num_or_str(L, o, where, "address", &s->address);
 		get_uint(L, o, where, "size", UINT64_MAX, &s->size);
 		if (L->err)

@@ -101,6 +101,29 @@ static json_t *build_module(const struct atf_module *mod)
 	return o;
 }
 
+/* "aliases": the symbol's other names (lossy UTF-8: they serve lookups), left out when none. */
+static int set_aliases(json_t *o, const struct atf_symbol *s)
+{
+	json_t *arr;
+	int err = 0;
+
+	if (!s->naliases)
+		return 0;
+	if (!(arr = json_array()))
+		return -ENOMEM;
+	for (size_t i = 0; i < s->naliases && !err; i++) {
+		char *lossy = utf8_lossy_dup(s->aliases[i]);
+
+		err = lossy ? json_array_append_new(arr, json_string(lossy)) ? -ENOMEM : 0 : -ENOMEM;
+		free(lossy);
+	}
+	if (err) {
+		json_decref(arr);
+		return err;
+	}
+	return set_new(o, "aliases", arr);
+}
+
 static json_t *build_symbol(const struct atf_symbol *s)
 {
 	json_t *o = json_object();
@@ -113,6 +136,7 @@ static json_t *build_symbol(const struct atf_symbol *s)
 	err = err ?: set_u64(o, "symbol_index", s->symbol_index);
 	err = err ?: set_str(o, "name", s->name ? s->name : "");
 	err = err ?: set_str(o, "demangled", s->demangled);
+	err = err ?: set_aliases(o, s);
 	err = err ?: set_hexaddr(o, "address", s->address, false);
 	err = err ?: set_u64(o, "size", s->size);
 	if (err) {

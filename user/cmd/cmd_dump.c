@@ -38,6 +38,7 @@
 #include "cmd_common.h"
 #include "cmd_select.h"
 #include "commands.h"
+#include "textfmt.h"
 #include "timefmt.h"
 
 typedef unsigned long long ull;
@@ -118,10 +119,14 @@ static error_t dump_parse(int key, char *arg, struct argp_state *state)
 	}
 }
 
-static bool matches(char *const *globs, size_t n, const char *name)
+/* Whether a glob names the function shown as @name: by that name or any other of its symbol's
+ * (atf_symbol__matches: aliases, ifunc, versioned and demangled forms). */
+static bool matches(struct atf_session *s, uint64_t function_id, char *const *globs, size_t n, const char *name)
 {
+	struct atf_symbol *sym = (struct atf_symbol *)atf_manifest__symbol(s->manifest, function_id);
+
 	for (size_t i = 0; i < n; i++)
-		if (!fnmatch(globs[i], name, 0))
+		if (!fnmatch(globs[i], name, 0) || (sym && atf_symbol__matches(sym, globs[i], true)))
 			return true;
 	return false;
 }
@@ -248,7 +253,7 @@ static void print_line(const struct dumper *D, const struct atf_thread *t, uint6
 		snprintf(tid, sizeof(tid), "[%6u] ", t->tid);
 	printf("%12s %12s %s| %*s", timefmt_format(tbuf, sizeof(tbuf), ts >= D->base_ns ? ts - D->base_ns : 0),
 	       dur ? timefmt_format(dbuf, sizeof(dbuf), *dur) : "", tid, indent, "");
-	printf(body, name);
+	printf(body, textfmt_show(name));      /* the target's names, escaped for the terminal */
 	fputs(tail, stdout);
 	putchar('\n');
 }
@@ -273,7 +278,7 @@ static bool filtered(struct dumper *D, const struct atf_thread *t, struct thread
 		if (f->focus_depth != NO_DEPTH && (d < f->focus_depth || (d == f->focus_depth && call)))
 			f->focus_depth = NO_DEPTH;
 		if (f->focus_depth == NO_DEPTH) {
-			if (!call || !matches(a->focus, a->nfocus, name))
+			if (!call || !matches(D->s, ev->function_id, a->focus, a->nfocus, name))
 				return true;
 			f->focus_depth = d;
 		}
@@ -283,7 +288,7 @@ static bool filtered(struct dumper *D, const struct atf_thread *t, struct thread
 	}
 	if (a->max_depth && *level >= a->max_depth)
 		return true;
-	if (call && a->nhide && matches(a->hide, a->nhide, name)) {
+	if (call && a->nhide && matches(D->s, ev->function_id, a->hide, a->nhide, name)) {
 		f->hide_depth = d;
 		return true;
 	}
@@ -386,7 +391,7 @@ static int dump_session(struct atf_session *s, const struct dump_args *a, const 
 
 			if (sel->thread_id >= 0 && t->id != (uint64_t)sel->thread_id)
 				continue;
-			printf("# thread_%u tid=%u name=%s events=%llu\n", t->id, t->tid, t->name ? t->name : "-",
+			printf("# thread_%u tid=%u name=%s events=%llu\n", t->id, t->tid, textfmt_show(t->name),
 			       (ull)t->index.count);
 			err = dump_stream(&D, sel, t->id);
 		}
@@ -423,7 +428,7 @@ int cmd_dump(int argc, char **argv)
 		int err;
 
 		if (sel.n > 1)
-			printf("## %s\n", strrchr(dir, '/') ? strrchr(dir, '/') + 1 : dir);
+			printf("## %s\n", textfmt_show(strrchr(dir, '/') ? strrchr(dir, '/') + 1 : dir));
 		err = dump_session(sel.s[i], &args, &sel, threads > 1);
 		if (err) {
 			fflush(stdout);

@@ -21,6 +21,7 @@
 #include "cmd_common.h"
 #include "cmd_select.h"
 #include "commands.h"
+#include "textfmt.h"
 #include "timefmt.h"
 
 enum { OPT_CALLERS = 0x100 };
@@ -78,6 +79,35 @@ static error_t graph_parse(int key, char *arg, struct argp_state *state)
 	}
 }
 
+/*
+ * FUNCTION as the tree names it: the display name of a recorded symbol that FUNCTION names by any
+ * of its names (atf_symbol__matches: malloc finds __libc_malloc, memcpy its ifunc's choice, a
+ * versioned or a demangled name its symbol). Says so on stderr when it is not FUNCTION as given.
+ * Returns a malloc'd name, or NULL on ENOMEM.
+ */
+static char *resolve_function(const struct cmd_selection *sel, const char *function)
+{
+	char buf[32];
+
+	for (size_t i = 0; i < sel->n; i++) {
+		struct atf_manifest *m = sel->s[i]->manifest;
+
+		for (size_t j = 0; j < m->nsymbols; j++) {
+			struct atf_symbol *sym = &m->symbols[j];
+			const char *shown;
+
+			if (!atf_symbol__matches(sym, function, false))
+				continue;
+			shown = atf_session__name(sel->s[i], sym->function_id, buf, sizeof(buf));
+			if (strcmp(shown, function))
+				fprintf(stderr, "atftrace graph: %s: recorded as %s (another name of the same "
+					"function)\n", textfmt_show(function), textfmt_show(shown));
+			return strdup(shown);
+		}
+	}
+	return strdup(function);
+}
+
 static int print_node(const struct calltree *ct, uint32_t node, char *prefix, size_t plen, bool last,
 		      uint32_t depth, const struct graph_args *a);
 
@@ -108,11 +138,11 @@ static int print_node(const struct calltree *ct, uint32_t node, char *prefix, si
 	char t[2][TIMEFMT_LEN];
 
 	if (n->process)
-		printf("%14s %14s %8s  %.*s%s%s\n", "", "", "", (int)plen, prefix, branch, calltree__name(ct, n->name));
+		printf("%14s %14s %8s  %.*s%s%s\n", "", "", "", (int)plen, prefix, branch, textfmt_show(calltree__name(ct, n->name)));
 	else
 		printf("%14s %14s %8" PRIu64 "  %.*s%s%s%s%s\n", timefmt_format(t[0], sizeof(t[0]), n->total_ns),
 		       a->callers ? "" : timefmt_format(t[1], sizeof(t[1]), n->self_ns), n->calls, (int)plen, prefix,
-		       branch, calltree__name(ct, n->name), n->unwound ? " (unwound)" : "",
+		       branch, textfmt_show(calltree__name(ct, n->name)), n->unwound ? " (unwound)" : "",
 		       n->unfinished ? " (open at the end)" : "");
 	if (depth) {            /* this node's column for its children: "│ " or "  " */
 		memcpy(prefix + plen, last ? "  " : "│ ", last ? 2 : 4);
@@ -135,7 +165,7 @@ int cmd_graph(int argc, char **argv)
 	struct cmd_selection sel = { 0 };
 	struct calltree *ct, *view = NULL;
 	const struct calltree *shown;
-	char *prefix = NULL;
+	char *prefix = NULL, *resolved = NULL;
 	int64_t found = 1;
 	int err = 0, rc = 1;
 
@@ -144,6 +174,11 @@ int cmd_graph(int argc, char **argv)
 	if (!(ct = cmd_select_calltree("graph", a.session, &a.sel, CALLTREE_PROCESS_NODES, &sel)))
 		return 1;
 	if (a.function) {
+		if (!(resolved = resolve_function(&sel, a.function))) {
+			err = -ENOMEM;
+			goto cleanup;
+		}
+		a.function = resolved;
 		found = (view = calltree__new(0)) ? calltree__function_view(view, ct, a.function, a.callers) : -ENOMEM;
 		err = found < 0 ? (int)found : 0;
 	}
@@ -161,12 +196,13 @@ int cmd_graph(int argc, char **argv)
 		goto cleanup;
 	}
 	printf("# %s: call graph %s%s\n", a.session, !a.function ? "below every root" : a.callers ? "of the callers of " :
-	       "below ", a.function ? a.function : "");
+	       "below ", a.function ? textfmt_show(a.function) : "");
 	printf("%14s %14s %8s  %s\n", "Total", a.callers ? "" : "Self", "Calls", a.callers ? "Function <- caller" : "Function");
 	err = print_children(shown, CALLTREE_ROOT, prefix, 0, 0, &a);
 	rc = err || fflush(stdout) ? 1 : 0;
 cleanup:
 	free(prefix);
+	free(resolved);
 	calltree__free(view);
 	calltree__free(ct);
 	cmd_selection_free(&sel);

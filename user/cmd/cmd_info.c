@@ -11,20 +11,24 @@
 #include "atf.h"
 #include "cmd_common.h"
 #include "commands.h"
+#include "textfmt.h"
+#include "timefmt.h"
 
 typedef unsigned long long ull;
 
 static const char info_doc[] = "Summarise a session: manifest, threads, counts and times.";
 
+/* Text from the target or the host, escaped for the terminal; "-" when there is none. */
 static const char *or_dash(const char *s)
 {
-	return s && *s ? s : "-";
+	return textfmt_show(s && *s ? s : "-");
 }
 
 static void print_thread(const struct atf_thread *t)
 {
 	const struct atf_index_file *f = &t->index;
 	struct atf_index_event first, last;
+	char dur[TIMEFMT_LEN];
 	bool recovered = f->recovered || (t->has_detail && t->detail.recovered);
 
 	printf("  thread_%u  tid=%u  name=%s  events=%llu  detail=%llu", t->id, t->tid, or_dash(t->name),
@@ -32,10 +36,10 @@ static void print_thread(const struct atf_thread *t)
 	if (f->count) {
 		atf_index_get(f, 0, &first);
 		atf_index_get(f, f->count - 1, &last);
-		printf("  time=%llu..%llu  duration=%.3f us", (ull)first.timestamp_ns, (ull)last.timestamp_ns,
-		       (double)(last.timestamp_ns - first.timestamp_ns) / 1e3);
+		printf("  time=%llu..%llu  duration=%s", (ull)first.timestamp_ns, (ull)last.timestamp_ns,
+		       timefmt_format(dur, sizeof(dur), last.timestamp_ns - first.timestamp_ns));
 	} else {
-		printf("  time=-  duration=0.000 us");
+		printf("  time=-  duration=0 ns");
 	}
 	printf("  recovered=%s\n", recovered ? "yes" : "no");
 }
@@ -44,22 +48,27 @@ static void print_session(struct atf_session *s)
 {
 	const struct atf_manifest *m = s->manifest;
 	ull events = 0, detail = 0;
+	char dur[TIMEFMT_LEN];
 
-	printf("session:    %s\n", s->dir);
-	printf("pid:        %u (ns_pid %u)\n", m->pid, m->ns_pid);
+	printf("session:    %s\n", textfmt_show(s->dir));
+	/* a pid inside a pid namespace (a container) is its own number there too; 0: a host process */
+	if (m->ns_pid && m->ns_pid != m->pid)
+		printf("pid:        %u (%u in its pid namespace)\n", m->pid, m->ns_pid);
+	else
+		printf("pid:        %u\n", m->pid);
 	printf("process:    %s\n", or_dash(m->process_name));
 	printf("argv:      ");
 	for (size_t i = 0; i < m->argc; i++)
-		printf(" %s", m->argv[i]);
+		printf(" %s", textfmt_show(m->argv[i]));
 	printf("%s\n", m->argc ? "" : " -");
 	printf("kernel:     %s\n", or_dash(m->kernel));
 	printf("host:       %s\n", or_dash(m->host));
 	printf("version:    %s (format %s)\n", or_dash(m->atftrace_version), or_dash(m->format_version));
 	printf("start:      %s\n", or_dash(m->start_time));
 	printf("end reason: %s\n", or_dash(m->end_reason));
-	printf("time:       %llu..%llu ns (%.3f ms, clock %u)\n", (ull)m->time_start_ns, (ull)m->time_end_ns,
-	       m->time_end_ns >= m->time_start_ns ? (double)(m->time_end_ns - m->time_start_ns) / 1e6 : 0.0,
-	       m->clock_type);
+	printf("time:       %llu..%llu ns (%s, clock %u)\n", (ull)m->time_start_ns, (ull)m->time_end_ns,
+	       timefmt_format(dur, sizeof(dur), m->time_end_ns >= m->time_start_ns ?
+			      m->time_end_ns - m->time_start_ns : 0), m->clock_type);
 	/* a session its recorder never finished (kill -9) lost what was in the ring, uncounted */
 	if (!m->end_reason || !strcmp(m->end_reason, "recovered"))
 		printf("lost:       unknown (the recorder did not finish this session)\n");

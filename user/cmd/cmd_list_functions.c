@@ -23,9 +23,10 @@
 #include "commands.h"
 #include "container.h"
 #include "symbols.h"
+#include "textfmt.h"
 #include "trampoline.h"
 
-#define NSKIP (SYM_SKIP_IFUNC + 1)
+#define NSKIP (SYM_SKIP_ENTRY + 1)
 #define WHO "atftrace list-functions"
 
 struct lf_args {
@@ -161,12 +162,15 @@ static void print_module(struct sym_module *m, bool selected_only, size_t *count
 
 	if (tramp_check_module(m) < 0)
 		fprintf(stderr, WHO ": %s: cannot read its code to check trampolines\n", m->path);
-	printf("module %s build-id %s %s module-id 0x%08x functions %zu", m->path,
+	printf("module %s build-id %s %s module-id 0x%08x functions %zu", textfmt_show(m->path),
 	       m->build_id ? m->build_id : "none", m->pie ? "pie" : "non-pie", m->module_id,
 	       m->nfuncs);
 	if (m->debug_path)
-		printf(" debug-file %s (%s)", m->debug_path, sym_origin_str(m->debug_origin));
+		printf(" debug-file %s (%s)", textfmt_show(m->debug_path), sym_origin_str(m->debug_origin));
 	printf("\n");
+	/* the columns of the lines below; ENTRY: how record enters it (--trampolines) */
+	printf("  %-18s %-10s %-10s %8s %-20s %-16s %-11s %s\n", "ADDRESS", "PROBE-OFF", "ORIGIN", "SIZE",
+	       "INSN", "ENTRY", "STATUS", "FUNCTION");
 	for (size_t i = 0; i < m->nfuncs; i++) {
 		const struct sym_func *f = &m->funcs[i];
 		const char *status = f->selected ? "selected" : f->skip ? sym_skip_str(f->skip)
@@ -184,22 +188,22 @@ static void print_module(struct sym_module *m, bool selected_only, size_t *count
 			continue;
 		snprintf(insn, sizeof(insn), "%s%s", f->endbr64 ? "endbr64+" : "",
 			 f->probe_offset || f->skip == SYM_OK ? sym_insn_str(f->insn) : "-");
-		printf("  0x%016llx 0x%08llx %-10s %8llu %-20s %-16s %-10s %s", (unsigned long long)f->addr,
+		printf("  0x%016llx 0x%08llx %-10s %8llu %-20s %-16s %-11s %s", (unsigned long long)f->addr,
 		       (unsigned long long)f->probe_offset, sym_origin_str(f->origin),
 		       (unsigned long long)f->size, insn, entry_str(f), status,
-		       f->demangled ? f->demangled : f->name);
+		       textfmt_show(f->demangled ? f->demangled : f->name));
 		if (f->ifunc_impl)
 			printf(" -> 0x%llx", (unsigned long long)f->ifunc_impl);
 		printf("\n");
 	}
-	printf("trampolines: %zu functions would be entered through one\n", ntramp);
+	printf("trampolines: %zu %s would be entered through one\n", ntramp, textfmt_plural(ntramp, "function", "functions"));
 }
 
 /*
  * Open one module and select @globs in it. @fd: the file already open safely (a container's,
  * from container_open_file(), closed here), -1 to open @path, or a negative errno already reported.
  */
-static int list_module(const char *path, int fd, const char **globs, size_t nglobs,
+static int list_module(const char *path, int fd, bool main_exe, const char **globs, size_t nglobs,
 		       const struct lf_args *a, size_t *counts, size_t *nsel, size_t *nunm)
 {
 	struct sym_module *m = NULL;
@@ -213,6 +217,8 @@ static int list_module(const char *path, int fd, const char **globs, size_t nglo
 	/* ifuncs: the implementation this process (or -p PID) runs */
 	sym_module__resolve_ifuncs(m, globs, nglobs, a->excludes, a->nexcludes, a->pid, WHO, NULL);
 	sym_module__report_stripped(m, WHO);
+	if (main_exe)           /* _start: never probed, as record says */
+		sym_module__skip_entry(m, m->open_path ? m->open_path : path);
 	print_module(m, a->selected_only, counts, nsel, nunm);
 	sym_module__free(m);
 	return 0;
@@ -268,7 +274,7 @@ int cmd_list_functions(int argc, char **argv)
 	if (nglobs || !a.nfuncs) {
 		int fd = contained ? container_open_file(a.pid, NULL, NULL, WHO) : -1;
 
-		err = list_module(exe, fd, globs, nglobs, &a, counts, &nsel, &nunm);
+		err = list_module(exe, fd, true, globs, nglobs, &a, counts, &nsel, &nunm);
 		if (err)
 			goto cleanup;
 	}
@@ -300,7 +306,7 @@ int cmd_list_functions(int argc, char **argv)
 			err = -ENOENT;
 			goto cleanup;
 		}
-		err = list_module(path, contained ? container_open_file(a.pid, name, NULL, WHO) : -1,
+		err = list_module(path, contained ? container_open_file(a.pid, name, NULL, WHO) : -1, false,
 				  globs, nglobs, &a, counts, &nsel, &nunm);
 		free(name);
 		free(path);

@@ -61,7 +61,7 @@ struct record_args {
 };
 
 enum { OPT_FOLLOW_FORK = 1000, OPT_DURATION, OPT_RING_SIZE, OPT_READY_FILE, OPT_DEBUG_DIR, OPT_FORCE,
-       OPT_KILL_AT_END, OPT_MODE, OPT_TRAMPOLINES, OPT_NO_TRAMPOLINES };
+       OPT_KILL_AT_END, OPT_MODE, OPT_TRAMPOLINES, OPT_NO_TRAMPOLINES, OPT_ALLOW_MISSING };
 
 static const struct argp_option options[] = {
 	{ "pid", 'p', "PID", 0, "Trace the running process PID instead of launching CMD", 0 },
@@ -71,6 +71,9 @@ static const struct argp_option options[] = {
 	  "Trace functions matching GLOB (repeatable); MODULE is a path or a library name such as "
 	  "libc.so.6. Default: every function of the main executable", 0 },
 	{ "exclude", 'x', "GLOB", 0, "Do not trace functions matching GLOB (repeatable)", 0 },
+	{ "allow-missing", OPT_ALLOW_MISSING, NULL, 0,
+	  "Record even when a -f GLOB names no function of its module (refused by default, with the "
+	  "closest names), e.g. for a wrapper that execs the program that has it", 0 },
 	{ "debug-dir", OPT_DEBUG_DIR, "DIR", 0,
 	  "Also look for the debug files of stripped modules under DIR (repeatable; as "
 	  "/usr/lib/debug: .build-id/xx/rest.debug or the debuglink name)", 0 },
@@ -153,6 +156,9 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 		if (rm_spec_add(&a->spec, arg, true) < 0)
 			argp_failure(state, 1, ENOMEM, "-x");
 		break;
+	case OPT_ALLOW_MISSING:
+		a->spec.allow_missing = true;
+		break;
 	case 'o':
 		a->outdir = arg;
 		break;
@@ -200,15 +206,17 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 		a->verbose = true;
 		break;
 	case ARGP_KEY_ARG:
-		if (a->attach_cmd && !a->pid && state->argc - state->next == 0) {
-			/* `atftrace attach PID` */
+		if (a->attach_cmd && !a->pid && !a->cmd) {
+			/* `atftrace attach PID [OPTIONS]`: options may follow the pid */
 			long v;
 			errno = 0;
 			v = strtol(arg, &end, 10);
-			if (errno || *end || v <= 0 || v > 0x3fffffff)
+			if (!errno && !*end && v > 0 && v <= 0x3fffffff) {
+				a->pid = (pid_t)v;
+				break;
+			}
+			if (state->argc - state->next == 0)     /* the one argument: meant as the pid */
 				argp_error(state, "'%s' is not a process id", arg);
-			a->pid = (pid_t)v;
-			break;
 		}
 		/* the command and all its arguments, options included */
 		a->cmd = &state->argv[state->next - 1];
@@ -475,8 +483,10 @@ static void print_summary(const struct recorder *r, const char *session_dir, con
 		fprintf(stderr, "atftrace record: %llu of them are in no thread's count (too many threads "
 			"lost events)\n", (unsigned long long)st.lost_unattributed);
 	if (st.lost_records)
-		fprintf(stderr, "atftrace record: %llu thread exit, fork, exec or identity records could "
-			"not enter the ring buffer\n", (unsigned long long)st.lost_records);
+		fprintf(stderr, "atftrace record: %llu %s of a thread's exit, a fork, an exec or a "
+			"thread's name %s lost (the ring buffer was full), so some threads may show no end "
+			"or no name; a larger --ring-size may help\n", (unsigned long long)st.lost_records,
+			st.lost_records == 1 ? "notice" : "notices", st.lost_records == 1 ? "was" : "were");
 	/* a detail record that did not fit left its event in the index without detail */
 	if (st.lost_detail)
 		fprintf(stderr, "atftrace record: %llu detail records could not enter the ring buffer "
@@ -557,7 +567,8 @@ static int attach_trampolines(const struct record_args *a, struct rm_modules *mo
 	if (!a->cmd)
 		mods->attached = (size_t)n;
 	if (a->verbose)
-		fprintf(stderr, "atftrace record: %zu functions entered through trampolines\n", ntramp);
+		fprintf(stderr, "atftrace record: %zu %s entered through trampolines\n", ntramp,
+			ntramp == 1 ? "function" : "functions");
 	return 0;
 }
 
@@ -583,7 +594,7 @@ static int record_main(struct record_args *a)
 	int sigfd = -1, err, ret = 1, status;
 	pid_t target, link_pid;
 	struct tramp_process *tp = NULL;
-	bool tramps;
+	bool tramps, ended_by_us = false;      /* --kill-at-end sent the signal that ended it */
 	double t0;
 
 	raise_nofile_limit();
@@ -703,13 +714,19 @@ static int record_main(struct record_args *a)
 	if (a->ready_file && write_ready_file(a->ready_file) < 0)
 		goto cleanup;
 	if (a->sys.all)
-		fprintf(stderr, "atftrace record: system-wide%s%s: %zu functions in %zu module%s; "
+		fprintf(stderr, "atftrace record: system-wide%s%s: %zu function%s in %zu module%s; "
 			"recording to %s\n", a->sys.cgroup_dir[0] ? ", cgroup " : "", a->sys.cgroup_dir,
-			mods.attached, mods.n, mods.n == 1 ? "" : "s", session_dir);
+			mods.attached, mods.attached == 1 ? "" : "s", mods.n, mods.n == 1 ? "" : "s", session_dir);
+	else if (!mods.attached && mods.npending)
+		/* every -f names a library the target has not loaded yet (record_live.c attaches it) */
+		fprintf(stderr, "atftrace record: %s %d: no function attached yet: %s%s attached when "
+			"loaded; recording to %s\n", a->cmd ? "launched" : "attached to", (int)target,
+			mods.pending[0].name, mods.npending > 1 ? " and other libraries are" : " is",
+			session_dir);
 	else
-		fprintf(stderr, "atftrace record: %s %d: %zu functions in %zu module%s; recording to %s\n",
-			a->cmd ? "launched" : "attached to", (int)target, mods.attached, mods.n,
-			mods.n == 1 ? "" : "s", session_dir);
+		fprintf(stderr, "atftrace record: %s %d: %zu function%s in %zu module%s; recording to %s\n",
+			a->cmd ? "launched" : "attached to", (int)target, mods.attached,
+			mods.attached == 1 ? "" : "s", mods.n, mods.n == 1 ? "" : "s", session_dir);
 	t0 = mono_s();
 	reason = record_loop(rec, sigfd, a->duration, &a->detail, probes, a->sys.all);
 	/* the target's text is the file's again before the session ends */
@@ -727,18 +744,23 @@ static int record_main(struct record_args *a)
 	if (a->kill_at_end && a->cmd && proc_alive(target)) {
 		fprintf(stderr, "atftrace record: --kill-at-end: sending SIGTERM to %d\n", (int)target);
 		kill(target, SIGTERM);
+		ended_by_us = true;
 	}
 	status = a->cmd ? recorder__exit_status(rec, target) : -1;
 	if (status >= 0 && WIFEXITED(status) && WEXITSTATUS(status))
 		fprintf(stderr, "atftrace record: the target exited with status %d\n",
 			WEXITSTATUS(status));
-	else if (status >= 0 && WIFSIGNALED(status))
-		fprintf(stderr, "atftrace record: the target was killed by signal %d\n",
-			WTERMSIG(status));
 	{
 		struct recorder_stats st;
 		recorder__stats(rec, &st);
 		ret = st.write_errors || st.write_failed ? 1 : 0;
+	}
+	/* as a shell reports a command killed by a signal: 128 + its number */
+	if (status >= 0 && WIFSIGNALED(status) && !ended_by_us) {
+		fprintf(stderr, "atftrace record: the target was killed by signal %d (SIG%s: %s); "
+			"exit status %d\n", WTERMSIG(status), sigabbrev_np(WTERMSIG(status)) ?: "?",
+			strsignal(WTERMSIG(status)), 128 + WTERMSIG(status));
+		ret = ret ? ret : 128 + WTERMSIG(status);
 	}
 cleanup:
 	if (child.gate_fd >= 0)

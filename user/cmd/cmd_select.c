@@ -10,13 +10,16 @@
 #include "cmd_select.h"
 #include "timefmt.h"
 
-enum { KEY_PID = 0x300, KEY_THREAD, KEY_FROM, KEY_TO };
+enum { KEY_PID = 0x300, KEY_THREAD, KEY_FROM, KEY_TO, KEY_DEMANGLE, KEY_NO_DEMANGLE };
 
 static const struct argp_option select_options[] = {
 	{ "pid", KEY_PID, "N", 0, "Only process N of a session of several (default: all, where the output can hold them)", 0 },
 	{ "thread", KEY_THREAD, "N", 0, "Only thread N: its thread_<N> directory id, or its OS tid (the tid alone in a session of several processes)", 0 },
 	{ "from", KEY_FROM, "T", 0, "Start of the range, since the session start: 1500 (ns), 20us, 1.5ms, 2s, 1m", 0 },
 	{ "to", KEY_TO, "T", 0, "End of the range (inclusive), same syntax as --from", 0 },
+	{ "demangle", KEY_DEMANGLE, "full|simple|no", 0,
+	  "C++ names: full (the default), simple (no parameters or template arguments) or no (as in the ELF file)", 0 },
+	{ "no-demangle", KEY_NO_DEMANGLE, NULL, 0, "C++ names as in the ELF file (--demangle=no)", 0 },
 	{ 0 }
 };
 
@@ -61,6 +64,19 @@ static error_t select_parse(int key, char *arg, struct argp_state *state)
 			argp_error(state, "--%s %s: %s", key == KEY_FROM ? "from" : "to", arg, timefmt_strerror(err));
 		*(key == KEY_FROM ? &a->has_from : &a->has_to) = true;
 		return 0;
+	case KEY_DEMANGLE:
+		if (!strcmp(arg, "full"))
+			atf_set_name_style(ATF_NAMES_DEMANGLED);
+		else if (!strcmp(arg, "simple"))
+			atf_set_name_style(ATF_NAMES_SIMPLE);
+		else if (!strcmp(arg, "no"))
+			atf_set_name_style(ATF_NAMES_RAW);
+		else
+			argp_error(state, "--demangle %s: expected full, simple or no", arg);
+		return 0;
+	case KEY_NO_DEMANGLE:
+		atf_set_name_style(ATF_NAMES_RAW);
+		return 0;
 	case ARGP_KEY_END:
 		if (a->has_from && a->has_to && a->to_rel < a->from_rel)
 			argp_error(state, "--to: earlier than --from");
@@ -99,6 +115,43 @@ static uint64_t process_start_ns(const struct atf_session *s)
 	if (s->manifest->time_start_ns && s->manifest->time_start_ns <= start)
 		return s->manifest->time_start_ns;
 	return start == UINT64_MAX ? 0 : start;
+}
+
+/* End of a process's session: its last event, or the manifest's end when later. */
+static uint64_t process_end_ns(const struct atf_session *s)
+{
+	uint64_t end = s->manifest->time_end_ns;
+	struct atf_index_event ev;
+
+	for (size_t i = 0; i < s->nthreads; i++) {
+		if (!s->threads[i].index.count)
+			continue;
+		atf_index_get(&s->threads[i].index, s->threads[i].index.count - 1, &ev);
+		if (ev.timestamp_ns > end)
+			end = ev.timestamp_ns;
+	}
+	return end;
+}
+
+/*
+ * A --from past the end of every selected process selects nothing, ever: one line saying so and
+ * the session's length, and a failure (exit 1), rather than an empty result that looks like one.
+ */
+static int check_from(const char *cmd, const char *session, const struct cmd_select_args *a,
+		      const struct cmd_selection *sel)
+{
+	char from[TIMEFMT_LEN], len[TIMEFMT_LEN];
+	uint64_t end = 0;
+
+	for (size_t i = 0; i < sel->n; i++)
+		if (process_end_ns(sel->s[i]) > end)
+			end = process_end_ns(sel->s[i]);
+	if (!a->has_from || sel->from_ns <= end)
+		return 0;
+	fprintf(stderr, "atftrace %s: --from %s is past the end of %s: it lasts %s\n", cmd,
+		timefmt_format(from, sizeof(from), a->from_rel), session,
+		timefmt_format(len, sizeof(len), end > sel->start_ns ? end - sel->start_ns : 0));
+	return -1;
 }
 
 static uint64_t add_clamped(uint64_t a, uint64_t b)
@@ -185,6 +238,8 @@ int cmd_select(const char *cmd, const char *session, const struct cmd_select_arg
 	if (a->has_to)
 		sel->to_ns = add_clamped(sel->start_ns, a->to_rel);
 	if (a->thread >= 0 && select_thread(cmd, session, a, sel))
+		goto cleanup;
+	if (check_from(cmd, session, a, sel))
 		goto cleanup;
 	rc = 0;
 cleanup:

@@ -10,6 +10,7 @@
 #include "atf.h"
 #include "cmd_common.h"
 #include "commands.h"
+#include "textfmt.h"
 
 static const char verify_doc[] =
 	"Check a session completely: headers, footers, CRCs, counts, time order, call nesting,\n"
@@ -72,7 +73,10 @@ int cmd_verify(int argc, char **argv)
 			rc = 1;
 			break;
 		}
-		printf("OK %s: %zu threads, %llu events, %llu detail events", dirs[i], tot.threads, tot.events, tot.detail);
+		printf("OK %s: %zu %s, %llu %s, %llu detail %s", dirs[i], tot.threads,
+		       textfmt_plural(tot.threads, "thread", "threads"), tot.events,
+		       textfmt_plural(tot.events, "event", "events"), tot.detail,
+		       textfmt_plural(tot.detail, "event", "events"));
 		/* verify passed with losses only because the manifest counts them per thread: say so */
 		if (tot.lost_calls || tot.lost_returns)
 			printf("; %llu events lost and counted (%llu calls with their returns, %llu returns "

@@ -275,12 +275,14 @@ static char *dpkg_owner(const char *path)
 	close(pfd[0]);
 	waitpid(pid, &status, 0);
 	buf[len] = '\0';
-	/* "sqlite3: /usr/bin/sqlite3" or "libc6:amd64: /lib/x86_64-linux-gnu/libc.so.6" */
-	if (WIFEXITED(status) && !WEXITSTATUS(status) && len) {
-		size_t plen = strcspn(buf, ":,\n");
+	/* "sqlite3: /usr/bin/sqlite3" or "libc6:amd64: /lib/x86_64-linux-gnu/libc.so.6", after
+	 * lines such as "diversion by dash from: /bin/sh" (a package name has no space) */
+	for (char *line = buf; WIFEXITED(status) && !WEXITSTATUS(status) && !pkg && *line;) {
+		size_t plen = strcspn(line, ":, \n"), llen = strcspn(line, "\n");
 
-		if (plen && buf[plen] == ':')
-			pkg = strndup(buf, plen);
+		if (plen && line[plen] == ':' && strncmp(line, "diversion ", 10))
+			pkg = strndup(line, plen);
+		line += llen + (line[llen] == '\n');
 	}
 	return pkg;
 }
@@ -299,16 +301,40 @@ char *sym_debug_package(const char *path)
 	return pkg;
 }
 
+/* The release's code name (VERSION_CODENAME in /etc/os-release) into @buf, or "" when unknown. */
+static const char *os_codename(char *buf, size_t len)
+{
+	FILE *f = fopen("/etc/os-release", "re");
+	char line[256];
+
+	buf[0] = '\0';
+	while (f && fgets(line, sizeof(line), f))
+		if (!strncmp(line, "VERSION_CODENAME=", 17)) {
+			snprintf(buf, len, "%.*s", (int)strcspn(line + 17, "\"'\n"), line + 17);
+			break;
+		}
+	if (f)
+		fclose(f);
+	return buf;
+}
+
 void sym_module__report_stripped(const struct sym_module *m, const char *who)
 {
-	char *pkg;
+	char *pkg, suite[64];
 
 	if (!m->stripped)
 		return;
 	pkg = sym_debug_package(m->path);
 	fprintf(stderr, "%s: %s: stripped, and no debug file with build-id %s was found (looked in "
 		"/usr/lib/debug, beside it, --debug-dir, DEBUGINFOD_URLS): only its exported functions "
-		"can be traced%s%s%s\n", who, m->path, m->build_id ? m->build_id : "(none)",
-		pkg ? "; Debian ships its symbols in " : "", pkg ? pkg : "", pkg ? "-dbgsym" : "");
+		"can be traced\n", who, m->path, m->build_id ? m->build_id : "(none)");
+	if (pkg) {
+		/* -dbgsym packages are not in the main archive: name the one that has them */
+		os_codename(suite, sizeof(suite));
+		fprintf(stderr, "%s: hint: its symbols are in the package %s-dbgsym, from Debian's debug "
+			"archive (deb http://deb.debian.org/debian-debug %s-debug main); or let atftrace "
+			"fetch them: export DEBUGINFOD_URLS=https://debuginfod.debian.net\n", who, pkg,
+			suite[0] ? suite : "<suite>");
+	}
 	free(pkg);
 }

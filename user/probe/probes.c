@@ -27,6 +27,7 @@
 #include "container.h"
 #include "pidns.h"
 #include "uprobe_multi.h"
+#include "textfmt.h"
 
 #define DEFAULT_RING_SIZE (4u << 20)
 
@@ -386,8 +387,9 @@ static void report_refused(const struct sym_module *m, const char *path, const u
 {
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
 
-	fprintf(stderr, "atftrace: %s: %u of %u functions not traced: the kernel refuses to probe their "
-		"first instruction\n", m->path, nrefused, n);
+	fprintf(stderr, "atftrace: %s: %u of %u %s not traced: the kernel refuses to probe %s "
+		"first instruction\n", m->path, nrefused, n, textfmt_plural(n, "function", "functions"),
+		nrefused == 1 ? "its" : "their");
 	for (uint32_t i = 0; i < nrefused; i++) {
 		const struct sym_func *f = &m->funcs[func[refused[i]]];
 		uint8_t b[4] = { 0 };
@@ -495,9 +497,10 @@ int probes__attach_module(struct probes *p, const struct sym_module *m, pid_t pi
 	}
 	/* with trampolines, they get one (trampoline.c says which do not) */
 	if (nostep && !p->guard)
-		fprintf(stderr, "atftrace record: %s: %u functions start with an AVX-512 (EVEX) "
+		fprintf(stderr, "atftrace record: %s: %u %s with an AVX-512 (EVEX) "
 			"instruction, whose single-step by the kernel loses its result: not traced "
-			"without an entry trampoline\n", m->path, nostep);
+			"without an entry trampoline\n", m->path, nostep,
+			nostep == 1 ? "function starts" : "functions start");
 	if (n == 0)
 		goto cleanup;
 	/* the functions whose first instruction the kernel refuses are left out, each said */

@@ -5,10 +5,14 @@
  * selects the symbol probed in its place.
  */
 #include <dlfcn.h>
+#include <fcntl.h>
 #include <fnmatch.h>
+#include <gelf.h>
+#include <libelf.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include "symbols.h"
 
 /* C++ demangling through the C++ runtime, when it is installed. */
@@ -126,3 +130,120 @@ size_t sym_module__select(struct sym_module *m, const char *const *globs, size_t
 	return count;
 }
 
+
+/* The ELF entry point of @path (e_entry), or 0. */
+static uint64_t elf_entry(const char *path)
+{
+	uint64_t entry = 0;
+	GElf_Ehdr eh;
+	Elf *elf;
+	int fd;
+
+	if (elf_version(EV_CURRENT) == EV_NONE)
+		return 0;
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	elf = elf_begin(fd, ELF_C_READ, NULL);
+	if (elf && gelf_getehdr(elf, &eh))
+		entry = eh.e_entry;
+	elf_end(elf);
+	close(fd);
+	return entry;
+}
+
+size_t sym_module__skip_entry(struct sym_module *m, const char *path)
+{
+	uint64_t entry = elf_entry(path);
+	size_t n = 0;
+
+	for (size_t i = 0; entry && i < m->nfuncs; i++) {
+		struct sym_func *f = &m->funcs[i];
+
+		if (f->addr != entry || f->skip != SYM_OK)
+			continue;
+		n += f->selected;
+		f->selected = false;
+		f->skip = SYM_SKIP_ENTRY;
+	}
+	return n;
+}
+
+bool sym_module__names_any(const struct sym_module *m, const char *glob)
+{
+	for (size_t i = 0; i < m->nfuncs; i++)
+		if (sym_glob_matches(glob, m->path, &m->funcs[i]))
+			return true;
+	return false;
+}
+
+/* Levenshtein distance of @a and @b, or @cap + 1 once it is certain to exceed @cap. */
+static size_t edit_distance(const char *a, const char *b, size_t cap)
+{
+	size_t la = strlen(a), lb = strlen(b), best, *row;
+
+	if ((la > lb ? la - lb : lb - la) > cap || la > 256 || lb > 256)
+		return cap + 1;
+	row = malloc((lb + 1) * sizeof(*row));
+	if (!row)
+		return cap + 1;
+	for (size_t j = 0; j <= lb; j++)
+		row[j] = j;
+	for (size_t i = 1; i <= la; i++) {
+		size_t diag = row[0];
+
+		row[0] = best = i;
+		for (size_t j = 1; j <= lb; j++) {
+			size_t up = row[j], v = diag + (a[i - 1] != b[j - 1]);
+
+			if (up + 1 < v)
+				v = up + 1;
+			if (row[j - 1] + 1 < v)
+				v = row[j - 1] + 1;
+			row[j] = v;
+			diag = up;
+			if (v < best)
+				best = v;
+		}
+		if (best > cap) {
+			free(row);
+			return cap + 1;
+		}
+	}
+	best = row[lb];
+	free(row);
+	return best;
+}
+
+size_t sym_module__closest(const struct sym_module *m, const char *name, const char **out, size_t max)
+{
+	size_t n = 0, dist[8], cap = strlen(name) / 3 + 1;
+
+	if (max > 8)
+		max = 8;
+	for (size_t i = 0; i < m->nfuncs; i++)
+		for (int k = 0; k < 2; k++) {
+			const char *cand = k ? m->funcs[i].demangled : m->funcs[i].name;
+			size_t d, at;
+			bool dup = false;
+
+			if (!cand || (d = edit_distance(name, cand, cap)) > cap)
+				continue;
+			for (size_t j = 0; j < n && !dup; j++)
+				dup = !strcmp(out[j], cand);
+			if (dup)
+				continue;
+			/* insert in order of distance, then name; drop what falls off the end */
+			for (at = n; at > 0 && (dist[at - 1] > d || (dist[at - 1] == d && strcmp(out[at - 1], cand) > 0)); at--)
+				;
+			if (at >= max)
+				continue;
+			if (n < max)
+				n++;
+			memmove(&out[at + 1], &out[at], (n - 1 - at) * sizeof(*out));
+			memmove(&dist[at + 1], &dist[at], (n - 1 - at) * sizeof(*dist));
+			out[at] = cand;
+			dist[at] = d;
+		}
+	return n;
+}

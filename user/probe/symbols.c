@@ -46,6 +46,7 @@ const char *sym_skip_str(enum sym_skip s)
 	case SYM_SKIP_INSN:      return "bad-insn";
 	case SYM_SKIP_EXCLUDED:  return "excluded";
 	case SYM_SKIP_IFUNC:     return "ifunc";
+	case SYM_SKIP_ENTRY:     return "entry-point";
 	}
 	return "?";
 }

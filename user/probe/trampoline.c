@@ -31,6 +31,7 @@
 #include "ptrace_target.h"
 #include "trampoline_area.h"
 #include "trampoline_int.h"
+#include "textfmt.h"
 
 #define PAGE 4096ull
 #define ENOTSUPP_K 524                      /* the kernel's ENOTSUPP: an instruction uprobes refuse */
@@ -234,8 +235,9 @@ static void report(const struct tramp_mod *tm)
 			fprintf(stderr, "atftrace record: %s: %s: plain probe (%s)\n", m->path,
 				f->name, tramp_reason_str(f->tramp));
 	}
-	fprintf(stderr, "atftrace record: %s: %zu functions through trampolines, %zu at nop5 sites",
-		m->path, counts[TRAMP_OK], counts[TRAMP_NOT_NEEDED]);
+	fprintf(stderr, "atftrace record: %s: %zu %s through trampolines, %zu at nop5 sites",
+		m->path, counts[TRAMP_OK], textfmt_plural(counts[TRAMP_OK], "function", "functions"),
+		counts[TRAMP_NOT_NEEDED]);
 	for (int r = TRAMP_SHORT; r < TRAMP_NREASONS; r++)
 		if (counts[r])
 			fprintf(stderr, ", %zu %s", counts[r], tramp_reason_str((enum tramp_reason)r));
@@ -304,13 +306,15 @@ static int attach_plain(struct probes *p, struct sym_module *m, pid_t pid, bool 
 		cookies[n++] = (uint64_t)m->module_id << 32 | f->symbol_index;
 	}
 	if (nostep)
-		fprintf(stderr, "atftrace record: %s: %u functions that start with an AVX-512 (EVEX) "
+		fprintf(stderr, "atftrace record: %s: %u %s that start%s with an AVX-512 (EVEX) "
 			"instruction got no trampoline: not traced (a plain probe's single-step would "
-			"corrupt them)\n", m->path, nostep);
+			"corrupt %s)\n", m->path, nostep, textfmt_plural(nostep, "function", "functions"),
+			nostep == 1 ? "s" : "", nostep == 1 ? "it" : "them");
 	got = attach_split(p, m, offs, cookies, n, pid);
 	if (got >= 0 && (uint32_t)got != n)
-		fprintf(stderr, "atftrace record: %s: the kernel refused to probe %u functions%s\n",
-			m->path, n - (uint32_t)got, verbose ? "" : " (their first instruction)");
+		fprintf(stderr, "atftrace record: %s: the kernel refused to probe %u %s%s\n",
+			m->path, n - (uint32_t)got, textfmt_plural(n - (uint32_t)got, "function", "functions"),
+			verbose ? "" : " (their first instruction)");
 cleanup:
 	free(offs);
 	free(cookies);

@@ -19,6 +19,7 @@
 #include "proc.h"
 #include "record_modules.h"
 #include "container.h"
+#include "textfmt.h"
 
 static int push_str(char ***arr, size_t *n, const char *s)
 {
@@ -62,47 +63,15 @@ int rm_split(const char *arg)
 	return -1;
 }
 
-/* The ELF entry point of @path (e_entry), or 0. */
-static uint64_t elf_entry(const char *path)
-{
-	uint64_t entry = 0;
-	GElf_Ehdr eh;
-	Elf *elf;
-	int fd;
-
-	if (elf_version(EV_CURRENT) == EV_NONE)
-		return 0;
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return 0;
-	elf = elf_begin(fd, ELF_C_READ, NULL);
-	if (elf && gelf_getehdr(elf, &eh))
-		entry = eh.e_entry;
-	elf_end(elf);
-	close(fd);
-	return entry;
-}
-
-/*
- * The entry point (_start) is jumped to by the kernel with argc, not a return address, at the
- * top of the stack: a return probe there would overwrite argc with the trampoline address and
- * corrupt the process. It never returns anyway, so it is not probed (and said so).
- */
+/* The entry point (_start) is never probed (sym_module__skip_entry); said so when asked for. */
 static size_t deselect_entry_point(struct sym_module *m, const char *path, bool say)
 {
-	uint64_t entry = elf_entry(path);
-	size_t n = 0;
+	size_t n = sym_module__skip_entry(m, path);
 
-	for (size_t i = 0; entry && i < m->nfuncs; i++) {
-		struct sym_func *f = &m->funcs[i];
-		if (!f->selected || f->addr != entry)
-			continue;
-		f->selected = false;
-		n++;
-		if (say)
+	for (size_t i = 0; say && n && i < m->nfuncs; i++)
+		if (m->funcs[i].skip == SYM_SKIP_ENTRY)
 			fprintf(stderr, "atftrace record: %s: %s not probed: it is the program's entry point, "
-				"which has no return address to probe\n", m->path, f->name);
-	}
+				"which has no return address to probe\n", m->path, m->funcs[i].name);
 	return n;
 }
 
@@ -128,6 +97,7 @@ static void report_skips(const struct sym_module *m, const char *const *globs, s
 		const struct sym_func *f = &m->funcs[i];
 		/* aliases are probed under another name; -x is what the user asked for */
 		if (f->skip == SYM_OK || f->skip == SYM_SKIP_ALIAS || f->skip == SYM_SKIP_EXCLUDED ||
+		    f->skip == SYM_SKIP_ENTRY ||     /* said by deselect_entry_point */
 		    f->ifunc_impl || f->skip >= 16 || !func_matches(f, globs, nglobs))
 			continue;
 		counts[f->skip]++;
@@ -137,7 +107,8 @@ static void report_skips(const struct sym_module *m, const char *const *globs, s
 				f->demangled ? f->demangled : f->name, sym_skip_str(f->skip));
 	}
 	if (verbose)
-		fprintf(stderr, "atftrace record: %s: %zu functions selected\n", m->path, selected);
+		fprintf(stderr, "atftrace record: %s: %zu %s selected\n", m->path, selected,
+			textfmt_plural(selected, "function", "functions"));
 	if (!total)
 		return;
 	len = snprintf(line, sizeof(line), "atftrace record: %s: %zu matching function%s cannot be "
@@ -168,6 +139,33 @@ static int keep_fd(struct rm_modules *mods, int fd)
 	mods->fds = nf;
 	mods->fds[mods->nfds++] = fd;
 	return 0;
+}
+
+/*
+ * A -f glob that names no function of its module at all is a misspelling, refused with the
+ * closest names (a glob naming a function that cannot be probed is reported by report_skips).
+ * --allow-missing lets it pass, e.g. for a wrapper that execs the program that has it.
+ */
+static int check_names(const struct rm_modules *mods, const struct sym_module *m, const char *const *globs,
+		       size_t nglobs, bool main_exe)
+{
+	int err = 0;
+
+	for (size_t g = 0; g < nglobs; g++) {
+		const char *close[3];
+		size_t n;
+
+		if (sym_module__names_any(m, globs[g]))
+			continue;
+		n = sym_module__closest(m, globs[g], close, 3);
+		fprintf(stderr, "atftrace record: -f %s: %s has no function of that name", globs[g], m->path);
+		for (size_t i = 0; i < n; i++)
+			fprintf(stderr, "%s%s", i ? ", " : "; closest: ", close[i]);
+		fprintf(stderr, "%s\n", main_exe && mods->launched
+			? " (if it execs a program that has it, add --allow-missing)" : " (--allow-missing records anyway)");
+		err = -ENOENT;
+	}
+	return err;
 }
 
 /*
@@ -252,6 +250,10 @@ int rm_module_add(struct rm_modules *mods, const char *path, const char *const *
 		sel -= deselect_entry_point(m, m->open_path ? m->open_path : path,
 					    mods->verbose || nglobs);  /* asked for by name: say why */
 	report_skips(m, globs, nglobs, sel, mods->verbose);
+	if (mods->check_names && (err = check_names(mods, m, globs, nglobs, main_exe)) < 0) {
+		sym_module__free(m);
+		return err;
+	}
 	if (!sel) {
 		fprintf(stderr, "atftrace record: %s: no probe-able function matches%s%s%s\n", path,
 			nglobs ? " " : "", nglobs ? globs[0] : "",
@@ -364,6 +366,7 @@ int rm_modules_open(struct rm_modules *mods, const struct rm_spec *spec, pid_t p
 	}
 	mods->spec = spec;
 	mods->launched = cmd != NULL;
+	mods->check_names = !spec->allow_missing;
 	script = cmd && mods->exe_path && is_script(mods->exe_path);
 	if (!system_wide && !mods->exe_path) {
 		err = -ENOENT;
@@ -479,6 +482,7 @@ int rm_modules_open(struct rm_modules *mods, const struct rm_spec *spec, pid_t p
 			mods->cxx_path = sym_resolve_library(0, "libstdc++.so.6");
 	err = 0;
 cleanup:
+	mods->check_names = false;     /* programs exec'd later may lack a glob's function */
 	free(globs);
 	free(done);
 	if (err < 0)

@@ -26,6 +26,26 @@ static int set_str(char **dst, const char *src)
 	return 0;
 }
 
+/*
+ * The other names of @f's code, so that a reader finds it by the name the user knows: symbols at
+ * the same address (malloc for __libc_malloc), the ifunc it implements (memcpy for
+ * __memmove_avx_unaligned_erms), and their demangled forms.
+ */
+static int add_aliases(struct atf_symbol *s, const struct sym_module *m, const struct sym_func *f)
+{
+	uint64_t at = f->ifunc_impl ? f->ifunc_impl : f->addr;
+
+	for (size_t i = 0; i < m->nfuncs; i++) {
+		const struct sym_func *g = &m->funcs[i];
+
+		if (g == f || !(g->addr == at || g->ifunc_impl == at))
+			continue;
+		if (atf_symbol__add_alias(s, g->name) || atf_symbol__add_alias(s, g->demangled))
+			return -ENOMEM;
+	}
+	return 0;
+}
+
 int rec_manifest_add_module(struct atf_manifest *man, const struct sym_module *m)
 {
 	struct atf_module *am = atf_manifest__add_module(man, m->path);
@@ -50,6 +70,8 @@ int rec_manifest_add_module(struct atf_manifest *man, const struct sym_module *m
 		s->address = f->ifunc_impl ? f->ifunc_impl : f->addr;
 		s->size = f->size;
 		if (set_str(&s->demangled, f->demangled))
+			return -ENOMEM;
+		if (add_aliases(s, m, f))
 			return -ENOMEM;
 	}
 	return 0;
