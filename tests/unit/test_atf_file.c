@@ -110,18 +110,18 @@ static void test_replace_through_random_temporary(void **state)
 	put(at("victim"), "secret\n");
 	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
 		assert_int_equal(symlink(at("victim"), at(names[i])), 0);
-	assert_int_equal(atf_file_replace(at("session.json"), "one\n", 4), 0);
+	assert_int_equal(atf_file_replace(at("session.json"), "one\n", 4, 0), 0);
 	assert_content(at("session.json"), "one\n");
 	assert_int_equal(mode_of(at("session.json")), 0600);
 	/* a link at the destination itself is replaced, never written through */
 	assert_int_equal(symlink(at("victim"), at("manifest.json")), 0);
-	assert_int_equal(atf_file_replace(at("manifest.json"), "two\n", 4), 0);
+	assert_int_equal(atf_file_replace(at("manifest.json"), "two\n", 4, 0), 0);
 	assert_content(at("manifest.json"), "two\n");
 	assert_int_equal(mode_of(at("manifest.json")), 0600);
 	assert_content(at("victim"), "secret\n");
 	/* replacing keeps the mode of the file replaced */
 	chmod(at("session.json"), 0640);
-	assert_int_equal(atf_file_replace(at("session.json"), "three\n", 6), 0);
+	assert_int_equal(atf_file_replace(at("session.json"), "three\n", 6, 0), 0);
 	assert_int_equal(mode_of(at("session.json")), 0640);
 	/* no temporary is left */
 	d = opendir(dir);

@@ -28,7 +28,7 @@ static int replace_file(const char *path, const uint8_t hdr[ATF_HEADER_SIZE], co
 			uint64_t events_len, const uint8_t ftr[ATF_FOOTER_SIZE], struct atf_diag *diag)
 {
 	struct atf_tmpfile t;
-	int err = atf_tmpfile_open(&t, path);
+	int err = atf_tmpfile_open(&t, path, ATF_TMP_IN_SESSION);
 
 	if (err)
 		return atf_diag_set(diag, path, err, 0, "cannot create a temporary file beside it: %s",

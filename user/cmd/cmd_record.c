@@ -91,7 +91,7 @@ static const struct argp_option options[] = {
 	{ "ring-size", OPT_RING_SIZE, "SIZE", 0,
 	  "BPF ring buffer size, a power of two with optional K/M/G suffix (default 8M)", 0 },
 	{ "ready-file", OPT_READY_FILE, "PATH", 0,
-	  "Create PATH once the probes are attached (an existing FIFO is opened and closed instead, so a reader learns it without polling)", 0 },
+	  "Create PATH once the probes are attached; an existing FIFO of yours is opened and closed instead (without blocking the recorder), so a reader learns it without polling", 0 },
 	{ "trampolines", OPT_TRAMPOLINES, NULL, 0,
 	  "Enter functions the kernel would single-step through entry trampolines in the target "
 	  "(the default for a launched command and -p; see README)", 0 },
@@ -410,9 +410,12 @@ static void status_line(const struct recorder *r, double now, double *last_t, ui
 	*last_ev = st.events;
 }
 
-/* Returns the end reason, or NULL on a recorder error. */
+static int ready_file_signal(const char *path, bool force);
+
+/* Returns the end reason, or NULL on a recorder error. @ready: a --ready-file FIFO still waiting. */
 static const char *record_loop(struct recorder *r, int sigfd, double duration,
-			       struct detail_args *detail, struct probes *probes, bool until_stopped)
+			       struct detail_args *detail, struct probes *probes, bool until_stopped,
+			       const char *ready, bool force)
 {
 	bool tty = isatty(STDERR_FILENO);
 	double start = mono_s(), last_status = start;
@@ -445,6 +448,8 @@ static const char *record_loop(struct recorder *r, int sigfd, double duration,
 		/* a system-wide session (-a) goes on without processes, until stopped */
 		if (!reason && !until_stopped && !recorder__live_processes(r))
 			reason = "target exited";
+		if (ready && ready_file_signal(ready, force) != 1)
+			ready = NULL;   /* its reader came (or it failed, as said): not tried again */
 		now = mono_s();
 		detail_tick(detail, probes, now - start);
 		if (!reason && duration > 0 && now - start >= duration)
@@ -504,17 +509,57 @@ static void raise_nofile_limit(void)
 	}
 }
 
-static int write_ready_file(const char *path)
+/*
+ * --ready-file: PATH is created new (O_EXCL|O_NOFOLLOW); an existing FIFO of the caller's is
+ * opened for writing and closed instead, so a reader learns it without polling. The FIFO is
+ * opened without blocking: until a reader has it open (ENXIO), record_loop() tries again every
+ * tick, draining the ring and hearing SIGINT and SIGTERM meanwhile. A link, a directory, another
+ * user's FIFO or anything else is refused, and so is an existing file, unless --force (then it is
+ * replaced). Returns 0 when done, 1 while the FIFO waits for its reader, or -errno after the
+ * error line.
+ */
+static int ready_file_signal(const char *path, bool force)
 {
-	/* never through a link; an existing file (or FIFO) is only opened and closed */
-	int fd = open(path, O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, atf_file_mode());
+	const char *why = NULL;
+	struct stat st;
+	int fd, lerr = lstat(path, &st) < 0 ? errno : 0;
 
-	if (fd < 0) {
-		fprintf(stderr, "atftrace record: --ready-file %s: %s\n", path, strerror(errno));
-		return -errno;
+	if (!lerr && S_ISREG(st.st_mode) && force) {    /* --force: replaced by a new one */
+		lerr = unlink(path) < 0 && errno != ENOENT ? errno : ENOENT;
+		if (lerr != ENOENT)
+			why = strerror(lerr);
 	}
-	close(fd);
-	return 0;
+	if (why) {
+		;
+	} else if (lerr == ENOENT) {
+		fd = atf_file_create(path);
+		if (fd >= 0)
+			close(fd);
+		why = fd < 0 ? strerror(-fd) : NULL;
+	} else if (lerr) {
+		why = strerror(lerr);
+	} else if (S_ISLNK(st.st_mode)) {
+		why = "a symbolic link: not followed";
+	} else if (S_ISREG(st.st_mode)) {
+		why = "exists (a regular file): add --force to replace it, or name a new path or a FIFO";
+	} else if (!S_ISFIFO(st.st_mode) || st.st_uid != geteuid()) {
+		why = S_ISFIFO(st.st_mode) ? "a FIFO of another user: refused" : "not a regular file or a FIFO";
+	} else {
+		fd = open(path, O_WRONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC);
+		if (fd < 0 && errno == ENXIO)
+			return 1;       /* no reader yet */
+		if (fd < 0)
+			why = strerror(errno);
+		/* what was opened is still our FIFO, not something swapped in meanwhile */
+		else if (fstat(fd, &st) < 0 || !S_ISFIFO(st.st_mode) || st.st_uid != geteuid())
+			why = "changed while it was opened: refused";
+		if (fd >= 0)
+			close(fd);
+	}
+	if (!why)
+		return 0;
+	fprintf(stderr, "atftrace record: --ready-file %s: %s\n", path, why);
+	return -EPERM;
 }
 
 /*
@@ -578,7 +623,7 @@ static int record_main(struct record_args *a)
 	struct probes *probes = NULL;
 	struct recorder *rec = NULL;
 	char *session_dir = NULL;
-	const char *reason = NULL;
+	const char *reason = NULL, *ready;
 	sigset_t sigs;
 	int sigfd = -1, err, ret = 1, status;
 	pid_t target, link_pid;
@@ -700,8 +745,11 @@ static int record_main(struct record_args *a)
 		goto cleanup;
 	recorder__set_trampolines(rec, tp);
 	rm_modules_trampolines(&mods, tp);     /* libraries it maps later get them too */
-	if (a->ready_file && write_ready_file(a->ready_file) < 0)
+	ready = a->ready_file;
+	if (ready && (err = ready_file_signal(ready, a->force)) < 0)
 		goto cleanup;
+	if (!err)
+		ready = NULL;           /* done; else record_loop() waits for the FIFO's reader */
 	if (a->sys.all)
 		fprintf(stderr, "atftrace record: system-wide%s%s: %zu functions in %zu module%s; "
 			"recording to %s\n", a->sys.cgroup_dir[0] ? ", cgroup " : "", a->sys.cgroup_dir,
@@ -711,7 +759,7 @@ static int record_main(struct record_args *a)
 			a->cmd ? "launched" : "attached to", (int)target, mods.attached, mods.n,
 			mods.n == 1 ? "" : "s", session_dir);
 	t0 = mono_s();
-	reason = record_loop(rec, sigfd, a->duration, &a->detail, probes, a->sys.all);
+	reason = record_loop(rec, sigfd, a->duration, &a->detail, probes, a->sys.all, ready, a->force);
 	/* the target's text is the file's again before the session ends */
 	restore_trampolines(tp);
 	err = recorder__finish(rec, reason ? reason : "recorder error");
