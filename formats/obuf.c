@@ -76,22 +76,22 @@ static int follow_link(const char *path, const struct stat *lst, char real[PATH_
 	int fd, err;
 
 	if (lst->st_uid != geteuid())
-		return fail(diag, -EPERM, "-o %s: a symbolic link of uid %u, not yours: "
+		return fail(diag, -EPERM, "%s: a symbolic link of uid %u, not yours: "
 				    "not followed, even with --force", path, (unsigned)lst->st_uid);
 	if (stat(path, st) < 0)
-		return fail(diag, -errno, "-o %s: a symbolic link to %s: not followed", path,
+		return fail(diag, -errno, "%s: a symbolic link to %s: not followed", path,
 				    errno == ENOENT ? "nothing (it would create its target)" : strerror(errno));
 	if (S_ISDIR(st->st_mode))
-		return fail(diag, -EISDIR, "-o %s: a symbolic link to a directory", path);
+		return fail(diag, -EISDIR, "%s: a symbolic link to a directory", path);
 	if (!S_ISREG(st->st_mode))
 		return 0;
 	if (!realpath(path, real))
-		return fail(diag, -errno, "-o %s: %s", path, strerror(errno));
+		return fail(diag, -errno, "%s: %s", path, strerror(errno));
 	snprintf(dir, sizeof(dir), "%s", real);
 	*strrchr(dir, '/') = '\0';
 	fd = open(dir[0] ? dir : "/", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (fd < 0)
-		return fail(diag, -errno, "-o %s: %s: %s", path, dir, strerror(errno));
+		return fail(diag, -errno, "%s: %s: %s", path, dir, strerror(errno));
 	err = atf_dir_check_fd(fd, dir[0] ? dir : "/", diag);
 	close(fd);
 	if (!err && st->st_uid != geteuid())
@@ -100,7 +100,7 @@ static int follow_link(const char *path, const struct stat *lst, char real[PATH_
 		char why[sizeof(diag->msg)];
 
 		snprintf(why, sizeof(why), "%s", diag->msg);
-		return fail(diag, err, "-o %s: a symbolic link to %s, not followed: %s", path,
+		return fail(diag, err, "%s: a symbolic link to %s, not followed: %s", path,
 				    real, why);
 	}
 	return 0;
@@ -124,17 +124,17 @@ static int open_target(struct obuf *o, const char *path, unsigned flags, struct 
 	}
 	if (lstat(path, &lst) < 0) {
 		if (errno != ENOENT)
-			return fail(diag, -errno, "-o %s: %s", path, strerror(errno));
+			return fail(diag, -errno, "%s: %s", path, strerror(errno));
 		/* new: created beside it and renamed in only where still nothing is */
 		err = atf_tmpfile_open(&o->tmp, path, ATF_TMP_NOREPLACE | ATF_TMP_FRESH_MODE);
 		o->fd = o->tmp.fd;
-		return err ? fail(diag, err, "-o %s: %s", path, strerror(-err)) : 0;
+		return err ? fail(diag, err, "%s: %s", path, strerror(-err)) : 0;
 	}
 	st = lst;
 	if (S_ISDIR(lst.st_mode))
-		return fail(diag, -EISDIR, "-o %s: is a directory", path);
+		return fail(diag, -EISDIR, "%s: is a directory", path);
 	if ((S_ISLNK(lst.st_mode) || S_ISREG(lst.st_mode)) && !(flags & OBUF_FORCE))
-		return fail(diag, -EEXIST, "-o %s: %s exists; add --force to replace it, "
+		return fail(diag, -EEXIST, "%s: %s exists; add --force to replace it, "
 				    "or -o - for standard output", path,
 				    S_ISLNK(lst.st_mode) ? "a symbolic link" : "a file");
 	if (S_ISLNK(lst.st_mode) && (err = follow_link(path, &lst, real, &st, diag)))
@@ -142,12 +142,12 @@ static int open_target(struct obuf *o, const char *path, unsigned flags, struct 
 	if (!S_ISREG(st.st_mode)) {     /* a device or FIFO: written in place, never removed */
 		o->direct = true;
 		o->fd = open(path, O_WRONLY | O_NOCTTY | O_CLOEXEC | (S_ISLNK(lst.st_mode) ? 0 : O_NOFOLLOW));
-		return o->fd < 0 ? fail(diag, -errno, "-o %s: %s", path, strerror(errno)) : 0;
+		return o->fd < 0 ? fail(diag, -errno, "%s: %s", path, strerror(errno)) : 0;
 	}
 	/* --force over a regular file: it takes the session's mode, not the old file's */
 	err = atf_tmpfile_open(&o->tmp, real[0] ? real : path, ATF_TMP_FRESH_MODE);
 	o->fd = o->tmp.fd;
-	return err ? fail(diag, err, "-o %s: %s", path, strerror(-err)) : 0;
+	return err ? fail(diag, err, "%s: %s", path, strerror(-err)) : 0;
 }
 
 int obuf__open(struct obuf **out, const char *path, size_t bufsize, unsigned flags, struct atf_diag *diag)
