@@ -133,16 +133,23 @@ static int open_target(struct obuf *o, const char *path, unsigned flags, struct 
 	st = lst;
 	if (S_ISDIR(lst.st_mode))
 		return fail(diag, -EISDIR, "%s: is a directory", path);
-	if ((S_ISLNK(lst.st_mode) || S_ISREG(lst.st_mode)) && !(flags & OBUF_FORCE))
-		return fail(diag, -EEXIST, "%s: %s exists; add --force to replace it, "
-				    "or -o - for standard output", path,
-				    S_ISLNK(lst.st_mode) ? "a symbolic link" : "a file");
+	if (S_ISLNK(lst.st_mode) && !(flags & OBUF_FORCE))
+		return fail(diag, -EEXIST, "%s: a symbolic link, not followed without --force (-o - writes "
+			    "to standard output)", path);
+	if (S_ISREG(lst.st_mode) && !(flags & OBUF_FORCE))
+		return fail(diag, -EEXIST, "%s: exists; add --force to replace it", path);
 	if (S_ISLNK(lst.st_mode) && (err = follow_link(path, &lst, real, &st, diag)))
 		return err;
 	if (!S_ISREG(st.st_mode)) {     /* a device or FIFO: written in place, never removed */
 		o->direct = true;
 		o->fd = open(path, O_WRONLY | O_NOCTTY | O_CLOEXEC | (S_ISLNK(lst.st_mode) ? 0 : O_NOFOLLOW));
-		return o->fd < 0 ? fail(diag, -errno, "%s: %s", path, strerror(errno)) : 0;
+		if (o->fd < 0)
+			return fail(diag, -errno, "%s: %s", path, strerror(errno));
+		if (fstat(o->fd, &st) < 0 || S_ISREG(st.st_mode) || S_ISDIR(st.st_mode)) {
+			close(o->fd);
+			return fail(diag, -EAGAIN, "%s: changed while it was opened: refused", path);
+		}
+		return 0;
 	}
 	/* --force over a regular file: it takes the session's mode, not the old file's */
 	err = atf_tmpfile_open(&o->tmp, real[0] ? real : path, ATF_TMP_FRESH_MODE);

@@ -226,6 +226,11 @@ static int parent_open(const char *path, char *name, size_t name_len, bool nofol
 	strcpy(name, slash + 1);
 	fd = open(slash == path - 1 ? "." : dlen ? buf : "/",
 		  O_RDONLY | O_DIRECTORY | O_CLOEXEC | (nofollow ? O_NOFOLLOW : 0));
+	if (fd < 0 && errno == ENOTDIR && nofollow) {   /* O_DIRECTORY's answer for a link */
+		struct stat st;
+
+		return !lstat(buf, &st) && S_ISLNK(st.st_mode) ? -ELOOP : -ENOTDIR;
+	}
 	return fd < 0 ? -errno : fd;
 }
 
@@ -403,8 +408,13 @@ int atf_open_in_dir(const char *path)
 	dir[slash - path] = '\0';
 	/* the directory's parent as given; the directory and the file never through a link */
 	dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
-	if (dfd < 0)
-		return -errno;
+	if (dfd < 0) {
+		struct stat st;
+		int err = -errno;
+
+		/* O_DIRECTORY says ENOTDIR for a link: call it what it is */
+		return err == -ENOTDIR && !lstat(dir, &st) && S_ISLNK(st.st_mode) ? -ELOOP : err;
+	}
 	fd = openat(dfd, slash + 1, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
 	if (fd < 0)
 		fd = -errno;
