@@ -30,6 +30,7 @@
 #include "container.h"
 #include "probes.h"
 #include "proc.h"
+#include "ready_file.h"
 #include "record_modules.h"
 #include "record_system.h"
 #include "recorder.h"
@@ -84,7 +85,7 @@ static const struct argp_option options[] = {
 	  "SIGTERM", 0 },
 	{ "force", OPT_FORCE, NULL, 0,
 	  "Let -o name the directory of an earlier session: its process directories and "
-	  "session.json are deleted first", 0 },
+	  "session.json are deleted first; an existing --ready-file file is replaced", 0 },
 	{ "mode", OPT_MODE, "MODE", 0,
 	  "Octal mode of the session's files (default 0600: stacks and command lines are private); "
 	  "directories get the matching x bits (0700)", 0 },
@@ -410,8 +411,6 @@ static void status_line(const struct recorder *r, double now, double *last_t, ui
 	*last_ev = st.events;
 }
 
-static int ready_file_signal(const char *path, bool force);
-
 /* Returns the end reason, or NULL on a recorder error. @ready: a --ready-file FIFO still waiting. */
 static const char *record_loop(struct recorder *r, int sigfd, double duration,
 			       struct detail_args *detail, struct probes *probes, bool until_stopped,
@@ -507,59 +506,6 @@ static void raise_nofile_limit(void)
 		rl.rlim_cur = rl.rlim_max;
 		setrlimit(RLIMIT_NOFILE, &rl);
 	}
-}
-
-/*
- * --ready-file: PATH is created new (O_EXCL|O_NOFOLLOW); an existing FIFO of the caller's is
- * opened for writing and closed instead, so a reader learns it without polling. The FIFO is
- * opened without blocking: until a reader has it open (ENXIO), record_loop() tries again every
- * tick, draining the ring and hearing SIGINT and SIGTERM meanwhile. A link, a directory, another
- * user's FIFO or anything else is refused, and so is an existing file, unless --force (then it is
- * replaced). Returns 0 when done, 1 while the FIFO waits for its reader, or -errno after the
- * error line.
- */
-static int ready_file_signal(const char *path, bool force)
-{
-	const char *why = NULL;
-	struct stat st;
-	int fd, lerr = lstat(path, &st) < 0 ? errno : 0;
-
-	if (!lerr && S_ISREG(st.st_mode) && force) {    /* --force: replaced by a new one */
-		lerr = unlink(path) < 0 && errno != ENOENT ? errno : ENOENT;
-		if (lerr != ENOENT)
-			why = strerror(lerr);
-	}
-	if (why) {
-		;
-	} else if (lerr == ENOENT) {
-		fd = atf_file_create(path);
-		if (fd >= 0)
-			close(fd);
-		why = fd < 0 ? strerror(-fd) : NULL;
-	} else if (lerr) {
-		why = strerror(lerr);
-	} else if (S_ISLNK(st.st_mode)) {
-		why = "a symbolic link: not followed";
-	} else if (S_ISREG(st.st_mode)) {
-		why = "exists (a regular file): add --force to replace it, or name a new path or a FIFO";
-	} else if (!S_ISFIFO(st.st_mode) || st.st_uid != geteuid()) {
-		why = S_ISFIFO(st.st_mode) ? "a FIFO of another user: refused" : "not a regular file or a FIFO";
-	} else {
-		fd = open(path, O_WRONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC);
-		if (fd < 0 && errno == ENXIO)
-			return 1;       /* no reader yet */
-		if (fd < 0)
-			why = strerror(errno);
-		/* what was opened is still our FIFO, not something swapped in meanwhile */
-		else if (fstat(fd, &st) < 0 || !S_ISFIFO(st.st_mode) || st.st_uid != geteuid())
-			why = "changed while it was opened: refused";
-		if (fd >= 0)
-			close(fd);
-	}
-	if (!why)
-		return 0;
-	fprintf(stderr, "atftrace record: --ready-file %s: %s\n", path, why);
-	return -EPERM;
 }
 
 /*
