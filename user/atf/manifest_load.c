@@ -293,8 +293,9 @@ int atf_manifest__load(struct atf_manifest **out, const char *path, struct atf_d
 	int fd;
 
 	*out = NULL;
-	/* never through a link: a session's manifest is a file of its own directory */
-	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	/* never through a link: a session's manifest is a file of its own directory (and never a
+	 * FIFO that would hang us: O_NONBLOCK) */
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
 	if (fd < 0)
 		return load_fail(&L, -ATF_E_MANIFEST, "cannot read: %s", errno == ELOOP ?
 				 "a symbolic link, not followed" : strerror(errno));
