@@ -12,7 +12,6 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -66,9 +65,12 @@ static int list_thread_dirs(const char *dir, uint32_t **ids, bool report, bool *
 		if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) || !(S_ISDIR(st.st_mode) || S_ISLNK(st.st_mode)))
 			continue;
 		if (S_ISLNK(st.st_mode) || st.st_uid != dst.st_uid) {
-			if (report)
-				fprintf(stderr, "atftrace recover: %s/%s: %s: not followed, left alone\n", dir,
-					de->d_name, S_ISLNK(st.st_mode) ? "a symbolic link" : "owned by another user than the session");
+			if (report && S_ISLNK(st.st_mode))
+				fprintf(stderr, "atftrace recover: %s/%s: a symbolic link: not followed, left alone\n",
+					dir, de->d_name);
+			else if (report)
+				fprintf(stderr, "atftrace recover: %s/%s: owned by uid %u, not by the session's owner "
+					"(uid %u): left alone\n", dir, de->d_name, (unsigned)st.st_uid, (unsigned)dst.st_uid);
 			*refused = true;
 			continue;
 		}
