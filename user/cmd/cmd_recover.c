@@ -7,7 +7,11 @@
  * extended, from the files (tid from the index header); thread counts and the time range are
  * brought up to date; the manifest is saved atomically. Every repair is printed.
  * A manifest that exists but cannot be parsed is reported and left alone: it holds the
- * symbols, which the files cannot give back.
+ * symbols, which the files cannot give back. The index and detail of a thread are then made to
+ * agree on their links (atf_thread_recover_links), so that verify accepts what recover leaves.
+ * Nothing is followed through a link inside the session: a thread_<id> that is a link (or a
+ * directory of another owner than its process directory's) is named and left alone (exit 1),
+ * and every file written belongs to its directory's owner (ATF_TMP_IN_SESSION).
  */
 #include <dirent.h>
 #include <errno.h>
