@@ -21,10 +21,10 @@ run() {
 	local label=$1 out=$2 size anon
 	shift 2
 	rm -rf "$out"
-	bench_time "$ATF" export "$TMP/s" -o "$out" "$@"
+	bench_time "$ATF" export "$TMP/s" -o "$out" --force "$@"
 	size=$(du -sb "$out" | cut -f1)
 	rm -rf "$out"
-	anon=$(peak_anon_kib "$ATF" export "$TMP/s" -o "$out" "$@")
+	anon=$(peak_anon_kib "$ATF" export "$TMP/s" -o "$out" --force "$@")
 	rm -rf "$out"
 	bench_row "$label" "$n" "$anon" "$size"
 }

@@ -18,9 +18,9 @@ bench_header
 
 for fmt in dial9 perfetto chrome; do
 	out=$TMP/out.$fmt
-	bench_time "$ATF" export "$TMP/s" -F "$fmt" -o "$out"
+	bench_time "$ATF" export "$TMP/s" -F "$fmt" -o "$out" --force
 	size=$(stat -c %s "$out")
-	anon=$(peak_anon_kib "$ATF" export "$TMP/s" -F "$fmt" -o "$out")
+	anon=$(peak_anon_kib "$ATF" export "$TMP/s" -F "$fmt" -o "$out" --force)
 	bench_row "$fmt" "$n" "$anon" "$size"
 	rm -f "$out"
 done

@@ -31,11 +31,11 @@ PY
 run() {
 	local label=$1 s=$2 n=$3 fmt=$4 out=$TMP/out anon size nch=-
 	shift 4
-	bench_time "$ATF" export "$s" -F "$fmt" "$@" -o "$out"
+	bench_time "$ATF" export "$s" -F "$fmt" "$@" -o "$out" --force
 	size=$(stat -c %s "$out")
 	[ "$fmt" = wtf ] && nch=$(chunks "$out")
 	[ "$fmt" = wtf-json ] && nch=$(($(grep -c '"event_data"' "$out" || true)))
-	anon=$(peak_anon_kib "$ATF" export "$s" -F "$fmt" "$@" -o "$out")
+	anon=$(peak_anon_kib "$ATF" export "$s" -F "$fmt" "$@" -o "$out" --force)
 	bench_row "$label" "$n" "$anon" "$size" "$nch"
 	rm -f "$out"
 }

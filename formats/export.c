@@ -290,6 +290,16 @@ static void free_ranges(struct thread_range *r, size_t n)
 	free(r);
 }
 
+int export_open(struct export_ctx *ctx, struct obuf **out, const char *path)
+{
+	struct atf_diag diag = { 0 };
+	int err = obuf__open(out, path, 0, ctx->opts->force ? OBUF_FORCE : 0, &diag);
+
+	if (err && diag.msg[0])
+		export_error(ctx, "%s", diag.msg);
+	return err;
+}
+
 int export_sessions(struct atf_session *const *sessions, size_t n, const struct export_ops *ops,
 		    const struct export_options *opts)
 {
@@ -316,7 +326,7 @@ int export_sessions(struct atf_session *const *sessions, size_t n, const struct 
 	if (ctx.time_base_ns == UINT64_MAX)
 		ctx.time_base_ns = ctx.time_end_ns = 0;
 	ctx.session = sessions[0];
-	if (!ops->writes_directory && opts->out_path && (err = obuf__open(&ctx.out, opts->out_path, 0)))
+	if (!ops->writes_directory && opts->out_path && (err = export_open(&ctx, &ctx.out, opts->out_path)))
 		goto cleanup;
 	if (ops->begin && (err = ops->begin(&ctx)))
 		goto cleanup;

@@ -321,7 +321,7 @@ static int zts_begin(struct export_ctx *ctx)
 		}
 		close(fd);
 	}
-	if ((err = obuf__open(&w->out, w->data_path, 0)))
+	if ((err = export_open(ctx, &w->out, w->data_path)))
 		return err;
 	wall_clock(w, ctx->session->manifest);
 	put_be32(hdr + 4, w->flags);        /* master checksum and reserved stay 0 */
@@ -393,7 +393,7 @@ static int zts_end(struct export_ctx *ctx)
 		     (unsigned long long)w->nchunks, (unsigned long long)w->ntraces,
 		     (unsigned long long)ctx->dropped_returns) < 0)
 		return -ENOMEM;
-	err = atf_file_replace(w->props_path, props, strlen(props));
+	err = atf_file_replace(w->props_path, props, strlen(props), ATF_TMP_FRESH_MODE);
 	free(props);
 	if (!err)
 		w->finished = true;

@@ -387,4 +387,12 @@ int atf_session_verify(const char *dir, struct atf_diag *diag);
  */
 int atf_file_recover(const char *path, struct atf_diag *diag);
 
+/**
+ * atf_thread_recover_links - after atf_file_recover() of both files of a thread: drop the detail
+ * records whose index event was cut off the index, and clear the link (ATF_NO_DETAIL) of index
+ * events whose detail record was cut off, so that the thread verifies. No index event is lost.
+ * Returns 1 if a file was rewritten, 0 if the links were whole, or a negative error.
+ */
+int atf_thread_recover_links(const char *index_path, const char *detail_path, struct atf_diag *diag);
+
 #endif

@@ -60,29 +60,49 @@ int atf_file_create(const char *path);
 /* A file being written under a temporary name, to replace @path when committed. */
 struct atf_tmpfile {
 	int dirfd, fd;
+	unsigned flags;             /* ATF_TMP_* */
 	char name[256];             /* the final name in dirfd */
 	char tmp[300];              /* the temporary name in dirfd */
 	char path[4096];            /* the final path, for messages */
 };
 
+/*
+ * A file of a session (recover, a manifest): its directory (thread_N, pid_N) is never reached
+ * through a link, and the new file belongs to that directory's owner, also when root writes it.
+ */
+#define ATF_TMP_IN_SESSION  0x1u
+#define ATF_TMP_NOREPLACE   0x2u    /* the commit never replaces a name that appeared meanwhile */
+#define ATF_TMP_FRESH_MODE  0x4u    /* atf_file_mode(), not the mode of the file it replaces */
+
 /**
  * atf_tmpfile_open - create a random temporary beside @path; it gets the mode of the regular file
- * @path replaces, or atf_file_mode() when there is none.
+ * @path replaces (unless ATF_TMP_FRESH_MODE), or atf_file_mode() when there is none.
+ * @flags: ATF_TMP_*.
  */
-int atf_tmpfile_open(struct atf_tmpfile *t, const char *path);
-/** atf_tmpfile_commit - fsync, rename over @path and fsync the directory; always releases @t. */
+int atf_tmpfile_open(struct atf_tmpfile *t, const char *path, unsigned flags);
+/**
+ * atf_tmpfile_commit - fsync, rename over @path (ATF_TMP_NOREPLACE: -EEXIST if @path exists) and
+ * fsync the directory; always releases @t.
+ */
 int atf_tmpfile_commit(struct atf_tmpfile *t);
 /** atf_tmpfile_abort - remove the temporary; releases @t. */
 void atf_tmpfile_abort(struct atf_tmpfile *t);
 
-/** atf_file_replace - write @len bytes of @buf as the new content of @path (atf_tmpfile_*). */
-int atf_file_replace(const char *path, const void *buf, size_t len);
+/** atf_file_replace - write @len bytes of @buf as the new content of @path (atf_tmpfile_*, @flags). */
+int atf_file_replace(const char *path, const void *buf, size_t len, unsigned flags);
 
 struct json_t;
 /**
  * atf_file_replace_json - write JSON document @root, indented and ending in a newline, as the new
  * content of @path (atf_file_replace). Takes @root's reference, also on failure; NULL is -ENOMEM.
  */
-int atf_file_replace_json(const char *path, struct json_t *root);
+int atf_file_replace_json(const char *path, struct json_t *root, unsigned flags);
+
+/**
+ * atf_open_in_dir - open @path read-only where neither its last component nor its directory's
+ * last component may be a symbolic link (DIR/thread_N/index.atf: a session's files are never
+ * read through a link that leads out of it). Returns an fd or -errno (-ELOOP for a link).
+ */
+int atf_open_in_dir(const char *path);
 
 #endif

@@ -14,7 +14,8 @@
 #include "obuf.h"
 
 struct export_options {
-	const char *out_path;           /* file, or directory for formats that write one (zts) */
+	const char *out_path;           /* file ("-": standard output), or directory for formats that write one (zts) */
+	bool force;                     /* replace an existing output (obuf.h: OBUF_FORCE) */
 	int64_t thread_id;              /* -1: all threads */
 	uint64_t from_ns, to_ns;        /* absolute boottime ns; to_ns = UINT64_MAX for no limit */
 	uint32_t chunk_size;            /* wtf: bytes per event-data chunk (0 = default) */
@@ -75,6 +76,12 @@ const struct export_ops *const *export_format_list(void);
  * (opts->error), or on stderr when the caller gave no buffer. Exporters never print themselves.
  */
 void export_error(struct export_ctx *ctx, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/**
+ * export_open - open @path for an exporter's output (obuf__open, OBUF_FORCE with opts->force); a
+ * refused output's reason goes to export_error().
+ */
+int export_open(struct export_ctx *ctx, struct obuf **out, const char *path);
 
 /** export_find - ops for @name, or NULL. */
 const struct export_ops *export_find(const char *name);

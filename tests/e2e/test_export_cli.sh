@@ -168,14 +168,20 @@ done
 assert_eq 0 "$(events "$T/r4.json")" "events up to the session start"
 
 # a failed export leaves an existing output file as it was, and no temporary beside it;
-# a successful one replaces it; a non-regular output (a pipe) is written directly
+# a successful one with --force replaces it; standard output (-) and a pipe are written directly
+# (test_export_output.sh: what an existing output path gets without --force, links, modes)
 echo precious >"$T/keep.rtc"
-if "$ATF" export "$T/one" -F rtc --unit-size 4096 --minor-unit-size 2048 -o "$T/keep.rtc" 2>/dev/null; then
+if "$ATF" export "$T/one" -F rtc --unit-size 4096 --minor-unit-size 2048 -o "$T/keep.rtc" --force 2>/dev/null; then
 	fail "an RTC geometry too small for the session was accepted"
 fi
 assert_eq precious "$(cat "$T/keep.rtc")" "the existing file after a failed export"
 assert_eq 1 "$(ls "$T" | grep -c '^keep\.rtc')" "files named keep.rtc* after a failed export"
-"$ATF" export "$T/one" -F chrome -o "$T/keep.rtc"
+"$ATF" export "$T/one" -F chrome -o "$T/keep.rtc" --force
 jq -e '.traceEvents | length > 0' "$T/keep.rtc" >/dev/null || fail "a successful export did not replace the file"
-assert_eq "$(cat "$T/keep.rtc")" "$("$ATF" export "$T/one" -F chrome -o /dev/stdout)" "chrome to a pipe"
+assert_eq "$(cat "$T/keep.rtc")" "$("$ATF" export "$T/one" -F chrome -o -)" "chrome to standard output (a pipe)"
+mkfifo "$T/pipe"
+cat "$T/pipe" >"$T/from_pipe" &
+"$ATF" export "$T/one" -F chrome -o "$T/pipe"
+wait $!
+cmp -s "$T/keep.rtc" "$T/from_pipe" || fail "chrome to a FIFO differs"
 echo "ok"

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # A user plants links where root's atftrace writes: none is ever followed to a file. An
 # unprivileged user (nobody) prepares directories and links; root then records, recovers and
-# exports there. The root-owned 0600 victim must be untouched, and each refusal is one line.
+# exports there (test_export_output.sh and test_recover_links.sh go further). The root-owned 0600 victim must be untouched, and each refusal is one line.
 source "$(dirname "$0")/lib.sh"
 need_bpf
 as_nobody() { setpriv --reuid=nobody --regid=nogroup --clear-groups "$@"; }
@@ -51,9 +51,13 @@ as_nobody ln -s "$T/victim" "$p/manifest.json.tmp"
 victim_ok "recover"
 "$ATF" verify "$T/pub/copy" >/dev/null || fail "verify after recover"
 
-# 6. export over a file through nobody's link: the link is replaced, never written through
+# 6. export over nobody's link: refused (with --force too: not root's link), never written through
 as_nobody ln -s "$T/victim" "$T/pub/out.json"
-"$ATF" export "$T/pub/mine" -F chrome -o "$T/pub/out.json" 2>"$T/err" || { cat "$T/err" >&2; fail "export"; }
+for force in "" --force; do
+	rc=0; "$ATF" export "$T/pub/mine" -F chrome -o "$T/pub/out.json" $force 2>"$T/err" || rc=$?
+	assert_eq 1 "$rc" "exit status of export $force over nobody's link"
+	assert_eq 1 "$(wc -l <"$T/err")" "error lines of export $force over nobody's link"
+done
 victim_ok "export"
-[ -f "$T/pub/out.json" ] && [ ! -L "$T/pub/out.json" ] || fail "the export did not replace the link"
+[ -L "$T/pub/out.json" ] || fail "the export replaced nobody's link"
 echo "ok"

@@ -263,6 +263,7 @@ static inline uint8_t *gen_export(const struct gen *g, const struct export_ops *
 
 	snprintf(out, sizeof(out), "%s/out.%s", g->root, ops->name);
 	o.out_path = out;
+	o.force = true;         /* one output path, written again by each test */
 	if ((err = atf_session__open(&s, g->dir, 0, &diag)) ||
 	    (err = export_session(s, ops, &o))) {
 		fprintf(stderr, "gen_export: %s (%s)\n", atf_strerror(err), diag.msg);

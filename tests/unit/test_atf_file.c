@@ -110,18 +110,18 @@ static void test_replace_through_random_temporary(void **state)
 	put(at("victim"), "secret\n");
 	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
 		assert_int_equal(symlink(at("victim"), at(names[i])), 0);
-	assert_int_equal(atf_file_replace(at("session.json"), "one\n", 4), 0);
+	assert_int_equal(atf_file_replace(at("session.json"), "one\n", 4, 0), 0);
 	assert_content(at("session.json"), "one\n");
 	assert_int_equal(mode_of(at("session.json")), 0600);
 	/* a link at the destination itself is replaced, never written through */
 	assert_int_equal(symlink(at("victim"), at("manifest.json")), 0);
-	assert_int_equal(atf_file_replace(at("manifest.json"), "two\n", 4), 0);
+	assert_int_equal(atf_file_replace(at("manifest.json"), "two\n", 4, 0), 0);
 	assert_content(at("manifest.json"), "two\n");
 	assert_int_equal(mode_of(at("manifest.json")), 0600);
 	assert_content(at("victim"), "secret\n");
 	/* replacing keeps the mode of the file replaced */
 	chmod(at("session.json"), 0640);
-	assert_int_equal(atf_file_replace(at("session.json"), "three\n", 6), 0);
+	assert_int_equal(atf_file_replace(at("session.json"), "three\n", 6, 0), 0);
 	assert_int_equal(mode_of(at("session.json")), 0640);
 	/* no temporary is left */
 	d = opendir(dir);
@@ -189,6 +189,55 @@ static void test_dir_rules(void **state)
 	assert_int_equal(atf_dir_create(at("file/s"), 0, &diag), -ENOTDIR);
 }
 
+static size_t entries(const char *path)
+{
+	struct dirent *de;
+	DIR *d = opendir(path);
+	size_t n = 0;
+
+	assert_non_null(d);
+	while ((de = readdir(d)))
+		n += strcmp(de->d_name, ".") && strcmp(de->d_name, "..");
+	closedir(d);
+	return n;
+}
+
+/* ATF_TMP_NOREPLACE, ATF_TMP_FRESH_MODE, ATF_TMP_IN_SESSION and atf_open_in_dir(). */
+static void test_tmpfile_flags(void **state)
+{
+	struct atf_tmpfile t;
+	int fd;
+
+	/* NOREPLACE: a name that appeared while the temporary was written is left alone */
+	assert_int_equal(atf_tmpfile_open(&t, at("out"), ATF_TMP_NOREPLACE), 0);
+	assert_int_equal(write(t.fd, "new\n", 4), 4);
+	put(at("out"), "theirs\n");
+	assert_int_equal(atf_tmpfile_commit(&t), -EEXIST);
+	assert_content(at("out"), "theirs\n");
+	assert_int_equal(entries(dir), 1);
+	/* FRESH_MODE: the new file has atf_file_mode(), not the 0666 of the file it replaces */
+	chmod(at("out"), 0666);
+	assert_int_equal(atf_file_replace(at("out"), "mine\n", 5, ATF_TMP_FRESH_MODE), 0);
+	assert_content(at("out"), "mine\n");
+	assert_int_equal(mode_of(at("out")), 0600);
+	/* IN_SESSION: a thread directory that is a link is neither written in nor read through */
+	mkdir(at("real"), 0700);
+	mkdir(at("s"), 0700);
+	mkdir(at("s/thread_0"), 0700);
+	put(at("real/index.atf"), "root's\n");
+	assert_int_equal(symlink(at("real"), at("s/thread_1")), 0);
+	assert_int_equal(atf_file_replace(at("s/thread_1/index.atf"), "x\n", 2, ATF_TMP_IN_SESSION), -ELOOP);
+	assert_content(at("real/index.atf"), "root's\n");
+	assert_int_equal(entries(at("real")), 1);
+	assert_int_equal(atf_file_replace(at("s/thread_0/index.atf"), "ok\n", 3, ATF_TMP_IN_SESSION), 0);
+	assert_int_equal(atf_open_in_dir(at("s/thread_1/index.atf")), -ELOOP);
+	assert_int_equal(symlink(at("real/index.atf"), at("s/thread_0/detail.atf")), 0);
+	assert_int_equal(atf_open_in_dir(at("s/thread_0/detail.atf")), -ELOOP);
+	fd = atf_open_in_dir(at("s/thread_0/index.atf"));
+	assert_true(fd >= 0);
+	close(fd);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -197,6 +246,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_replace_through_random_temporary, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_mode_is_exact, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_dir_rules, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_tmpfile_flags, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

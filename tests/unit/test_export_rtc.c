@@ -143,6 +143,7 @@ static uint8_t *export_rtc_range(struct atf_session *s, const char *name, uint32
 
 	snprintf(path, sizeof(path), "%s/%s.rtc", gen_tmpdir, name);
 	o.out_path = path;
+	o.force = true;         /* a name may be exported again */
 	assert_int_equal(export_session(s, &rtc_ops, &o), 0);
 	assert_int_equal(stat(path, &st), 0);
 	*len = (size_t)st.st_size;

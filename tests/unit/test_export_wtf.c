@@ -347,7 +347,7 @@ static int run_export(const char *sdir, const struct export_ops *ops, const char
 	struct atf_session *s;
 	struct atf_diag diag;
 	struct export_options o = { .out_path = out, .thread_id = -1, .from_ns = from, .to_ns = to,
-				    .chunk_size = chunk_size, .json_partial = partial };
+				    .chunk_size = chunk_size, .json_partial = partial, .force = true };
 	int err;
 
 	assert_int_equal(atf_session__open(&s, sdir, 0, &diag), 0);

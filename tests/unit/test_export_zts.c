@@ -499,7 +499,7 @@ static void compare(const struct zdec *z, const struct expect *x)
 static int export_zts(struct atf_session *s, const char *out, const char *compress, uint64_t from_ns)
 {
 	struct export_options o = { .out_path = out, .thread_id = -1, .from_ns = from_ns,
-				    .to_ns = UINT64_MAX, .compress = compress };
+				    .to_ns = UINT64_MAX, .compress = compress, .force = true };
 
 	return export_session(s, &zts_ops, &o);
 }

@@ -206,8 +206,11 @@ int atf_dir_create(const char *path, unsigned flags, struct atf_diag *diag)
 	return err ? err : fd;
 }
 
-/* Split @path into its directory (opened) and last component (copied to @name). */
-static int parent_open(const char *path, char *name, size_t name_len)
+/*
+ * Split @path into its directory (opened) and last component (copied to @name). @nofollow: the
+ * directory's own last component may not be a link (a session's thread_N or pid_N directory).
+ */
+static int parent_open(const char *path, char *name, size_t name_len, bool nofollow)
 {
 	char buf[PATH_MAX];
 	const char *slash = strrchr(path, '/');
@@ -221,7 +224,13 @@ static int parent_open(const char *path, char *name, size_t name_len)
 	memcpy(buf, path, dlen);
 	buf[dlen] = '\0';
 	strcpy(name, slash + 1);
-	fd = open(slash == path - 1 ? "." : dlen ? buf : "/", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	fd = open(slash == path - 1 ? "." : dlen ? buf : "/",
+		  O_RDONLY | O_DIRECTORY | O_CLOEXEC | (nofollow ? O_NOFOLLOW : 0));
+	if (fd < 0 && errno == ENOTDIR && nofollow) {   /* O_DIRECTORY's answer for a link */
+		struct stat st;
+
+		return !lstat(buf, &st) && S_ISLNK(st.st_mode) ? -ELOOP : -ENOTDIR;
+	}
 	return fd < 0 ? -errno : fd;
 }
 
@@ -245,7 +254,7 @@ static int create_at(int dirfd, const char *name, mode_t mode)
 int atf_file_create(const char *path)
 {
 	char name[256];
-	int dirfd = parent_open(path, name, sizeof(name)), fd;
+	int dirfd = parent_open(path, name, sizeof(name), false), fd;
 
 	if (dirfd < 0)
 		return dirfd;
@@ -254,20 +263,22 @@ int atf_file_create(const char *path)
 	return fd;
 }
 
-int atf_tmpfile_open(struct atf_tmpfile *t, const char *path)
+int atf_tmpfile_open(struct atf_tmpfile *t, const char *path, unsigned flags)
 {
 	static const char chars[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
-	struct stat st;
+	struct stat st, dst;
 	mode_t mode = file_mode;
 
 	t->fd = -1;
+	t->flags = flags;
 	if (snprintf(t->path, sizeof(t->path), "%s", path) >= (int)sizeof(t->path))
 		return -ENAMETOOLONG;
-	t->dirfd = parent_open(path, t->name, sizeof(t->name));
+	t->dirfd = parent_open(path, t->name, sizeof(t->name), flags & ATF_TMP_IN_SESSION);
 	if (t->dirfd < 0)
 		return t->dirfd;
-	/* replacing a regular file keeps its mode (recovery, a rewritten manifest) */
-	if (!fstatat(t->dirfd, t->name, &st, AT_SYMLINK_NOFOLLOW) && S_ISREG(st.st_mode))
+	/* replacing a regular file keeps its mode (recovery, a rewritten manifest), unless told not to */
+	if (!(flags & ATF_TMP_FRESH_MODE) && !fstatat(t->dirfd, t->name, &st, AT_SYMLINK_NOFOLLOW) &&
+	    S_ISREG(st.st_mode))
 		mode = st.st_mode & 0777;
 	for (int tries = 0; tries < 100; tries++) {
 		uint8_t rnd[8];
@@ -283,6 +294,14 @@ int atf_tmpfile_open(struct atf_tmpfile *t, const char *path)
 		if (t->fd != -EEXIST)
 			break;
 	}
+	/* a session's file belongs to the session's owner, also when root rewrites it (recover) */
+	if (t->fd >= 0 && (flags & ATF_TMP_IN_SESSION) && !fstat(t->dirfd, &dst) && dst.st_uid != geteuid() &&
+	    fchown(t->fd, dst.st_uid, dst.st_gid) < 0) {
+		int err = -errno;
+
+		atf_tmpfile_abort(t);
+		return err;
+	}
 	if (t->fd < 0) {
 		int err = t->fd;
 
@@ -293,6 +312,22 @@ int atf_tmpfile_open(struct atf_tmpfile *t, const char *path)
 	return 0;
 }
 
+/* Move the temporary to its name: over what is there, or (NOREPLACE) only where nothing is. */
+static int tmpfile_rename(struct atf_tmpfile *t)
+{
+	if (!(t->flags & ATF_TMP_NOREPLACE))
+		return renameat(t->dirfd, t->tmp, t->dirfd, t->name) < 0 ? -errno : 0;
+	if (!renameat2(t->dirfd, t->tmp, t->dirfd, t->name, RENAME_NOREPLACE))
+		return 0;
+	if (errno != EINVAL && errno != ENOSYS)
+		return -errno;
+	/* a file system without RENAME_NOREPLACE: a hard link is never made over an existing name */
+	if (linkat(t->dirfd, t->tmp, t->dirfd, t->name, 0) < 0)
+		return -errno;
+	unlinkat(t->dirfd, t->tmp, 0);
+	return 0;
+}
+
 int atf_tmpfile_commit(struct atf_tmpfile *t)
 {
 	int err = fsync(t->fd) < 0 && errno != EINVAL ? -errno : 0;
@@ -300,8 +335,8 @@ int atf_tmpfile_commit(struct atf_tmpfile *t)
 	if (close(t->fd) < 0 && !err)
 		err = -errno;
 	t->fd = -1;
-	if (!err && renameat(t->dirfd, t->tmp, t->dirfd, t->name) < 0)
-		err = -errno;
+	if (!err)
+		err = tmpfile_rename(t);
 	if (!err && fsync(t->dirfd) < 0)
 		err = -errno;
 	if (err)
@@ -322,10 +357,10 @@ void atf_tmpfile_abort(struct atf_tmpfile *t)
 	t->fd = t->dirfd = -1;
 }
 
-int atf_file_replace(const char *path, const void *buf, size_t len)
+int atf_file_replace(const char *path, const void *buf, size_t len, unsigned flags)
 {
 	struct atf_tmpfile t;
-	int err = atf_tmpfile_open(&t, path);
+	int err = atf_tmpfile_open(&t, path, flags);
 
 	if (err)
 		return err;
@@ -337,7 +372,7 @@ int atf_file_replace(const char *path, const void *buf, size_t len)
 	return atf_tmpfile_commit(&t);
 }
 
-int atf_file_replace_json(const char *path, struct json_t *root)
+int atf_file_replace_json(const char *path, struct json_t *root, unsigned flags)
 {
 	char *text;
 	size_t len;
@@ -352,7 +387,38 @@ int atf_file_replace_json(const char *path, struct json_t *root)
 	/* the trailing newline takes the place of the string's NUL */
 	len = strlen(text);
 	text[len] = '\n';
-	err = atf_file_replace(path, text, len + 1);
+	err = atf_file_replace(path, text, len + 1, flags);
 	free(text);
 	return err;
+}
+
+int atf_open_in_dir(const char *path)
+{
+	char dir[PATH_MAX];
+	const char *slash = strrchr(path, '/');
+	int dfd, fd;
+
+	/* O_NONBLOCK: a FIFO planted in a file's place cannot hang its reader (map_file refuses it) */
+	if (!slash || slash == path) {      /* no directory of its own to check: the file itself */
+		fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+		return fd < 0 ? -errno : fd;
+	}
+	if ((size_t)(slash - path) >= sizeof(dir))
+		return -ENAMETOOLONG;
+	memcpy(dir, path, (size_t)(slash - path));
+	dir[slash - path] = '\0';
+	/* the directory's parent as given; the directory and the file never through a link */
+	dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+	if (dfd < 0) {
+		struct stat st;
+		int err = -errno;
+
+		/* O_DIRECTORY says ENOTDIR for a link: call it what it is */
+		return err == -ENOTDIR && !lstat(dir, &st) && S_ISLNK(st.st_mode) ? -ELOOP : err;
+	}
+	fd = openat(dfd, slash + 1, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+	if (fd < 0)
+		fd = -errno;
+	close(dfd);
+	return fd;
 }

@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "atf.h"
+#include "atf_file.h"
 #include "atf_int.h"
 #include "byteorder.h"
 
@@ -29,9 +30,10 @@ static int map_file(const char *path, int *fd_out, const uint8_t **map_out, size
 	void *map;
 	int fd, err;
 
-	fd = open(path, O_RDONLY | O_CLOEXEC);
+	fd = atf_open_in_dir(path);        /* never through a link out of the session */
 	if (fd < 0)
-		return atf_diag_set(diag, path, -errno, 0, "cannot open: %s", strerror(errno));
+		return atf_diag_set(diag, path, fd, 0, "cannot open: %s", fd == -ELOOP ?
+				    "it or its directory is a symbolic link, not followed" : strerror(-fd));
 	if (fstat(fd, &st) < 0) {
 		err = atf_diag_set(diag, path, -errno, 0, "cannot stat: %s", strerror(errno));
 		goto cleanup;

@@ -6,6 +6,7 @@
 #include <dirent.h>
 #include <fnmatch.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <stdbool.h>
@@ -28,6 +29,7 @@ int atf_session__open(struct atf_session **out, const char *dir, unsigned flags,
 {
 	struct atf_session *s = calloc(1, sizeof(*s));
 	char path[4096];
+	struct stat st;
 	int err = 0;
 
 	*out = NULL;
@@ -64,7 +66,7 @@ int atf_session__open(struct atf_session **out, const char *dir, unsigned flags,
 		}
 		s->nthreads = i + 1;
 		snprintf(path, sizeof(path), "%s/thread_%u/detail.atf", dir, ti->id);
-		if (access(path, F_OK))   /* threads without detail have no detail file */
+		if (lstat(path, &st) && errno == ENOENT)      /* threads without detail have no detail file */
 			continue;
 		err = atf_detail_open(&t->detail, path, flags, diag);
 		if (err) {
@@ -103,7 +105,7 @@ static bool is_file(const char *dir, const char *name)
 	struct stat st;
 
 	snprintf(path, sizeof(path), "%s/%s", dir, name);
-	return !stat(path, &st) && S_ISREG(st.st_mode);
+	return !lstat(path, &st) && S_ISREG(st.st_mode);
 }
 
 /* "pid_<decimal>" -> the number, else -1. */
@@ -160,7 +162,8 @@ int atf_session_resolve(const char *path, char ***dirs)
 		struct pid_entry *p;
 
 		snprintf(sub, sizeof(sub), "%s/%s", path, de->d_name);
-		if (pid < 0 || stat(sub, &st) || !S_ISDIR(st.st_mode))
+		/* a link is no process directory of this session: never followed out of it */
+		if (pid < 0 || fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) || !S_ISDIR(st.st_mode))
 			continue;
 		p = realloc(ents, (n + 1) * sizeof(*ents));
 		if (!p) {

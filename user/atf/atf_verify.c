@@ -22,6 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include "atf.h"
 
@@ -86,6 +87,13 @@ static int check_index_header(struct thread_check *c)
 	struct atf_index_event first, last;
 	uint64_t end = f->events_offset + f->count * ATF_INDEX_EVENT_SIZE;
 
+	/* ATF v2: flags has one defined bit (has_detail_file); clock_type is 1, 2 or 3 */
+	if (f->hdr.flags & ~ATF_INDEX_FLAG_HAS_DETAIL)
+		return vfail(c->diag, -ATF_E_RECORD, c->ipath, 8, "header flags 0x%x: only bit 0 (has_detail) "
+			     "is defined", f->hdr.flags);
+	if (f->hdr.clock_type < 1 || f->hdr.clock_type > 3)
+		return vfail(c->diag, -ATF_E_RECORD, c->ipath, 16, "header clock_type %u is not 1 "
+			     "(mach_continuous), 2 (qpc) or 3 (boottime)", f->hdr.clock_type);
 	if (f->hdr.event_count != f->count)
 		return vfail(c->diag, -ATF_E_COUNT, c->ipath, 28, "header event_count %u, but the file holds %llu events",
 			     f->hdr.event_count, (ull)f->count);
@@ -123,6 +131,9 @@ static int check_detail_header(struct thread_check *c)
 	struct atf_detail_event first, last;
 	int err;
 
+	if (f->hdr.flags)
+		return vfail(c->diag, -ATF_E_RECORD, c->dpath, 8, "header flags 0x%x: reserved, must be 0",
+			     f->hdr.flags);
 	if (f->hdr.thread_id != c->idx.hdr.thread_id)
 		return vfail(c->diag, -ATF_E_RECORD, c->dpath, 12, "header thread_id %u, but the index header says %u",
 			     f->hdr.thread_id, c->idx.hdr.thread_id);
@@ -352,6 +363,7 @@ static int verify_thread(struct atf_manifest *m, const char *dir, const struct a
 	const unsigned flags = ATF_OPEN_STRICT | ATF_OPEN_CHECK_CRC;
 	struct thread_check c = { .m = m, .ti = ti, .diag = diag };
 	bool idx_open = false;
+	struct stat st;
 	int err;
 
 	snprintf(c.ipath, sizeof(c.ipath), "%s/thread_%u/index.atf", dir, ti->id);
@@ -362,7 +374,7 @@ static int verify_thread(struct atf_manifest *m, const char *dir, const struct a
 		goto cleanup;
 	}
 	idx_open = true;
-	if (!access(c.dpath, F_OK)) {
+	if (lstat(c.dpath, &st) == 0 || errno != ENOENT) {     /* a link there is an error, not "none" */
 		err = atf_detail_open(&c.det, c.dpath, flags, diag);
 		if (err) {
 			err = reader_fail(diag, err, c.dpath);

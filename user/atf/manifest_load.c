@@ -6,6 +6,7 @@
  * naming the key, never a crash.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <jansson.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -314,12 +315,18 @@ int atf_manifest__load(struct atf_manifest **out, const char *path, struct atf_d
 	json_error_t jerr;
 	json_t *root;
 	uint64_t v;
+	int fd;
 
 	*out = NULL;
-	root = json_load_file(path, JSON_REJECT_DUPLICATES, &jerr);
+	/* never through a link: a session's manifest is a file of its own directory (and never a
+	 * FIFO that would hang us: O_NONBLOCK) */
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+	if (fd < 0)
+		return load_fail(&L, -ATF_E_MANIFEST, "cannot read: %s", errno == ELOOP ?
+				 "a symbolic link, not followed" : strerror(errno));
+	root = json_loadfd(fd, JSON_REJECT_DUPLICATES, &jerr);
+	close(fd);
 	if (!root) {
-		if (access(path, F_OK))
-			return load_fail(&L, -ATF_E_MANIFEST, "cannot read: %s", strerror(errno));
 		load_fail(&L, -ATF_E_MANIFEST, "line %d column %d: %s", jerr.line, jerr.column, jerr.text);
 		if (diag)
 			diag->offset = jerr.position > 0 ? (uint64_t)jerr.position : 0;

@@ -235,5 +235,5 @@ static json_t *build_root(const struct atf_manifest *m)
 
 int atf_manifest__save(const struct atf_manifest *m, const char *path)
 {
-	return atf_file_replace_json(path, build_root(m));
+	return atf_file_replace_json(path, build_root(m), ATF_TMP_IN_SESSION);
 }

@@ -2,7 +2,7 @@
 /*
  * atftrace export: convert one recorded process to another trace format.
  *
- *   atftrace export SESSION -F FORMAT -o OUT [--pid N] [--thread N] [--from T] [--to T]
+ *   atftrace export SESSION -F FORMAT -o OUT|- [--force] [--pid N] [--thread N] [--from T] [--to T]
  *                   [format options]
  *   atftrace export --list
  *
@@ -39,6 +39,7 @@ enum export_key {
 	KEY_COMPRESS,
 	KEY_LIST,
 	KEY_WEIGHT,
+	KEY_FORCE,
 };
 
 struct export_args {
@@ -55,7 +56,10 @@ struct export_args {
 
 static const struct argp_option export_options_table[] = {
 	{ "format", 'F', "FORMAT", 0, "Output format (see --list)", 0 },
-	{ "output", 'o', "OUT", 0, "Output file (a directory for zts)", 0 },
+	{ "output", 'o', "OUT", 0, "Output file, - for standard output (a new directory for zts); an "
+	  "existing file, link or directory is refused unless --force", 0 },
+	{ "force", KEY_FORCE, NULL, 0, "Replace an existing -o file (it takes the session's mode); a "
+	  "link is followed only when it is yours and leads to your own file (or a device)", 0 },
 	{ "list", KEY_LIST, NULL, 0, "List the linked formats and exit", 0 },
 	{ NULL, 0, NULL, 0, "Format-specific options:", 1 },
 	{ "chunk-size", KEY_CHUNK_SIZE, "B", 0, "wtf, wtf-json: bytes per event-data chunk (K/M suffix allowed)", 1 },
@@ -129,6 +133,9 @@ static error_t export_parse_opt(int key, char *arg, struct argp_state *state)
 	case KEY_LIST:
 		a->list = true;
 		break;
+	case KEY_FORCE:
+		a->opts.force = true;
+		break;
 	case KEY_CHUNK_SIZE:
 		a->chunk_size_arg = arg;
 		if (parse_size(arg, &a->opts.chunk_size))
@@ -178,6 +185,8 @@ static error_t export_parse_opt(int key, char *arg, struct argp_state *state)
 			argp_error(state, "-F %s: unknown format (see --list)", a->format);
 		if (!a->out)
 			argp_error(state, "-o OUT: missing");
+		if (!strcmp(a->out, "-") && export_find(a->format)->writes_directory)
+			argp_error(state, "-o -: -F %s writes a directory, not one file", a->format);
 		check_format_option(state, a->format, a->chunk_size_arg, "--chunk-size", "wtf|wtf-json");
 		check_format_option(state, a->format, a->json_mode_arg, "--json-mode", "wtf-json");
 		check_format_option(state, a->format, a->unit_size_arg, "--unit-size", "rtc");
@@ -288,6 +297,7 @@ int cmd_export(int argc, char **argv)
 	struct cmd_selection sel = { 0 };
 	const struct export_ops *ops;
 	char **args = NULL, reason[512] = "", why_one[64];
+	struct stat st;
 	int err, rc = 1;
 
 	/* argp names the program after argv[0]: make usage and errors say "atftrace export". */
@@ -313,9 +323,14 @@ int cmd_export(int argc, char **argv)
 	if (cmd_select("export", a.session, &a.sel, !ops->processes, why_one, &sel))
 		goto cleanup;
 
-	if (output_in_session(a.out, a.session)) {
+	if (strcmp(a.out, "-") && output_in_session(a.out, a.session)) {
 		fprintf(stderr, CMD ": -o %s: lies inside the session being read (%s); write it elsewhere\n",
 			a.out, a.session);
+		goto cleanup;
+	}
+	/* a directory format (zts) creates its -o: an existing one only with --force */
+	if (ops->writes_directory && !a.opts.force && !lstat(a.out, &st)) {
+		fprintf(stderr, CMD ": -o %s: exists; add --force to write into it\n", a.out);
 		goto cleanup;
 	}
 	inherit_session_mode(sel.n ? sel.s[0]->dir : a.session);

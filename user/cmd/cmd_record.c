@@ -30,6 +30,7 @@
 #include "container.h"
 #include "probes.h"
 #include "proc.h"
+#include "ready_file.h"
 #include "record_modules.h"
 #include "record_system.h"
 #include "recorder.h"
@@ -87,14 +88,14 @@ static const struct argp_option options[] = {
 	  "SIGTERM", 0 },
 	{ "force", OPT_FORCE, NULL, 0,
 	  "Let -o name the directory of an earlier session: its process directories and "
-	  "session.json are deleted first", 0 },
+	  "session.json are deleted first; an existing --ready-file file is replaced", 0 },
 	{ "mode", OPT_MODE, "MODE", 0,
 	  "Octal mode of the session's files (default 0600: stacks and command lines are private); "
 	  "directories get the matching x bits (0700)", 0 },
 	{ "ring-size", OPT_RING_SIZE, "SIZE", 0,
 	  "BPF ring buffer size, a power of two with optional K/M/G suffix (default 8M)", 0 },
 	{ "ready-file", OPT_READY_FILE, "PATH", 0,
-	  "Create PATH once the probes are attached (an existing FIFO is opened and closed instead, so a reader learns it without polling)", 0 },
+	  "Create PATH once the probes are attached; an existing FIFO of yours is opened and closed instead (without blocking the recorder), so a reader learns it without polling", 0 },
 	{ "trampolines", OPT_TRAMPOLINES, NULL, 0,
 	  "Enter functions the kernel would single-step through entry trampolines in the target "
 	  "(the default for a launched command and -p; see README)", 0 },
@@ -418,9 +419,10 @@ static void status_line(const struct recorder *r, double now, double *last_t, ui
 	*last_ev = st.events;
 }
 
-/* Returns the end reason, or NULL on a recorder error. */
+/* Returns the end reason, or NULL on a recorder error. @ready: a --ready-file FIFO still waiting. */
 static const char *record_loop(struct recorder *r, int sigfd, double duration,
-			       struct detail_args *detail, struct probes *probes, bool until_stopped)
+			       struct detail_args *detail, struct probes *probes, bool until_stopped,
+			       const char *ready, bool force)
 {
 	bool tty = isatty(STDERR_FILENO);
 	double start = mono_s(), last_status = start;
@@ -453,6 +455,8 @@ static const char *record_loop(struct recorder *r, int sigfd, double duration,
 		/* a system-wide session (-a) goes on without processes, until stopped */
 		if (!reason && !until_stopped && !recorder__live_processes(r))
 			reason = "target exited";
+		if (ready && ready_file_signal(ready, force) != 1)
+			ready = NULL;   /* its reader came (or it failed, as said): not tried again */
 		now = mono_s();
 		detail_tick(detail, probes, now - start);
 		if (!reason && duration > 0 && now - start >= duration)
@@ -512,19 +516,6 @@ static void raise_nofile_limit(void)
 		rl.rlim_cur = rl.rlim_max;
 		setrlimit(RLIMIT_NOFILE, &rl);
 	}
-}
-
-static int write_ready_file(const char *path)
-{
-	/* never through a link; an existing file (or FIFO) is only opened and closed */
-	int fd = open(path, O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, atf_file_mode());
-
-	if (fd < 0) {
-		fprintf(stderr, "atftrace record: --ready-file %s: %s\n", path, strerror(errno));
-		return -errno;
-	}
-	close(fd);
-	return 0;
 }
 
 /*
@@ -589,7 +580,7 @@ static int record_main(struct record_args *a)
 	struct probes *probes = NULL;
 	struct recorder *rec = NULL;
 	char *session_dir = NULL;
-	const char *reason = NULL;
+	const char *reason = NULL, *ready;
 	sigset_t sigs;
 	int sigfd = -1, err, ret = 1, status;
 	pid_t target, link_pid;
@@ -711,8 +702,11 @@ static int record_main(struct record_args *a)
 		goto cleanup;
 	recorder__set_trampolines(rec, tp);
 	rm_modules_trampolines(&mods, tp);     /* libraries it maps later get them too */
-	if (a->ready_file && write_ready_file(a->ready_file) < 0)
+	ready = a->ready_file;
+	if (ready && (err = ready_file_signal(ready, a->force)) < 0)
 		goto cleanup;
+	if (!err)
+		ready = NULL;           /* done; else record_loop() waits for the FIFO's reader */
 	if (a->sys.all)
 		fprintf(stderr, "atftrace record: system-wide%s%s: %zu function%s in %zu module%s; "
 			"recording to %s\n", a->sys.cgroup_dir[0] ? ", cgroup " : "", a->sys.cgroup_dir,
@@ -728,7 +722,7 @@ static int record_main(struct record_args *a)
 			a->cmd ? "launched" : "attached to", (int)target, mods.attached,
 			mods.attached == 1 ? "" : "s", mods.n, mods.n == 1 ? "" : "s", session_dir);
 	t0 = mono_s();
-	reason = record_loop(rec, sigfd, a->duration, &a->detail, probes, a->sys.all);
+	reason = record_loop(rec, sigfd, a->duration, &a->detail, probes, a->sys.all, ready, a->force);
 	/* the target's text is the file's again before the session ends */
 	restore_trampolines(tp);
 	err = recorder__finish(rec, reason ? reason : "recorder error");

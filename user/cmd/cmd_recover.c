@@ -7,10 +7,15 @@
  * extended, from the files (tid from the index header); thread counts and the time range are
  * brought up to date; the manifest is saved atomically. Every repair is printed.
  * A manifest that exists but cannot be parsed is reported and left alone: it holds the
- * symbols, which the files cannot give back.
+ * symbols, which the files cannot give back. The index and detail of a thread are then made to
+ * agree on their links (atf_thread_recover_links), so that verify accepts what recover leaves.
+ * Nothing is followed through a link inside the session: a thread_<id> that is a link (or a
+ * directory of another owner than its process directory's) is named and left alone (exit 1),
+ * and every file written belongs to its directory's owner (ATF_TMP_IN_SESSION).
  */
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,27 +37,47 @@ static int u32_cmp(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-/* Ids of the thread_<id> directories under @dir, sorted; returns the count or -errno. */
-static int list_thread_dirs(const char *dir, uint32_t **ids)
+/*
+ * Ids of the thread_<id> directories under @dir, sorted; returns the count or -errno. A link, or a
+ * directory of another owner than @dir's, is not a thread directory of this session: with @report
+ * it is named on stderr (and *@refused set), and it is never followed or written in.
+ */
+static int list_thread_dirs(const char *dir, uint32_t **ids, bool report, bool *refused)
 {
 	DIR *d = opendir(dir);
 	struct dirent *de;
+	struct stat dst;
 	size_t n = 0;
 
 	*ids = NULL;
 	if (!d)
 		return -errno;
+	if (fstat(dirfd(d), &dst) < 0) {
+		int err = -errno;
+
+		closedir(d);
+		return err;
+	}
 	while ((de = readdir(d))) {
 		unsigned id;
-		char tail, path[4096];
+		char tail;
 		struct stat st;
 		uint32_t *p;
 
 		if (sscanf(de->d_name, "thread_%u%c", &id, &tail) != 1 || de->d_name[7] < '0' || de->d_name[7] > '9')
 			continue;
-		snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
-		if (stat(path, &st) || !S_ISDIR(st.st_mode))
+		if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) || !(S_ISDIR(st.st_mode) || S_ISLNK(st.st_mode)))
 			continue;
+		if (S_ISLNK(st.st_mode) || st.st_uid != dst.st_uid) {
+			if (report && S_ISLNK(st.st_mode))
+				fprintf(stderr, "atftrace recover: %s/%s: a symbolic link: not followed, left alone\n",
+					dir, de->d_name);
+			else if (report)
+				fprintf(stderr, "atftrace recover: %s/%s: owned by uid %u, not by the session's owner "
+					"(uid %u): left alone\n", dir, de->d_name, (unsigned)st.st_uid, (unsigned)dst.st_uid);
+			*refused = true;
+			continue;
+		}
 		p = realloc(*ids, (n + 1) * sizeof(*p));
 		if (!p) {
 			closedir(d);
@@ -75,10 +100,11 @@ static int recover_file(const char *dir, uint32_t id, const char *name)
 	char path[4096];
 	struct atf_diag diag = { 0 };
 	ull before = 0, torn = 0;
+	struct stat st;
 	int err;
 
 	snprintf(path, sizeof(path), "%s/thread_%u/%s", dir, id, name);
-	if (access(path, F_OK))
+	if (lstat(path, &st) && errno == ENOENT)
 		return 0;
 	if (!strcmp(name, "index.atf")) {   /* what a lenient reader sees now, for the report */
 		struct atf_index_file f;
@@ -103,6 +129,27 @@ static int recover_file(const char *dir, uint32_t id, const char *name)
 	if (err == 1)
 		printf("repaired %s: header and footer rewritten, %llu records kept, %llu torn bytes dropped\n", path,
 		       before, torn);
+	return err;
+}
+
+/* Make a thread's two files agree on their links (atf_thread_recover_links); 1 if rewritten. */
+static int recover_links(const char *dir, uint32_t id)
+{
+	char ipath[4096], dpath[4096];
+	struct atf_diag diag = { 0 };
+	struct stat st;
+	int err;
+
+	snprintf(ipath, sizeof(ipath), "%s/thread_%u/index.atf", dir, id);
+	snprintf(dpath, sizeof(dpath), "%s/thread_%u/detail.atf", dir, id);
+	if (lstat(ipath, &st) || lstat(dpath, &st))
+		return 0;
+	err = atf_thread_recover_links(ipath, dpath, &diag);
+	if (err < 0)
+		cmd_print_diag("recover", dpath, err, &diag, true);
+	else if (err)
+		printf("repaired thread_%u: index and detail links made whole (detail records of events cut "
+		       "off the index dropped, links to cut detail records cleared)\n", id);
 	return err;
 }
 
@@ -154,10 +201,10 @@ static int recover_dir(const char *dir)
 	uint32_t *ids = NULL;
 	char mpath[4096];
 	uint64_t tmin = UINT64_MAX, tmax = 0;
-	bool changed = false, fresh = false;
+	bool changed = false, fresh = false, refused = false;
 	int n, err = 0, repaired = 0;
 
-	n = list_thread_dirs(dir, &ids);
+	n = list_thread_dirs(dir, &ids, true, &refused);
 	if (n < 0) {
 		fprintf(stderr, "atftrace recover: %s: %s\n", dir, strerror(-n));
 		return n;
@@ -165,12 +212,13 @@ static int recover_dir(const char *dir)
 	for (int i = 0; i < n; i++) {
 		int r1 = recover_file(dir, ids[i], "index.atf");
 		int r2 = r1 < 0 ? 0 : recover_file(dir, ids[i], "detail.atf");
+		int r3 = r1 < 0 || r2 < 0 ? 0 : recover_links(dir, ids[i]);
 
-		if (r1 < 0 || r2 < 0) {
-			err = r1 < 0 ? r1 : r2;
+		if (r1 < 0 || r2 < 0 || r3 < 0) {
+			err = r1 < 0 ? r1 : r2 < 0 ? r2 : r3;
 			goto cleanup;
 		}
-		repaired += r1 + r2;
+		repaired += r1 + r2 + r3;
 	}
 	snprintf(mpath, sizeof(mpath), "%s/manifest.json", dir);
 	if (access(mpath, F_OK)) {
@@ -228,7 +276,7 @@ static int recover_dir(const char *dir)
 cleanup:
 	atf_manifest__free(m);
 	free(ids);
-	return err;
+	return err ?: refused ? -EPERM : 0;
 }
 
 /* A process directory: has a manifest or thread directories (a killed recorder may leave no manifest). */
@@ -236,12 +284,13 @@ static bool is_process_dir(const char *path)
 {
 	uint32_t *ids;
 	char mpath[4096];
+	bool refused = false;
 	int n;
 
 	snprintf(mpath, sizeof(mpath), "%s/manifest.json", path);
 	if (!access(mpath, F_OK))
 		return true;
-	n = list_thread_dirs(path, &ids);
+	n = list_thread_dirs(path, &ids, false, &refused);
 	free(ids);
 	return n > 0;
 }
@@ -249,25 +298,35 @@ static bool is_process_dir(const char *path)
 int cmd_recover(int argc, char **argv)
 {
 	const char *session;
-	char **dirs = NULL;
+	char **dirs = NULL, *real;
 	int n, rc = 0;
 
 	if (cmd_parse_session("recover", recover_doc, argc, argv, &session))
 		return 2;
+	/* the path given is resolved once; inside it, nothing is followed through a link */
+	real = realpath(session, NULL);
+	if (!real) {
+		fprintf(stderr, "atftrace recover: %s: %s\n", session, strerror(errno));
+		return 1;
+	}
+	session = real;
 	if (is_process_dir(session)) {
 		dirs = calloc(1, sizeof(*dirs));
 		if (!dirs || !(dirs[0] = strdup(session))) {
 			free(dirs);
 			fprintf(stderr, "atftrace recover: %s\n", strerror(ENOMEM));
+			free(real);
 			return 1;
 		}
 		n = 1;
 	} else if ((n = cmd_resolve("recover", session, &dirs)) < 0) {
+		free(real);
 		return 1;
 	}
 	for (int i = 0; i < n; i++)
 		if (recover_dir(dirs[i]))
 			rc = 1;
 	atf_session_resolve_free(dirs, n);
+	free(real);
 	return rc;
 }

@@ -105,5 +105,5 @@ int session_index__write(const char *session_dir, const struct session_index *id
 
 	if (snprintf(path, sizeof(path), "%s/session.json", session_dir) >= (int)sizeof(path))
 		return -ENAMETOOLONG;
-	return atf_file_replace_json(path, build_index(idx));
+	return atf_file_replace_json(path, build_index(idx), 0);
 }
