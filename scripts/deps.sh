@@ -70,6 +70,9 @@ npm_dir="$here/.output/npm"
 npm_pkg() {   # FILE-IT-INSTALLS PACKAGE@VERSION
   [ $build_only = 0 ] && [ ! -f "$npm_dir/node_modules/$1" ] || return 0
   mkdir -p "$npm_dir"
+  # make -j runs this script once per missing package at the same time: one npm at a time
+  exec 9>"$npm_dir/.lock" && flock 9
+  [ ! -f "$npm_dir/node_modules/$1" ] || return 0
   (cd "$npm_dir" && npm install --silent --no-audit --no-fund --ignore-scripts --save-exact "$2" >/dev/null 2>&1) \
     || { echo "deps.sh: npm install $2 failed" >&2; exit 1; }
 }
