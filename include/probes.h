@@ -148,6 +148,13 @@ void probes__detail_set(struct probes *p, bool on);
 bool probes__detail_get(const struct probes *p);
 
 /**
+ * probes__held_pids - the held set (bpf/holds.bpf.h), @n slots of the probes' mmaped .bss: the
+ * processes a hold of ours stopped and nobody resumed yet (0: a free slot). It stays mapped in
+ * a child forked after probes__open() (the recorder's watchdog).
+ */
+uint64_t *probes__held_pids(const struct probes *p, size_t *n);
+
+/**
  * probes__function_link_ids - the BPF link ids of the open function links (session / multi;
  * perf uprobes have none). *@ids is malloc'ed; the caller frees it. 0, or a negative errno.
  */

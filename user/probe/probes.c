@@ -811,6 +811,12 @@ enum probe_link_kind probes__link_kind(const struct probes *p)
 	return p->kind;
 }
 
+uint64_t *probes__held_pids(const struct probes *p, size_t *n)
+{
+	*n = HELD_MAX_PIDS;
+	return (uint64_t *)p->skel->bss->held_pids;    /* __u64 is unsigned long long */
+}
+
 int probes__function_link_ids(const struct probes *p, uint32_t **ids, size_t *n)
 {
 	uint32_t *v = calloc(p->function_fds.n ? p->function_fds.n : 1, sizeof(*v));

@@ -365,6 +365,13 @@ int recorder__new(struct recorder **out, const struct recorder_opts *opts)
 			goto cleanup;
 		}
 	}
+	/* before any hold: a recorder killed with -9 leaves nothing stopped */
+	err = rec_holds_start(r);
+	if (err < 0) {
+		fprintf(stderr, "atftrace record: cannot start the watchdog of held processes: %s\n",
+			strerror(-err));
+		goto cleanup;
+	}
 	if (opts->system_wide && (err = rec_session_index_save(r)) < 0) {
 		fprintf(stderr, "atftrace record: cannot write %s/session.json: %s\n", r->session_dir,
 			strerror(-err));

@@ -81,6 +81,7 @@ struct recorder {
 	uint64_t guard_events;      /* REC_REG_GUARD records seen */
 	uint64_t guard_unannounced;     /* the guard's stops without a record, when last looked */
 	struct rec_watch *watch;    /* modules that appear later (user/record/record_watch.c), lazily */
+	pid_t watchdog;             /* resumes what we hold if we die (user/record/record_holds.c) */
 };
 
 /* user/record/recorder.c: tables and lifecycle */
@@ -118,6 +119,16 @@ struct rec_unwind;
 char rec_thread_state(pid_t pid, pid_t tid, long *nthreads);
 bool rec_state_gone(char s);
 void rec_backoff(uint64_t started_ns, long *pause_ns);
+/**
+ * rec_holds_start - fork the watchdog that resumes the held set if the recorder dies (before
+ * any hold can happen). 0, or a negative errno.
+ */
+int rec_holds_start(struct recorder *r);
+/**
+ * rec_holds_resume - SIGCONT @pid if a hold of ours stopped it (it is in the held set; taken
+ * out); a process someone else stopped is left stopped.
+ */
+void rec_holds_resume(struct recorder *r, pid_t pid);
 /** rec_hold - @pid was stopped by a BPF hold: SIGCONT it after this drain (rec_unwind_resume). */
 void rec_hold(struct recorder *r, pid_t pid);
 /** rec_hold_wait - wait until @tid of held @pid is stopped and none of its threads runs. */
