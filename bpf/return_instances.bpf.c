@@ -117,48 +117,79 @@ int atf_own_consumers(struct bpf_iter__bpf_link *ctx)
 	return 0;
 }
 
-/* RET_OWNER_* of instance @ri (see the file comment). */
+/* Each a bpf_loop body, verified once (nested plain loops cost the verifier seconds). */
+struct owner_walk {
+	struct return_instance *ri;
+	struct return_consumer *extra;
+	struct list_head *head, *node;
+	int cnt;
+	__u32 owner;
+};
+
+/* The @k-th consumer recorded in the instance: ours or not? */
+static int check_recorded(__u32 k, void *data)
+{
+	struct owner_walk *w = data;
+	struct return_instance *ri = w->ri;         /* locals: CO-RE relocates kernel types only */
+	struct return_consumer *ric = w->extra;
+	__u64 id;
+
+	if ((int)k >= w->cnt)
+		return 1;
+	ric += k - 1;
+	id = k == 0 ? BPF_CORE_READ(ri, consumer.id) : BPF_CORE_READ(ric, id);
+	w->owner |= bpf_map_lookup_elem(&own_consumers, &id) ? RET_OWNER_OURS : RET_OWNER_FOREIGN;
+	return 0;
+}
+
+/* The next consumer on the uprobe: a return-only one (not ours: ours are closed) is foreign. */
+static int check_on_uprobe(__u32 k, void *data)
+{
+	struct owner_walk *w = data;
+	struct list_head *node = w->node;
+	struct uprobe_consumer *uc;
+
+	if (!node || node == w->head)
+		return 1;
+	uc = (void *)node - bpf_core_field_offset(struct uprobe_consumer, cons_node);
+	if (BPF_CORE_READ(uc, ret_handler) && !BPF_CORE_READ(uc, handler))
+		w->owner |= RET_OWNER_FOREIGN;
+	w->node = BPF_CORE_READ(node, next);
+	return 0;
+}
+
+/* RET_OWNER_* of instance @ri (see the file comment); *@consumers: its recorded consumers. */
 static __always_inline __u32 instance_owner(struct return_instance *ri, __u32 *consumers)
 {
-	struct return_consumer *extra = BPF_CORE_READ(ri, extra_consumers);
-	int cnt = BPF_CORE_READ(ri, cons_cnt);
-	struct list_head *head, *node;
-	__u32 owner = 0, state;
+	struct owner_walk w = { .ri = ri, .extra = BPF_CORE_READ(ri, extra_consumers),
+				.cnt = BPF_CORE_READ(ri, cons_cnt) };
+	struct list_head *head;
 	struct uprobe *up;
+	__u32 state;
 
-	*consumers = cnt > 0 ? cnt : 0;
-	for (int k = 0; k < MAX_RECORDED_CONSUMERS && k < cnt; k++) {
-		__u64 id = k == 0 ? BPF_CORE_READ(ri, consumer.id) : BPF_CORE_READ(&extra[k - 1], id);
-
-		owner |= bpf_map_lookup_elem(&own_consumers, &id) ? RET_OWNER_OURS : RET_OWNER_FOREIGN;
-	}
-	if (cnt > MAX_RECORDED_CONSUMERS)
-		owner |= RET_OWNER_FOREIGN;
+	*consumers = w.cnt > 0 ? w.cnt : 0;
+	bpf_loop(MAX_RECORDED_CONSUMERS, check_recorded, &w, 0);
+	if (w.cnt > MAX_RECORDED_CONSUMERS)
+		w.owner |= RET_OWNER_FOREIGN;
 	/* the uprobe is alive while the instance holds it (leased under SRCU, or a reference) */
 	state = BPF_CORE_READ(ri, hprobe.state);
 	if (state != bpf_core_enum_value(enum hprobe_state, HPROBE_LEASED) &&
 	    state != bpf_core_enum_value(enum hprobe_state, HPROBE_STABLE))
-		return owner;
+		return w.owner;
 	up = BPF_CORE_READ(ri, hprobe.uprobe);
 	if (!up)
-		return owner;
-	if (cnt <= 0) {
+		return w.owner;
+	if (w.cnt <= 0) {
 		__u64 key = (__u64)up;
 
 		if (bpf_map_lookup_elem(&own_uprobes, &key))
-			owner |= RET_OWNER_OURS;
+			w.owner |= RET_OWNER_OURS;
 	}
 	head = (void *)up + bpf_core_field_offset(struct uprobe, consumers);
-	node = BPF_CORE_READ(head, next);
-	for (int k = 0; k < MAX_UPROBE_CONSUMERS && node && node != head; k++) {
-		struct uprobe_consumer *uc = (void *)node - bpf_core_field_offset(struct uprobe_consumer,
-										 cons_node);
-
-		if (BPF_CORE_READ(uc, ret_handler) && !BPF_CORE_READ(uc, handler))
-			owner |= RET_OWNER_FOREIGN;     /* a return-only consumer, not ours */
-		node = BPF_CORE_READ(node, next);
-	}
-	return owner;
+	w.head = head;
+	w.node = BPF_CORE_READ(head, next);
+	bpf_loop(MAX_UPROBE_CONSUMERS, check_on_uprobe, &w, 0);
+	return w.owner;
 }
 
 SEC("iter/task")

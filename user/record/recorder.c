@@ -32,6 +32,7 @@
 #include "container.h"
 #include "proc.h"
 #include "recorder_int.h"
+#include "return_slots.h"
 
 #define MANIFEST_SAVE_INTERVAL_NS (100ull * 1000 * 1000)
 
@@ -365,6 +366,8 @@ int recorder__new(struct recorder **out, const struct recorder_opts *opts)
 			goto cleanup;
 		}
 	}
+	if (opts->probes_everywhere)
+		rec_detach_prepare(r);
 	/* before any hold: a recorder killed with -9 leaves nothing stopped */
 	err = rec_holds_start(r);
 	if (err < 0) {
@@ -524,14 +527,19 @@ int recorder__finish(struct recorder *r, const char *end_reason)
 
 	if (r->finished)
 		return 0;
+	uint64_t t0 = clock_mono_ns(), t_freeze, t_drain, t_thaw, t_files;
+
 	/* detach without a trace: see user/record/recorder_detach.c for the order of these steps */
 	detach = rec_detach_freeze(r);
+	t_freeze = clock_mono_ns();
 	rec_unwind_stop_holds(r);   /* so this last drain resumes every held target */
 	err = drain(r);
+	t_drain = clock_mono_ns();
 	/* the counts every manifest and the summary give from here on, taken after the last drain */
 	probes__lost(r->opts.probes, &r->lost);
 	r->lost_final = true;
 	rec_detach_thaw(r, detach);
+	t_thaw = clock_mono_ns();
 	for (size_t i = 0; i < r->nprocs; i++) {
 		struct rec_process *p = r->procs[i];
 		if (p->state == REC_PROC_LIVE && !proc_alive(p->pid))
@@ -545,7 +553,13 @@ int recorder__finish(struct recorder *r, const char *end_reason)
 		if (ierr < 0)
 			rec_report_write_error(r, "cannot write session.json in", r->session_dir, ierr);
 	}
+	t_files = clock_mono_ns();
 	session_sync(r);
+	if (r->opts.verbose)
+		fprintf(stderr, "atftrace record: end: detach %.1f ms, last drain %.1f ms, put back "
+			"%.1f ms, files %.1f ms, sync %.1f ms\n", (t_freeze - t0) / 1e6,
+			(t_drain - t_freeze) / 1e6, (t_thaw - t_drain) / 1e6, (t_files - t_thaw) / 1e6,
+			(clock_mono_ns() - t_files) / 1e6);
 	r->finished = true;
 	return err;
 }
@@ -590,6 +604,7 @@ void recorder__free(struct recorder *r)
 		free(p);
 	}
 	free(r->procs);
+	return_slots__free(r->slots);
 	rec_unwind_free(r);
 	rec_watch_free(r);
 	ring_buffer__free(r->rb);

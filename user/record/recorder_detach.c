@@ -73,7 +73,7 @@ struct frozen_proc {
 };
 
 struct rec_detach {
-	struct return_slots *rs;
+	struct return_slots *rs;    /* the recorder's (rec_detach_prepare) */
 	struct frozen_proc *procs;
 	size_t nprocs;
 	uint64_t stopped_ns;        /* CLOCK_MONOTONIC when the first thread was stopped */
@@ -104,11 +104,12 @@ static bool is_frozen(const struct frozen_proc *f, pid_t tid)
 }
 
 /*
- * Seize @tid and wait (at most REC_STOP_WAIT_NS) until it is in a ptrace stop. 0, -ESRCH if it
- * exited meanwhile, or a negative errno (-EPERM: a debugger traces it; -ETIMEDOUT: it did not
- * stop, and stays seized until it does and the recorder exits, which detaches it).
+ * Seize @tid and wait (until @deadline, CLOCK_MONOTONIC ns) until it is in a ptrace stop. 0,
+ * -ESRCH if it exited meanwhile, or a negative errno (-EPERM: a debugger traces it;
+ * -ETIMEDOUT: it did not stop, and stays seized until it does and the recorder exits, which
+ * detaches it).
  */
-static int seize_thread(struct rec_process *p, pid_t tid, int *resume_sig)
+static int seize_thread(struct rec_process *p, pid_t tid, uint64_t deadline, int *resume_sig)
 {
 	uint64_t started = clock_mono_ns();
 	long pause_ns = 10 * 1000;
@@ -131,7 +132,7 @@ static int seize_thread(struct rec_process *p, pid_t tid, int *resume_sig)
 		if (w < 0)
 			return -errno;
 		if (w == 0) {
-			if (clock_mono_ns() - started > REC_STOP_WAIT_NS)
+			if (clock_mono_ns() > deadline)
 				return -ETIMEDOUT;
 			rec_backoff(started, &pause_ns);
 			continue;
@@ -169,8 +170,11 @@ static void unfreeze(struct frozen_proc *f)
 	f->n = f->cap = 0;
 }
 
-/* Stop every thread of @f->proc; threads made meanwhile are found by the next pass. */
-static int freeze_process(struct frozen_proc *f)
+/*
+ * Stop every thread of @f->proc; threads made meanwhile are found by the next pass. All the
+ * processes share one deadline, so the end of a session is bounded however many there are.
+ */
+static int freeze_process(struct frozen_proc *f, uint64_t deadline)
 {
 	pid_t pid = f->proc->pid;
 	char path[48];
@@ -202,7 +206,7 @@ static int freeze_process(struct frozen_proc *f)
 				f->t = nt;
 				f->cap = cap;
 			}
-			err = seize_thread(f->proc, (pid_t)tid, &sig);
+			err = seize_thread(f->proc, (pid_t)tid, deadline, &sig);
 			if (err == -ESRCH)
 				continue;
 			if (err) {
@@ -215,6 +219,22 @@ static int freeze_process(struct frozen_proc *f)
 		closedir(d);
 	} while (added);
 	return 0;
+}
+
+/**
+ * rec_detach_prepare - load the iterator of pending return instances (once). The recorder calls
+ * it at its start when its probes are in its own process too (-a, --follow-fork): libbpf's
+ * load calls libc's string functions by the million, and with libc traced every call would
+ * hit our own probes (seconds under load). Otherwise it is loaded at the end, if needed.
+ */
+void rec_detach_prepare(struct recorder *r)
+{
+#if defined(__x86_64__)
+	if (!r->slots && return_slots__open(&r->slots) < 0)
+		r->slots = NULL;        /* one line said why; frames open at the end keep the trampoline */
+#else
+	(void)r;
+#endif
 }
 
 /**
@@ -240,9 +260,11 @@ struct rec_detach *rec_detach_freeze(struct recorder *r)
 		return NULL;
 	}
 	/* which instances are ours is known only while our links are open */
+	rec_detach_prepare(r);
 	d = calloc(1, sizeof(*d));
-	if (d && !(err = return_slots__open(&d->rs)) &&
-	    !(err = probes__function_link_ids(r->opts.probes, &link_ids, &nlinks)))
+	if (d && !(d->rs = r->slots))
+		err = -ENOENT;  /* it could not be loaded at the start: said then */
+	if (d && !err && !(err = probes__function_link_ids(r->opts.probes, &link_ids, &nlinks)))
 		err = return_slots__own_links(d->rs, link_ids, nlinks);
 	free(link_ids);
 	probes__detach_functions(r->opts.probes);
@@ -254,16 +276,23 @@ struct rec_detach *rec_detach_freeze(struct recorder *r)
 				strerror(err ? -err : ENOMEM));
 		goto none;
 	}
+	uint64_t deadline = clock_mono_ns() + REC_STOP_WAIT_NS;
+	size_t late = 0;
+
 	for (size_t i = 0; i < r->nprocs; i++) {
 		struct rec_process *p = r->procs[i];
 		struct frozen_proc *f = &d->procs[d->nprocs];
 
 		if (p->state != REC_PROC_LIVE || !slots_of(slots, nslots, p->pid))
 			continue;
+		if (clock_mono_ns() > deadline) {
+			late++;
+			continue;
+		}
 		if (!d->stopped_ns)
 			d->stopped_ns = clock_mono_ns();
 		f->proc = p;
-		err = freeze_process(f);
+		err = freeze_process(f, deadline);
 		if (err == -ENOENT || err == -ESRCH) {  /* it exited meanwhile */
 			unfreeze(f);
 			continue;
@@ -278,6 +307,11 @@ struct rec_detach *rec_detach_freeze(struct recorder *r)
 		d->threads += f->n;
 		d->nprocs++;
 	}
+	if (late)
+		fprintf(stderr, "atftrace record: %zu process%s not stopped within %llu s to put back "
+			"the return addresses of their traced frames; a C++ exception thrown through "
+			"one of them later may terminate it\n", late, late == 1 ? " was" : "es were",
+			REC_STOP_WAIT_NS / 1000000000ull);
 	if (d->nprocs) {
 		free(slots);
 		return d;
@@ -285,7 +319,6 @@ struct rec_detach *rec_detach_freeze(struct recorder *r)
 none:
 	free(slots);
 	if (d) {
-		return_slots__free(d->rs);
 		free(d->procs);
 		free(d);
 	}
@@ -383,7 +416,6 @@ void rec_detach_thaw(struct recorder *r, struct rec_detach *d)
 			(unsigned long long)d->written, (unsigned long long)d->changed,
 			(unsigned long long)d->skipped, (unsigned long long)d->foreign);
 	free(slots);
-	return_slots__free(d->rs);
 	free(d->procs);
 	free(d);
 }

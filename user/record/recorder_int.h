@@ -82,6 +82,7 @@ struct recorder {
 	uint64_t guard_unannounced;     /* the guard's stops without a record, when last looked */
 	struct rec_watch *watch;    /* modules that appear later (user/record/record_watch.c), lazily */
 	pid_t watchdog;             /* resumes what we hold if we die (user/record/record_holds.c) */
+	struct return_slots *slots; /* pending return instances, for the detach (recorder_detach.c) */
 };
 
 /* user/record/recorder.c: tables and lifecycle */
@@ -155,6 +156,8 @@ void rec_tramp_guard_after_drain(struct recorder *r);
 
 /* user/record/recorder_detach.c: detach without leaving uretprobe trampolines in the target */
 struct rec_detach;
+/** rec_detach_prepare - load what the detach needs, before any probe is attached. */
+void rec_detach_prepare(struct recorder *r);
 /** rec_detach_freeze - detach the function probes; stop the processes with frames still open. */
 struct rec_detach *rec_detach_freeze(struct recorder *r);
 /** rec_detach_thaw - after the last drain: put their real return addresses back, resume. */
