@@ -239,6 +239,11 @@ void rec_watch_on_exec(struct recorder *r, pid_t pid, bool new_image, bool held)
 	}
 }
 
+bool rec_watch_holding(const struct recorder *r)
+{
+	return r->watch && r->watch->nheld;
+}
+
 void rec_watch_resume(struct recorder *r)
 {
 	struct rec_watch *w = r->watch;

@@ -441,10 +441,21 @@ static const char *gone_reason(struct rec_process *p)
 }
 
 /* Drain the ring, then finalize what ended, flush what was written, save what changed. */
-static int drain(struct recorder *r)
+/* How long a tick's drain may read the ring (recorder_ring.c, drain_budget). */
+#define DRAIN_BUDGET_NS (100ull * 1000 * 1000)
+
+/* Read the ring (for at most @budget_ns, 0: until it is empty), then resume and flush. */
+static int drain(struct recorder *r, uint64_t budget_ns)
 {
 	uint64_t now;
-	int n = ring_buffer__consume(r->rb);
+	int n;
+
+	r->drain_cut = false;
+	r->drain_deadline_ns = budget_ns ? clock_mono_ns() + budget_ns : 0;
+	n = ring_buffer__consume(r->rb);
+	r->drain_deadline_ns = 0;
+	if (n < 0 && r->drain_cut)
+		n = 0;          /* the rest is read at the next tick */
 
 	rec_tramp_guard_after_drain(r); /* a process the registration guard stopped runs again */
 	rec_unwind_resume(r);   /* every fix-up of a held process was in this drain */
@@ -501,7 +512,7 @@ int recorder__tick(struct recorder *r, int timeout_ms)
 			reap(p);
 		}
 	}
-	return drain(r);
+	return drain(r, DRAIN_BUDGET_NS);
 }
 
 uint32_t recorder__live_processes(const struct recorder *r)
@@ -533,7 +544,7 @@ int recorder__finish(struct recorder *r, const char *end_reason)
 	detach = rec_detach_freeze(r);
 	t_freeze = clock_mono_ns();
 	rec_unwind_stop_holds(r);   /* so this last drain resumes every held target */
-	err = drain(r);
+	err = drain(r, 0);         /* the probes are closed: what is left in the ring is finite */
 	t_drain = clock_mono_ns();
 	/* the counts every manifest and the summary give from here on, taken after the last drain */
 	probes__lost(r->opts.probes, &r->lost);

@@ -83,6 +83,9 @@ struct recorder {
 	struct rec_watch *watch;    /* modules that appear later (user/record/record_watch.c), lazily */
 	pid_t watchdog;             /* resumes what we hold if we die (user/record/record_holds.c) */
 	struct return_slots *slots; /* pending return instances, for the detach (recorder_detach.c) */
+	uint64_t drain_deadline_ns; /* a tick's drain stops here (0: reads until the ring is empty) */
+	uint64_t drain_records;
+	bool drain_cut;             /* the last drain stopped at its deadline */
 };
 
 /* user/record/recorder.c: tables and lifecycle */
@@ -120,6 +123,10 @@ struct rec_unwind;
 char rec_thread_state(pid_t pid, pid_t tid, long *nthreads);
 bool rec_state_gone(char s);
 void rec_backoff(uint64_t started_ns, long *pause_ns);
+/** rec_unwind_holding - is a process held by a C++ unwind fix-up or the guard, to resume? */
+bool rec_unwind_holding(const struct recorder *r);
+/** rec_watch_holding - is a process held at an exec or a dlopen, to resume after this drain? */
+bool rec_watch_holding(const struct recorder *r);
 /**
  * rec_holds_start - fork the watchdog that resumes the held set if the recorder dies (before
  * any hold can happen). 0, or a negative errno.

@@ -351,6 +351,11 @@ void rec_unwind_resume(struct recorder *r)
 	u->nheld = 0;
 }
 
+bool rec_unwind_holding(const struct recorder *r)
+{
+	return r->unwind && r->unwind->nheld;
+}
+
 /**
  * rec_unwind_stop_holds - before the recorder's last drain: BPF stops no thread after this, so
  * that drain sees (and resumes) every held process.
