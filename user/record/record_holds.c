@@ -86,6 +86,17 @@ int rec_holds_start(struct recorder *r)
 	return 0;
 }
 
+bool rec_holds_ours(struct recorder *r, pid_t pid)
+{
+	size_t n;
+	uint64_t *held = probes__held_pids(r->opts.probes, &n);
+
+	for (size_t i = 0; i < n; i++)
+		if (__atomic_load_n(&held[i], __ATOMIC_ACQUIRE) == (uint64_t)pid)
+			return true;
+	return false;
+}
+
 void rec_holds_resume(struct recorder *r, pid_t pid)
 {
 	size_t n;

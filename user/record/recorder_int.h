@@ -132,6 +132,8 @@ bool rec_watch_holding(const struct recorder *r);
  * any hold can happen). 0, or a negative errno.
  */
 int rec_holds_start(struct recorder *r);
+/** rec_holds_ours - is @pid in the held set (stopped by a hold of ours, not resumed yet)? */
+bool rec_holds_ours(struct recorder *r, pid_t pid);
 /**
  * rec_holds_resume - SIGCONT @pid if a hold of ours stopped it (it is in the held set; taken
  * out); a process someone else stopped is left stopped.
