@@ -148,6 +148,7 @@ static __always_inline __u64 wakeup_flag(void)
 
 /* Pids in the recorder's pid namespace: current_pid_tgid(), task_pid_tgid(). */
 #include "pidns.bpf.h"
+#include "holds.bpf.h"
 /* System-wide sessions (record -a): --cgroup/--container, --comm, process identity. */
 #include "filter.bpf.h"
 
@@ -539,8 +540,12 @@ static __always_inline void hold_for_unwind(__u64 pid_tgid, bool rearm, __u64 li
 		bpf_ringbuf_discard(rec, BPF_RB_NO_WAKEUP);
 		goto out;
 	}
-	/* Nobody would resume a thread whose record is not in the ring: signal, then submit. */
-	if (bpf_send_signal_thread(ATF_SIGSTOP)) {
+	/*
+	 * Nobody would resume a thread whose record is not in the ring: signal, then submit. A
+	 * process someone else stops is not stopped by us (holds.bpf.h): that stop holds it for
+	 * the fix-up all the same, and it is not in the held set, so the recorder leaves it so.
+	 */
+	if (hold_begin(task, rec->pid) && bpf_send_signal_thread(ATF_SIGSTOP)) {
 		bpf_ringbuf_discard(rec, BPF_RB_NO_WAKEUP);
 		count_lost(lost_records);
 		goto out;
@@ -680,7 +685,8 @@ static __always_inline void emit_held_task(__u32 type, __u32 tgid, __u32 tid, bo
 	r->ts = bpf_ktime_get_boot_ns();
 	bpf_get_current_comm(r->comm, sizeof(r->comm));
 	/* signal only with the record in hand: a held process always has its record */
-	if (want_hold && !*(volatile __u32 *)&unwind_holds_off && !bpf_send_signal_thread(ATF_SIGSTOP))
+	if (want_hold && !*(volatile __u32 *)&unwind_holds_off &&
+	    hold_begin(bpf_get_current_task_btf(), tgid) && !bpf_send_signal_thread(ATF_SIGSTOP))
 		r->child_pid = REC_TASK_HELD;
 	bpf_ringbuf_submit(r, r->child_pid ? BPF_RB_FORCE_WAKEUP : wakeup_flag());
 out:

@@ -80,6 +80,8 @@ struct thread_loss {
 
 /* Processes with entry trampolines that the registration guard stops (bpf/reg_guard.bpf.h). */
 #define GUARD_MAX_PIDS 64
+/* Processes held at once (bpf/holds.bpf.h); a power of two. */
+#define HELD_MAX_PIDS 256
 
 /* REC_TASK_EXEC and REC_DL_STATE: child_pid holds REC_TASK_HELD when the process was stopped
  * (SIGSTOP) for the recorder, which sends SIGCONT once it has attached what is new. */

@@ -110,7 +110,8 @@ static int stop_guarded(__u32 i, void *data)
 		/* no room to say which: stopped all the same, and counted for the recorder, which
 		 * then holds and checks every guarded process */
 		count_lost(lost_records);
-		if (!bpf_send_signal_task(task, ATF_SIGSTOP, PIDTYPE_TGID, 0))
+		if (hold_begin(task, task_pid_tgid(task) >> 32) &&
+		    !bpf_send_signal_task(task, ATF_SIGSTOP, PIDTYPE_TGID, 0))
 			__sync_fetch_and_add(&guard_unannounced, 1);
 		bpf_task_release(task);
 		return 0;
@@ -121,7 +122,8 @@ static int stop_guarded(__u32 i, void *data)
 	r->child_pid = c->syscall;
 	r->ts = bpf_ktime_get_boot_ns();
 	bpf_get_current_comm(r->comm, sizeof(r->comm));
-	if (bpf_send_signal_task(task, ATF_SIGSTOP, PIDTYPE_TGID, 0)) {
+	/* stopped by someone else already: checked all the same, and left to them (holds.bpf.h) */
+	if (hold_begin(task, r->pid) && bpf_send_signal_task(task, ATF_SIGSTOP, PIDTYPE_TGID, 0)) {
 		bpf_ringbuf_discard(r, BPF_RB_NO_WAKEUP);
 		count_lost(lost_records);
 	} else {
@@ -250,7 +252,8 @@ int BPF_PROG(atf_fork_hold, struct task_struct *parent, struct task_struct *chil
 		goto out;
 	}
 	/* Nobody would resume a child whose record is not in the ring: signal, then submit. */
-	if (bpf_send_signal_task(child, ATF_SIGSTOP, PIDTYPE_TGID, 0)) {
+	if (!hold_begin(child, task_pid_tgid(child) >> 32) ||
+	    bpf_send_signal_task(child, ATF_SIGSTOP, PIDTYPE_TGID, 0)) {
 		bpf_ringbuf_discard(r, BPF_RB_NO_WAKEUP);
 		count_lost(lost_records);
 		goto out;

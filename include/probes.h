@@ -148,6 +148,19 @@ void probes__detail_set(struct probes *p, bool on);
 bool probes__detail_get(const struct probes *p);
 
 /**
+ * probes__held_pids - the held set (bpf/holds.bpf.h), @n slots of the probes' mmaped .bss: the
+ * processes a hold of ours stopped and nobody resumed yet (0: a free slot). It stays mapped in
+ * a child forked after probes__open() (the recorder's watchdog).
+ */
+uint64_t *probes__held_pids(const struct probes *p, size_t *n);
+
+/**
+ * probes__function_link_ids - the BPF link ids of the open function links (session / multi;
+ * perf uprobes have none). *@ids is malloc'ed; the caller frees it. 0, or a negative errno.
+ */
+int probes__function_link_ids(const struct probes *p, uint32_t **ids, size_t *n);
+
+/**
  * probes__detach_functions - detach every function probe (probes__attach_module); the unwind
  * hooks, the tracepoints and the ring stay. No new uretprobe is pending in any thread after
  * this returns; the ones pending already return through the kernel's trampoline as before.

@@ -30,6 +30,12 @@ struct recorder_opts {
 	 * (user/record/recorder_session.c); an exec does not end a process's recording.
 	 */
 	bool system_wide;
+	/*
+	 * The probes are in every process that maps a traced module, the recorder's own too (-a,
+	 * --follow-fork): what the end of the session needs is loaded at its start, while no probe
+	 * of ours slows the recorder down (user/record/recorder_detach.c).
+	 */
+	bool probes_everywhere;
 };
 
 struct recorder_stats {

@@ -17,6 +17,8 @@ struct return_slot {
 	uint64_t addr;          /* the return-address slot on the thread's stack */
 	uint64_t trampoline;    /* what the slot holds while the uretprobe is pending */
 	uint64_t orig;          /* the real return address */
+	uint32_t owner;         /* RET_OWNER_* (bpf/return_instances.h): whose probe it serves */
+	uint32_t consumers;     /* session consumers recorded in the instance */
 };
 
 struct return_slots;
@@ -30,6 +32,13 @@ int return_slots__open(struct return_slots **out);
  * when *@n is 0); the caller frees it. 0, or a negative errno.
  */
 int return_slots__read(struct return_slots *rs, struct return_slot **out, size_t *n);
+
+/**
+ * return_slots__own_links - tell the iterator which pending instances are ours: the probes of
+ * the BPF links with ids @link_ids[@n] (call it while those links are open). Returns how many
+ * probes were found, or a negative errno. Without it no instance counts as ours.
+ */
+int return_slots__own_links(struct return_slots *rs, const uint32_t *link_ids, size_t n);
 
 /** return_slots__free - release. NULL is ignored. */
 void return_slots__free(struct return_slots *rs);

@@ -116,3 +116,35 @@ mark_window_counts() {
 		inwin[t] && / tr_mov\(\)[ ;]/ { mov[t]++ }
 		END { for (t in marks) print t, marks[t], sub_[t] + 0, mov[t] + 0 }' | sort
 }
+
+# stop_bpftrace PID: SIGINT (it prints its maps and detaches), again every second while it runs
+# (a SIGINT that comes while it is still setting up can go unanswered); SIGKILL after 10 s
+stop_bpftrace() {
+	local i state
+	for i in $(seq 100); do
+		state=$(awk '{ print $3 }' /proc/"$1"/stat 2>/dev/null || true)
+		[ -n "$state" ] && [ "$state" != Z ] || break
+		[ $((i % 10)) != 1 ] || kill -INT "$1" 2>/dev/null || true
+		sleep 0.1
+	done
+	[ "${state:-Z}" = Z ] || kill -KILL "$1" 2>/dev/null || true
+	wait "$1" 2>/dev/null || true
+}
+
+# wait_for FILE PATTERN WHAT: poll (bounded) until FILE has a line matching PATTERN
+wait_for() {
+	timeout 60 bash -c 'until grep -qE -- "$2" "$1" 2>/dev/null; do sleep 0.05; done' _ "$1" "$2" \
+		|| { sed 's/^/  | /' "$1" >&2; fail "$3: no line matching '$2' in $1"; }
+}
+
+# kill_on_exit: at exit, on failure too, SIGKILL every background job, the children of each (a
+# target the recorder launched) and every pid added to EXIT_PIDS, reap the jobs and remove $T.
+# SIGKILL ends a stopped process too, so nothing is left stopped or orphaned.
+EXIT_PIDS=()
+kill_on_exit() {
+	trap 'for _p in $(jobs -p); do
+		EXIT_PIDS+=($(cat /proc/"$_p"/task/*/children 2>/dev/null) "$_p")
+	done
+	for _p in "${EXIT_PIDS[@]}"; do kill -KILL "$_p" 2>/dev/null || true; done
+	wait 2>/dev/null || true; rm -rf "$T"' EXIT
+}

@@ -1,16 +1,20 @@
 #!/usr/bin/env bash
 # kill -9 the recorder mid-session: the files it flushed (every drain tick) hold every event
-# drained so far; `atftrace recover` then `verify` pass and keep every one of them.
+# drained so far; `atftrace recover` then `verify` pass and keep every one of them. The target
+# runs on and exits, and nothing of the session is left running or stopped (its watchdog, which
+# resumes whatever the recorder held, ends too).
 source "$(dirname "$0")/lib.sh"
 need_bpf
+kill_on_exit
 K=1000
 
 mkfifo "$T/cmd" "$T/out" "$T/ready"
 exec 4<>"$T/out"        # read-write: opening does not wait for the writer
-"$ATF" record -o "$T/s" -f loop_work --ready-file "$T/ready" -- "$TARGETS/attach_loop" "$T/cmd" >"$T/out" 2>"$T/err" &
+"$ATF" record -v -o "$T/s" -f loop_work --ready-file "$T/ready" -- "$TARGETS/attach_loop" "$T/cmd" >"$T/out" 2>"$T/err" &
 rec=$!
 timeout 60 cat "$T/ready" >/dev/null || { cat "$T/err" >&2; fail "the recorder never became ready"; }
 read -r -u 4 word target || fail "no pid from attach_loop"
+EXIT_PIDS+=("$target")
 exec 3>"$T/cmd"
 echo $K >&3
 read -r -u 4 line; assert_eq "done $K" "$line" "ack"
@@ -27,6 +31,18 @@ kill -9 $rec
 wait $rec && fail "the recorder survived kill -9"
 echo q >&3
 exec 3>&-
+# gone_within PID WHAT: the process ends within 30 s (it is no child of ours: poll /proc)
+gone_within() {
+	for _ in $(seq 600); do
+		[ -e "/proc/$1" ] || return 0
+		sleep 0.05
+	done
+	fail "$2: process $1 is still there, state $(awk '{ print $3 }' "/proc/$1/stat")"
+}
+gone_within "$target" "the target after the recorder's kill -9"
+watchdog=$(sed -n 's/^atftrace record: watchdog \([0-9]*\) .*/\1/p' "$T/err")
+[ -n "$watchdog" ] || fail "no watchdog line"
+gone_within "$watchdog" "the watchdog after the recorder's kill -9"
 
 # the recorder never finished: its loss count is not known (what was in the ring is gone)
 "$ATF" info "$T/s" >"$T/info" || fail "info after kill -9"

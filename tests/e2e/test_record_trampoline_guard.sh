@@ -17,26 +17,6 @@ cleanup() { local j; for j in $(jobs -p); do kill -KILL "$j" 2>/dev/null || true
 trap cleanup EXIT
 [ -x "$TS" ] || fail "build first: make OUTPUT=$OUTPUT targets"
 
-# stop_bpftrace PID: SIGINT (it prints its maps and detaches), again every second while it runs
-# (a SIGINT that comes while it is still setting up can go unanswered); SIGKILL after 10 s
-stop_bpftrace() {
-	local i state
-	for i in $(seq 100); do
-		state=$(awk '{ print $3 }' /proc/"$1"/stat 2>/dev/null || true)
-		[ -n "$state" ] && [ "$state" != Z ] || break
-		[ $((i % 10)) != 1 ] || kill -INT "$1" 2>/dev/null || true
-		sleep 0.1
-	done
-	[ "${state:-Z}" = Z ] || kill -KILL "$1" 2>/dev/null || true
-	wait "$1" 2>/dev/null || true
-}
-
-# wait_for FILE PATTERN WHAT: poll (bounded) until FILE has a line matching PATTERN
-wait_for() {
-	timeout 60 bash -c 'until grep -qE -- "$2" "$1" 2>/dev/null; do sleep 0.05; done' _ "$1" "$2" \
-		|| { sed 's/^/  | /' "$1" >&2; fail "$3: no line matching '$2' in $1"; }
-}
-
 # ---- threads hot in tr_sub and tr_mov; bpftrace probes tr_sub during the recording ---------------
 NT=4 K=3000
 mkfifo "$T/hot" "$T/ready"

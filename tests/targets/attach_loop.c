@@ -2,8 +2,11 @@
 /*
  * attach_loop CMD_FIFO: prints its pid, then loops reading commands from CMD_FIFO, one per
  * line: "K" calls loop_work() K times and prints "done K"; "tK" does the same on a new thread and
- * prints "thread TID done K" (TID: gettid() of that thread); "q" exits. A test attaches while the
- * target sits in this loop, and then knows exactly how many calls happen after the attach.
+ * prints "thread TID done K" (TID: gettid() of that thread); "w" calls loop_outer(), which calls
+ * loop_wait(), which prints "waiting" and reads one more line before both return and "done w"
+ * is printed (frames that stay open while a test attaches or detaches); "q" exits. A test
+ * attaches while the target sits in this loop, and then knows exactly how many calls happen
+ * after the attach.
  */
 #define _GNU_SOURCE
 #include <pthread.h>
@@ -12,6 +15,23 @@
 #include <unistd.h>
 
 volatile int loop_sink;
+static FILE *in;
+
+__attribute__((noinline)) void loop_wait(void)
+{
+	char line[64];
+
+	printf("waiting\n");
+	fflush(stdout);
+	if (fgets(line, sizeof(line), in))
+		loop_sink += line[0];
+}
+
+__attribute__((noinline)) void loop_outer(void)
+{
+	loop_wait();
+	loop_sink++;
+}
 
 __attribute__((noinline)) void loop_work(int i) { loop_sink += i; }
 
@@ -33,7 +53,6 @@ static void *work_thread(void *arg)
 int main(int argc, char **argv)
 {
 	char line[64];
-	FILE *in;
 
 	if (argc < 2) {
 		fprintf(stderr, "usage: attach_loop CMD_FIFO\n");
@@ -49,6 +68,12 @@ int main(int argc, char **argv)
 	while (fgets(line, sizeof(line), in)) {
 		if (line[0] == 'q')
 			break;
+		if (line[0] == 'w') {
+			loop_outer();
+			printf("done w\n");
+			fflush(stdout);
+			continue;
+		}
 		if (line[0] == 't') {
 			struct work w = { .k = atoi(line + 1) };
 			pthread_t t;

@@ -650,7 +650,8 @@ static int record_main(struct record_args *a)
 	if (!session_dir)
 		goto cleanup;
 	struct recorder_opts ro = { .session_dir = session_dir, .probes = probes, .wake_fd = sigfd,
-				    .verbose = a->verbose, .system_wide = a->sys.all };
+				    .verbose = a->verbose, .system_wide = a->sys.all,
+				    .probes_everywhere = a->follow_fork || a->sys.all };
 	err = recorder__new(&rec, &ro);
 	for (size_t i = 0; !err && i < mods.n; i++)
 		err = recorder__add_module(rec, mods.m[i]);

@@ -814,6 +814,34 @@ enum probe_link_kind probes__link_kind(const struct probes *p)
 	return p->kind;
 }
 
+uint64_t *probes__held_pids(const struct probes *p, size_t *n)
+{
+	*n = HELD_MAX_PIDS;
+	return (uint64_t *)p->skel->bss->held_pids;    /* __u64 is unsigned long long */
+}
+
+int probes__function_link_ids(const struct probes *p, uint32_t **ids, size_t *n)
+{
+	uint32_t *v = calloc(p->function_fds.n ? p->function_fds.n : 1, sizeof(*v));
+
+	*ids = NULL;
+	*n = 0;
+	if (!v)
+		return -ENOMEM;
+	for (size_t i = 0; i < p->function_fds.n; i++) {
+		struct bpf_link_info info;
+		__u32 len = sizeof(info);
+
+		memset(&info, 0, sizeof(info));
+		if (p->function_fds.fd[i] < 0 ||
+		    bpf_obj_get_info_by_fd(p->function_fds.fd[i], &info, &len) < 0)
+			continue;
+		v[(*n)++] = info.id;
+	}
+	*ids = v;
+	return 0;
+}
+
 void probes__detach_functions(struct probes *p)
 {
 	close_link_fds(&p->function_fds);

@@ -109,7 +109,8 @@ int return_slots__read(struct return_slots *rs, struct return_slot **out, size_t
 		memcpy(&r, buf + i * sizeof(r), sizeof(r));
 		slots[i] = (struct return_slot){ .pid = (pid_t)r.pid, .tid = (pid_t)r.tid,
 						 .addr = r.addr, .trampoline = r.trampoline,
-						 .orig = r.orig };
+						 .orig = r.orig, .owner = r.owner,
+						 .consumers = r.consumers };
 	}
 	*out = slots;
 	*n = count;
@@ -118,6 +119,43 @@ cleanup:
 		close(fd);
 	bpf_link__destroy(link);
 	free(buf);
+	return err;
+}
+
+int return_slots__own_links(struct return_slots *rs, const uint32_t *link_ids, size_t n)
+{
+	int map = bpf_map__fd(rs->skel->maps.own_links), fd = -1, err = 0;
+	struct bpf_link *link;
+	char buf[64];
+	__u8 one = 1;
+
+	for (size_t i = 0; i < n; i++)
+		if (bpf_map_update_elem(map, &link_ids[i], &one, BPF_ANY) < 0)
+			return -errno;
+	link = bpf_program__attach_iter(rs->skel->progs.atf_own_consumers, NULL);
+	if (!link)
+		return -errno;
+	fd = bpf_iter_create(bpf_link__fd(link));
+	if (fd < 0) {
+		err = -errno;
+		goto cleanup;
+	}
+	for (;;) {     /* the iterator writes nothing: reading runs it over every link */
+		ssize_t r = read(fd, buf, sizeof(buf));
+
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0)
+			err = -errno;
+		if (r <= 0)
+			break;
+	}
+	if (!err)
+		err = rs->skel->bss->own_probes > INT32_MAX ? INT32_MAX : (int)rs->skel->bss->own_probes;
+cleanup:
+	if (fd >= 0)
+		close(fd);
+	bpf_link__destroy(link);
 	return err;
 }
 

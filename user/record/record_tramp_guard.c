@@ -44,6 +44,8 @@ static void hold_guarded(struct recorder *r)
 	size_t n = tramp_process__pids(r->tramps, pids, sizeof(pids) / sizeof(pids[0]));
 
 	for (size_t i = 0; i < n; i++) {
+		if (!rec_holds_ours(r, pids[i]))
+			continue;       /* not stopped by us: nothing to wait for, nothing to resume */
 		rec_hold(r, pids[i]);
 		rec_hold_wait(pids[i], pids[i]);
 	}

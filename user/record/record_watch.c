@@ -82,7 +82,7 @@ int recorder__on_exec(struct recorder *r, recorder_exec_fn fn, void *ctx)
 	return 0;
 }
 
-static void hold(struct rec_watch *w, pid_t pid)
+static void hold(struct recorder *r, struct rec_watch *w, pid_t pid)
 {
 	for (size_t i = 0; i < w->nheld; i++)
 		if (w->held[i] == pid)
@@ -92,7 +92,7 @@ static void hold(struct rec_watch *w, pid_t pid)
 		pid_t *n = realloc(w->held, cap * sizeof(*n));
 
 		if (!n) {
-			kill(pid, SIGCONT);     /* never leave a process stopped */
+			rec_holds_resume(r, pid);       /* never leave a process stopped */
 			return;
 		}
 		w->held = n;
@@ -215,9 +215,9 @@ void rec_watch_on_dl_state(struct recorder *r, const void *data, size_t size)
 		     hold_effective((pid_t)tk.pid, (pid_t)tk.tid));
 	if (tk.child_pid == REC_TASK_HELD) {
 		if (w)
-			hold(w, (pid_t)tk.pid);
+			hold(r, w, (pid_t)tk.pid);
 		else
-			kill((pid_t)tk.pid, SIGCONT);
+			rec_holds_resume(r, (pid_t)tk.pid);
 	}
 }
 
@@ -233,10 +233,15 @@ void rec_watch_on_exec(struct recorder *r, pid_t pid, bool new_image, bool held)
 	}
 	if (held) {
 		if (w)
-			hold(w, pid);
+			hold(r, w, pid);
 		else
-			kill(pid, SIGCONT);
+			rec_holds_resume(r, pid);
 	}
+}
+
+bool rec_watch_holding(const struct recorder *r)
+{
+	return r->watch && r->watch->nheld;
 }
 
 void rec_watch_resume(struct recorder *r)
@@ -246,7 +251,7 @@ void rec_watch_resume(struct recorder *r)
 	if (!w)
 		return;
 	for (size_t i = 0; i < w->nheld; i++)
-		kill(w->held[i], SIGCONT);      /* ESRCH: it died while held, fine */
+		rec_holds_resume(r, w->held[i]);
 	w->nheld = 0;
 }
 

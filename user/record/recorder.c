@@ -32,6 +32,7 @@
 #include "container.h"
 #include "proc.h"
 #include "recorder_int.h"
+#include "return_slots.h"
 
 #define MANIFEST_SAVE_INTERVAL_NS (100ull * 1000 * 1000)
 
@@ -365,6 +366,15 @@ int recorder__new(struct recorder **out, const struct recorder_opts *opts)
 			goto cleanup;
 		}
 	}
+	if (opts->probes_everywhere)
+		rec_detach_prepare(r);
+	/* before any hold: a recorder killed with -9 leaves nothing stopped */
+	err = rec_holds_start(r);
+	if (err < 0) {
+		fprintf(stderr, "atftrace record: cannot start the watchdog of held processes: %s\n",
+			strerror(-err));
+		goto cleanup;
+	}
 	if (opts->system_wide && (err = rec_session_index_save(r)) < 0) {
 		fprintf(stderr, "atftrace record: cannot write %s/session.json: %s\n", r->session_dir,
 			strerror(-err));
@@ -431,10 +441,21 @@ static const char *gone_reason(struct rec_process *p)
 }
 
 /* Drain the ring, then finalize what ended, flush what was written, save what changed. */
-static int drain(struct recorder *r)
+/* How long a tick's drain may read the ring (recorder_ring.c, drain_budget). */
+#define DRAIN_BUDGET_NS (100ull * 1000 * 1000)
+
+/* Read the ring (for at most @budget_ns, 0: until it is empty), then resume and flush. */
+static int drain(struct recorder *r, uint64_t budget_ns)
 {
 	uint64_t now;
-	int n = ring_buffer__consume(r->rb);
+	int n;
+
+	r->drain_cut = false;
+	r->drain_deadline_ns = budget_ns ? clock_mono_ns() + budget_ns : 0;
+	n = ring_buffer__consume(r->rb);
+	r->drain_deadline_ns = 0;
+	if (n < 0 && r->drain_cut)
+		n = 0;          /* the rest is read at the next tick */
 
 	rec_tramp_guard_after_drain(r); /* a process the registration guard stopped runs again */
 	rec_unwind_resume(r);   /* every fix-up of a held process was in this drain */
@@ -491,7 +512,7 @@ int recorder__tick(struct recorder *r, int timeout_ms)
 			reap(p);
 		}
 	}
-	return drain(r);
+	return drain(r, DRAIN_BUDGET_NS);
 }
 
 uint32_t recorder__live_processes(const struct recorder *r)
@@ -517,14 +538,19 @@ int recorder__finish(struct recorder *r, const char *end_reason)
 
 	if (r->finished)
 		return 0;
+	uint64_t t0 = clock_mono_ns(), t_freeze, t_drain, t_thaw, t_files;
+
 	/* detach without a trace: see user/record/recorder_detach.c for the order of these steps */
 	detach = rec_detach_freeze(r);
+	t_freeze = clock_mono_ns();
 	rec_unwind_stop_holds(r);   /* so this last drain resumes every held target */
-	err = drain(r);
+	err = drain(r, 0);         /* the probes are closed: what is left in the ring is finite */
+	t_drain = clock_mono_ns();
 	/* the counts every manifest and the summary give from here on, taken after the last drain */
 	probes__lost(r->opts.probes, &r->lost);
 	r->lost_final = true;
 	rec_detach_thaw(r, detach);
+	t_thaw = clock_mono_ns();
 	for (size_t i = 0; i < r->nprocs; i++) {
 		struct rec_process *p = r->procs[i];
 		if (p->state == REC_PROC_LIVE && !proc_alive(p->pid))
@@ -538,7 +564,13 @@ int recorder__finish(struct recorder *r, const char *end_reason)
 		if (ierr < 0)
 			rec_report_write_error(r, "cannot write session.json in", r->session_dir, ierr);
 	}
+	t_files = clock_mono_ns();
 	session_sync(r);
+	if (r->opts.verbose)
+		fprintf(stderr, "atftrace record: end: detach %.1f ms, last drain %.1f ms, put back "
+			"%.1f ms, files %.1f ms, sync %.1f ms\n", (t_freeze - t0) / 1e6,
+			(t_drain - t_freeze) / 1e6, (t_thaw - t_drain) / 1e6, (t_files - t_thaw) / 1e6,
+			(clock_mono_ns() - t_files) / 1e6);
 	r->finished = true;
 	return err;
 }
@@ -583,6 +615,7 @@ void recorder__free(struct recorder *r)
 		free(p);
 	}
 	free(r->procs);
+	return_slots__free(r->slots);
 	rec_unwind_free(r);
 	rec_watch_free(r);
 	ring_buffer__free(r->rb);

@@ -11,10 +11,11 @@
  * through it meets a page without unwind information and the program dies in std::terminate,
  * and every backtrace shows [uprobes] in its place. So, at the end of the recording:
  *
- *  1. rec_detach_freeze(): close the function links (no uretprobe can become pending any more;
- *     the unwind hooks and their holds stay, so a throw until the freeze is still handled), list
- *     the pending instances of every task (bpf/return_instances.bpf.c, a task iterator) and stop
- *     every thread of each recorded process that has one, with PTRACE_SEIZE + PTRACE_INTERRUPT:
+ *  1. rec_detach_freeze(): note the consumers of our function links (the iterator's own_links),
+ *     close those links (no uretprobe can become pending any more; the unwind hooks and their
+ *     holds stay, so a throw until the freeze is still handled), list the pending instances of
+ *     every task (bpf/return_instances.bpf.c, a task iterator) and stop every thread of each
+ *     recorded process that has one of ours, with PTRACE_SEIZE + PTRACE_INTERRUPT:
  *     a ptrace stop, unlike SIGSTOP no job-control stop its parent (a shell) would see, and no
  *     SIGCONT handler runs after it (as under any debugger's attach, a blocking epoll_wait
  *     returns EINTR). /proc/PID/task is listed again until a pass finds no new thread.
@@ -26,6 +27,11 @@
  *     as the holds (rec_unwind_write_slot). Only slots at or above the thread's stack pointer
  *     are live; an instance below it belongs to a frame already gone (longjmp, a throw). Then
  *     PTRACE_DETACH, handing back any signal that arrived during the stop.
+ *
+ * Only our own instances are put back: one that another tool's return probe would still run at
+ * (bpftrace, perf, another atftrace session, even on the same function: the kernel keeps one
+ * instance for every consumer of a function) is left alone with its trampoline, else that tool
+ * would lose the return for good (see bpf/return_instances.bpf.c for how they are told apart).
  *
  * What the kernel does with the instances left behind (kernel/events/uprobes.c): nothing
  * returns through the trampoline any more, so they are never popped by handle_trampoline; they
@@ -52,6 +58,7 @@
 #include "probes.h"
 #include "proc.h"
 #include "recorder_int.h"
+#include "return_instances.h"
 #include "return_slots.h"
 
 struct frozen_thread {
@@ -66,17 +73,24 @@ struct frozen_proc {
 };
 
 struct rec_detach {
-	struct return_slots *rs;
+	struct return_slots *rs;    /* the recorder's (rec_detach_prepare) */
 	struct frozen_proc *procs;
 	size_t nprocs;
 	uint64_t stopped_ns;        /* CLOCK_MONOTONIC when the first thread was stopped */
 	uint64_t threads, written, changed, skipped, failed;    /* counts for --verbose */
+	uint64_t foreign;           /* slots left to another tool's return probe */
 };
+
+/* Is instance @s ours alone, so that putting back its return address takes nothing from anyone? */
+static bool slot_ours(const struct return_slot *s)
+{
+	return (s->owner & RET_OWNER_OURS) && !(s->owner & RET_OWNER_FOREIGN);
+}
 
 static bool slots_of(const struct return_slot *s, size_t n, pid_t pid)
 {
 	for (size_t i = 0; i < n; i++)
-		if (s[i].pid == pid)
+		if (s[i].pid == pid && slot_ours(&s[i]))
 			return true;
 	return false;
 }
@@ -90,11 +104,12 @@ static bool is_frozen(const struct frozen_proc *f, pid_t tid)
 }
 
 /*
- * Seize @tid and wait (at most REC_STOP_WAIT_NS) until it is in a ptrace stop. 0, -ESRCH if it
- * exited meanwhile, or a negative errno (-EPERM: a debugger traces it; -ETIMEDOUT: it did not
- * stop, and stays seized until it does and the recorder exits, which detaches it).
+ * Seize @tid and wait (until @deadline, CLOCK_MONOTONIC ns) until it is in a ptrace stop. 0,
+ * -ESRCH if it exited meanwhile, or a negative errno (-EPERM: a debugger traces it;
+ * -ETIMEDOUT: it did not stop, and stays seized until it does and the recorder exits, which
+ * detaches it).
  */
-static int seize_thread(struct rec_process *p, pid_t tid, int *resume_sig)
+static int seize_thread(struct rec_process *p, pid_t tid, uint64_t deadline, int *resume_sig)
 {
 	uint64_t started = clock_mono_ns();
 	long pause_ns = 10 * 1000;
@@ -117,7 +132,7 @@ static int seize_thread(struct rec_process *p, pid_t tid, int *resume_sig)
 		if (w < 0)
 			return -errno;
 		if (w == 0) {
-			if (clock_mono_ns() - started > REC_STOP_WAIT_NS)
+			if (clock_mono_ns() > deadline)
 				return -ETIMEDOUT;
 			rec_backoff(started, &pause_ns);
 			continue;
@@ -155,8 +170,11 @@ static void unfreeze(struct frozen_proc *f)
 	f->n = f->cap = 0;
 }
 
-/* Stop every thread of @f->proc; threads made meanwhile are found by the next pass. */
-static int freeze_process(struct frozen_proc *f)
+/*
+ * Stop every thread of @f->proc; threads made meanwhile are found by the next pass. All the
+ * processes share one deadline, so the end of a session is bounded however many there are.
+ */
+static int freeze_process(struct frozen_proc *f, uint64_t deadline)
 {
 	pid_t pid = f->proc->pid;
 	char path[48];
@@ -188,7 +206,7 @@ static int freeze_process(struct frozen_proc *f)
 				f->t = nt;
 				f->cap = cap;
 			}
-			err = seize_thread(f->proc, (pid_t)tid, &sig);
+			err = seize_thread(f->proc, (pid_t)tid, deadline, &sig);
 			if (err == -ESRCH)
 				continue;
 			if (err) {
@@ -204,6 +222,22 @@ static int freeze_process(struct frozen_proc *f)
 }
 
 /**
+ * rec_detach_prepare - load the iterator of pending return instances (once). The recorder calls
+ * it at its start when its probes are in its own process too (-a, --follow-fork): libbpf's
+ * load calls libc's string functions by the million, and with libc traced every call would
+ * hit our own probes (seconds under load). Otherwise it is loaded at the end, if needed.
+ */
+void rec_detach_prepare(struct recorder *r)
+{
+#if defined(__x86_64__)
+	if (!r->slots && return_slots__open(&r->slots) < 0)
+		r->slots = NULL;        /* one line said why; frames open at the end keep the trampoline */
+#else
+	(void)r;
+#endif
+}
+
+/**
  * rec_detach_freeze - step 1 of the file comment: detach the function probes, stop the recorded
  * processes that have uretprobes pending. Returns the state for rec_detach_thaw() (NULL when
  * nothing was stopped).
@@ -211,22 +245,30 @@ static int freeze_process(struct frozen_proc *f)
 struct rec_detach *rec_detach_freeze(struct recorder *r)
 {
 	struct return_slot *slots = NULL;
-	struct rec_detach *d;
-	size_t nslots = 0;
+	struct rec_detach *d = NULL;
+	uint32_t *link_ids = NULL;
+	size_t nslots = 0, nlinks = 0;
 	bool live = false;
 	int err = 0;
 
-	probes__detach_functions(r->opts.probes);
-#if !defined(__x86_64__)
-	return NULL;
-#endif
+#if defined(__x86_64__)
 	for (size_t i = 0; i < r->nprocs && !live; i++)
 		live = r->procs[i]->state == REC_PROC_LIVE && proc_alive(r->procs[i]->pid);
-	if (!live)
-		return NULL;    /* the usual end: every target exited, nothing to look at */
+#endif
+	if (!live) {    /* the usual end: every target exited, nothing to look at */
+		probes__detach_functions(r->opts.probes);
+		return NULL;
+	}
+	/* which instances are ours is known only while our links are open */
+	rec_detach_prepare(r);
 	d = calloc(1, sizeof(*d));
-	if (!d || (err = return_slots__open(&d->rs)) < 0 ||
-	    (err = return_slots__read(d->rs, &slots, &nslots)) < 0 || !nslots ||
+	if (d && !(d->rs = r->slots))
+		err = -ENOENT;  /* it could not be loaded at the start: said then */
+	if (d && !err && !(err = probes__function_link_ids(r->opts.probes, &link_ids, &nlinks)))
+		err = return_slots__own_links(d->rs, link_ids, nlinks);
+	free(link_ids);
+	probes__detach_functions(r->opts.probes);
+	if (!d || err < 0 || (err = return_slots__read(d->rs, &slots, &nslots)) < 0 || !nslots ||
 	    !(d->procs = calloc(r->nprocs, sizeof(*d->procs)))) {
 		if (err || nslots)
 			fprintf(stderr, "atftrace record: cannot look for traced frames still open (%s); a "
@@ -234,16 +276,23 @@ struct rec_detach *rec_detach_freeze(struct recorder *r)
 				strerror(err ? -err : ENOMEM));
 		goto none;
 	}
+	uint64_t deadline = clock_mono_ns() + REC_STOP_WAIT_NS;
+	size_t late = 0;
+
 	for (size_t i = 0; i < r->nprocs; i++) {
 		struct rec_process *p = r->procs[i];
 		struct frozen_proc *f = &d->procs[d->nprocs];
 
 		if (p->state != REC_PROC_LIVE || !slots_of(slots, nslots, p->pid))
 			continue;
+		if (clock_mono_ns() > deadline) {
+			late++;
+			continue;
+		}
 		if (!d->stopped_ns)
 			d->stopped_ns = clock_mono_ns();
 		f->proc = p;
-		err = freeze_process(f);
+		err = freeze_process(f, deadline);
 		if (err == -ENOENT || err == -ESRCH) {  /* it exited meanwhile */
 			unfreeze(f);
 			continue;
@@ -258,6 +307,11 @@ struct rec_detach *rec_detach_freeze(struct recorder *r)
 		d->threads += f->n;
 		d->nprocs++;
 	}
+	if (late)
+		fprintf(stderr, "atftrace record: %zu process%s not stopped within %llu s to put back "
+			"the return addresses of their traced frames; a C++ exception thrown through "
+			"one of them later may terminate it\n", late, late == 1 ? " was" : "es were",
+			REC_STOP_WAIT_NS / 1000000000ull);
 	if (d->nprocs) {
 		free(slots);
 		return d;
@@ -265,7 +319,6 @@ struct rec_detach *rec_detach_freeze(struct recorder *r)
 none:
 	free(slots);
 	if (d) {
-		return_slots__free(d->rs);
 		free(d->procs);
 		free(d);
 	}
@@ -284,22 +337,33 @@ static uint64_t thread_sp(pid_t tid)
 	return 0;
 }
 
-/* Put back the real return address in every live slot of @t (the newest instance first). */
+/*
+ * Put back the real return address in every live slot of @tid that only our instances use
+ * (the newest instance first).
+ */
 static void restore_thread(struct rec_detach *d, pid_t pid, pid_t tid,
 			   const struct return_slot *slots, size_t nslots)
 {
-	uint64_t sp = thread_sp(tid), prev = 0;
+	uint64_t sp = thread_sp(tid);
 
 	for (size_t i = 0; i < nslots; i++) {
 		const struct return_slot *s = &slots[i];
 		struct rec_unwind_slot w = { s->addr, s->trampoline, s->orig };
-		bool changed;
+		bool changed, ours = true;
+		size_t k;
 		int err;
 
-		/* a tail call's instances share one slot: the newest holds the address to write */
-		if (s->tid != tid || s->addr == prev)
+		if (s->tid != tid)
 			continue;
-		prev = s->addr;
+		/* a tail call's instances share one slot: the newest holds the address to write,
+		 * and the slot is ours only if every one of them is */
+		for (k = i; k < nslots && slots[k].tid == tid && slots[k].addr == s->addr; k++)
+			ours &= slot_ours(&slots[k]);
+		i = k - 1;
+		if (!ours) {
+			d->foreign++;
+			continue;
+		}
 		if (!sp || s->addr < sp || !s->trampoline || s->orig == s->trampoline) {
 			d->skipped++;
 			continue;
@@ -345,13 +409,13 @@ void rec_detach_thaw(struct recorder *r, struct rec_detach *d)
 	if (r->opts.verbose)
 		fprintf(stderr, "atftrace record: detach: %llu threads in %zu process%s stopped for "
 			"%.3f ms; %llu return addresses put back, %llu slots without the trampoline "
-			"left alone, %llu instances below the stack pointer\n",
+			"left alone, %llu instances below the stack pointer, %llu slots left to other "
+			"tools' return probes\n",
 			(unsigned long long)d->threads, d->nprocs, d->nprocs == 1 ? "" : "es",
 			(double)(clock_mono_ns() - d->stopped_ns) / 1e6,
 			(unsigned long long)d->written, (unsigned long long)d->changed,
-			(unsigned long long)d->skipped);
+			(unsigned long long)d->skipped, (unsigned long long)d->foreign);
 	free(slots);
-	return_slots__free(d->rs);
 	free(d->procs);
 	free(d);
 }

@@ -81,6 +81,11 @@ struct recorder {
 	uint64_t guard_events;      /* REC_REG_GUARD records seen */
 	uint64_t guard_unannounced;     /* the guard's stops without a record, when last looked */
 	struct rec_watch *watch;    /* modules that appear later (user/record/record_watch.c), lazily */
+	pid_t watchdog;             /* resumes what we hold if we die (user/record/record_holds.c) */
+	struct return_slots *slots; /* pending return instances, for the detach (recorder_detach.c) */
+	uint64_t drain_deadline_ns; /* a tick's drain stops here (0: reads until the ring is empty) */
+	uint64_t drain_records;
+	bool drain_cut;             /* the last drain stopped at its deadline */
 };
 
 /* user/record/recorder.c: tables and lifecycle */
@@ -118,6 +123,22 @@ struct rec_unwind;
 char rec_thread_state(pid_t pid, pid_t tid, long *nthreads);
 bool rec_state_gone(char s);
 void rec_backoff(uint64_t started_ns, long *pause_ns);
+/** rec_unwind_holding - is a process held by a C++ unwind fix-up or the guard, to resume? */
+bool rec_unwind_holding(const struct recorder *r);
+/** rec_watch_holding - is a process held at an exec or a dlopen, to resume after this drain? */
+bool rec_watch_holding(const struct recorder *r);
+/**
+ * rec_holds_start - fork the watchdog that resumes the held set if the recorder dies (before
+ * any hold can happen). 0, or a negative errno.
+ */
+int rec_holds_start(struct recorder *r);
+/** rec_holds_ours - is @pid in the held set (stopped by a hold of ours, not resumed yet)? */
+bool rec_holds_ours(struct recorder *r, pid_t pid);
+/**
+ * rec_holds_resume - SIGCONT @pid if a hold of ours stopped it (it is in the held set; taken
+ * out); a process someone else stopped is left stopped.
+ */
+void rec_holds_resume(struct recorder *r, pid_t pid);
 /** rec_hold - @pid was stopped by a BPF hold: SIGCONT it after this drain (rec_unwind_resume). */
 void rec_hold(struct recorder *r, pid_t pid);
 /** rec_hold_wait - wait until @tid of held @pid is stopped and none of its threads runs. */
@@ -144,6 +165,8 @@ void rec_tramp_guard_after_drain(struct recorder *r);
 
 /* user/record/recorder_detach.c: detach without leaving uretprobe trampolines in the target */
 struct rec_detach;
+/** rec_detach_prepare - load what the detach needs, before any probe is attached. */
+void rec_detach_prepare(struct recorder *r);
 /** rec_detach_freeze - detach the function probes; stop the processes with frames still open. */
 struct rec_detach *rec_detach_freeze(struct recorder *r);
 /** rec_detach_thaw - after the last drain: put their real return addresses back, resume. */

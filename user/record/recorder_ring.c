@@ -4,6 +4,7 @@
  * writer (a one-entry cache in front of the tid table, since events come in bursts per thread);
  * task records end threads, announce forked children and carry a process on through its exec.
  */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -178,6 +179,22 @@ static void on_task(struct recorder *r, const void *data, size_t size)
 	}
 }
 
+/*
+ * A tick's drain is cut at its deadline (the rest stays in the ring for the next tick), so a
+ * flood of events, faster than we write them, cannot keep the recorder from its signals and its
+ * --duration. Never while a process is held: a hold is resumed only after the drain that read
+ * all its fix-ups (recorder_unwind.c); holds whose records are still in the ring wait, stopped.
+ */
+static int drain_budget(struct recorder *r)
+{
+	if (!r->drain_deadline_ns || (++r->drain_records & 255) ||
+	    clock_mono_ns() < r->drain_deadline_ns || r->guard_pending ||
+	    rec_unwind_holding(r) || rec_watch_holding(r))
+		return 0;
+	r->drain_cut = true;
+	return -ECANCELED;      /* ring_buffer__consume stops after this record */
+}
+
 int rec_on_record(void *ctx, void *data, size_t size)
 {
 	struct recorder *r = ctx;
@@ -219,7 +236,7 @@ int rec_on_record(void *ctx, void *data, size_t size)
 		r->st.bad_records++;
 		break;
 	}
-	return 0;
+	return drain_budget(r);
 }
 
 

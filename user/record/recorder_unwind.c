@@ -184,7 +184,7 @@ static bool is_held(const struct rec_unwind *u, pid_t pid)
 }
 
 /* Remember @pid for rec_unwind_resume(); if that fails, resume it at once (never leave it). */
-static void hold(struct rec_unwind *u, pid_t pid)
+static void hold(struct recorder *r, struct rec_unwind *u, pid_t pid)
 {
 	if (is_held(u, pid))
 		return;
@@ -193,7 +193,7 @@ static void hold(struct rec_unwind *u, pid_t pid)
 		pid_t *n = realloc(u->held, cap * sizeof(*n));
 
 		if (!n) {
-			kill(pid, SIGCONT);
+			rec_holds_resume(r, pid);
 			return;
 		}
 		u->held = n;
@@ -218,10 +218,10 @@ void rec_hold(struct recorder *r, pid_t pid)
 	struct rec_unwind *u = unwind_state(r);
 
 	if (!u) {               /* no memory to track it: never leave a process stopped */
-		kill(pid, SIGCONT);
+		rec_holds_resume(r, pid);
 		return;
 	}
-	hold(u, pid);
+	hold(r, u, pid);
 }
 
 /**
@@ -285,11 +285,11 @@ void rec_unwind_on_fixup(struct recorder *r, const void *data, size_t size)
 		return;
 	}
 	if (!u) {               /* no memory to track it: never leave a process stopped */
-		kill(pid, SIGCONT);
+		rec_holds_resume(r, pid);
 		return;
 	}
 	/* Whatever else is wrong with the record, BPF stopped this process: it must be resumed. */
-	hold(u, pid);
+	hold(r, u, pid);
 	if (fx.count > REC_UNWIND_MAX_SLOTS || size < head + fx.count * sizeof(fx.pairs[0])) {
 		r->st.bad_records++;
 		return;
@@ -336,8 +336,9 @@ void rec_unwind_on_fixup(struct recorder *r, const void *data, size_t size)
 }
 
 /**
- * rec_unwind_resume - SIGCONT every process held by a fix-up since the last call. Called after
- * each ring drain, so all fix-ups of a held process are written first.
+ * rec_unwind_resume - SIGCONT every process held by a fix-up since the last call (those a hold
+ * of ours stopped: rec_holds_resume). Called after each ring drain, so all fix-ups of a held
+ * process are written first.
  */
 void rec_unwind_resume(struct recorder *r)
 {
@@ -346,8 +347,13 @@ void rec_unwind_resume(struct recorder *r)
 	if (!u)
 		return;
 	for (size_t i = 0; i < u->nheld; i++)
-		kill(u->held[i], SIGCONT);      /* ESRCH: it died while held, fine */
+		rec_holds_resume(r, u->held[i]);
 	u->nheld = 0;
+}
+
+bool rec_unwind_holding(const struct recorder *r)
+{
+	return r->unwind && r->unwind->nheld;
 }
 
 /**
