@@ -214,14 +214,15 @@ $(WTF_LOADER): scripts/deps.sh
 
 # speedscope (npm, pinned) for the real-browser test; deps.sh installs it beside the loader.
 SPEEDSCOPE := .output/npm/node_modules/speedscope/dist/release/index.html
-$(SPEEDSCOPE): scripts/deps.sh
+# one after the other: each runs deps.sh, which installs every npm package in one place
+$(SPEEDSCOPE): scripts/deps.sh $(WTF_LOADER)
 	$(call msg,DEPS,speedscope (npm))
 	$(Q)bash scripts/deps.sh
 	$(Q)test -f $@ && touch $@
 
 # The Kubernetes schema validator (npm, pinned) for the deploy/k8s YAML; deps.sh installs it too.
 K8S_VALIDATOR := .output/npm/node_modules/kubernetes-models/package.json
-$(K8S_VALIDATOR): scripts/deps.sh
+$(K8S_VALIDATOR): scripts/deps.sh $(SPEEDSCOPE)
 	$(call msg,DEPS,kubernetes-models (npm))
 	$(Q)bash scripts/deps.sh
 	$(Q)test -f $@ && touch $@
