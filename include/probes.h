@@ -88,6 +88,15 @@ int probes__detach_owner(struct probes *p, const void *owner);
 int probes__attach_unwind_hooks(struct probes *p, const char *libstdcxx_path, pid_t pid);
 
 /**
+ * probes__attach_unwinder - the same hooks on whichever unwinder entry points the file at @path
+ * defines itself: _Unwind_RaiseException, _Unwind_ForcedUnwind and _Unwind_Resume_or_Rethrow
+ * (libgcc_s, or a static copy of the unwinder in a program) and __cxa_begin_catch (libstdc++).
+ * Only its own symbol tables are read. Returns how many entry points were hooked (0: the file
+ * has none), or -errno (printed).
+ */
+int probes__attach_unwinder(struct probes *p, const char *path, pid_t pid);
+
+/**
  * probes__attach_dl_hook - an entry probe on _dl_debug_state of the dynamic loader @ldso_path
  * (ld.so calls it around every change of its list of modules: start-up, dlopen, dlclose); it
  * sends REC_DL_STATE records for traced processes (@pid as for probes__attach_module).

@@ -601,24 +601,30 @@ static char *find_libgcc_s(const char *libstdcxx_path, pid_t pid)
 	return path ? path : sym_resolve_library(0, "libgcc_s.so.1");
 }
 
+/*
+ * The unwinder's entry points: where an unwind starts (the unwinder must not meet a uretprobe
+ * trampoline), then the C++ runtime's catch.
+ */
+static const char *const unwind_names[] = {
+	"_Unwind_RaiseException", "_Unwind_ForcedUnwind", "_Unwind_Resume_or_Rethrow",
+	"__cxa_begin_catch",
+};
+#define UNWIND_NRAISE 3
+
 int probes__attach_unwind_hooks(struct probes *p, const char *libstdcxx_path, pid_t pid)
 {
-	static const char *const catch_names[] = { "__cxa_begin_catch" };
-	/* Where an unwind starts: the unwinder must not meet a uretprobe trampoline. */
-	static const char *const raise_names[] = {
-		"_Unwind_RaiseException", "_Unwind_ForcedUnwind", "_Unwind_Resume_or_Rethrow",
-	};
 	char *libgcc = NULL;
 	int n;
 
 	if (bpf_program__fd(p->skel->progs.atf_unwind_catch) < 0)
 		return -EOPNOTSUPP;     /* not loaded: probe_opts.unwind_hooks was false */
-	n = attach_entry_hooks(p, p->skel->progs.atf_unwind_catch, libstdcxx_path, catch_names, 1, pid);
+	n = attach_entry_hooks(p, p->skel->progs.atf_unwind_catch, libstdcxx_path,
+			       unwind_names + UNWIND_NRAISE, 1, pid);
 	if (n <= 0)
 		return n < 0 ? n : -ENOENT;
 	libgcc = find_libgcc_s(libstdcxx_path, pid);
-	n = libgcc ? attach_entry_hooks(p, p->skel->progs.atf_unwind_raise, libgcc, raise_names,
-					3, pid) : -ENOENT;
+	n = libgcc ? attach_entry_hooks(p, p->skel->progs.atf_unwind_raise, libgcc, unwind_names,
+					UNWIND_NRAISE, pid) : -ENOENT;
 	if (n == 0)
 		n = -ENOENT;
 	if (n < 0)
@@ -629,6 +635,24 @@ int probes__attach_unwind_hooks(struct probes *p, const char *libstdcxx_path, pi
 		close(atoi(libgcc + 14));       /* the links hold the inode now */
 	free(libgcc);
 	return n < 0 ? n : 0;
+}
+
+int probes__attach_unwinder(struct probes *p, const char *path, pid_t pid)
+{
+	uint32_t has;
+	int raise = 0, caught = 0;
+
+	if (bpf_program__fd(p->skel->progs.atf_unwind_catch) < 0)
+		return -EOPNOTSUPP;     /* not loaded: probe_opts.unwind_hooks was false */
+	/* the file's own symbols first: most files a process maps have none of these */
+	has = sym_elf_defines(path, unwind_names, sizeof(unwind_names) / sizeof(unwind_names[0]));
+	if (has & ((1u << UNWIND_NRAISE) - 1))
+		raise = attach_entry_hooks(p, p->skel->progs.atf_unwind_raise, path, unwind_names,
+					   UNWIND_NRAISE, pid);
+	if (raise >= 0 && (has & (1u << UNWIND_NRAISE)))
+		caught = attach_entry_hooks(p, p->skel->progs.atf_unwind_catch, path,
+					    unwind_names + UNWIND_NRAISE, 1, pid);
+	return raise < 0 ? raise : caught < 0 ? caught : raise + caught;
 }
 
 int probes__attach_dl_hook(struct probes *p, const char *ldso_path, pid_t pid)

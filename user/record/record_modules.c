@@ -432,7 +432,14 @@ int rm_modules_open(struct rm_modules *mods, const struct rm_spec *spec, pid_t p
 		if (err < 0)
 			goto cleanup;
 	}
-	/* C++: the catch hook closes unwound frames at the catch, not at the next call */
+	/*
+	 * C++: the unwind hooks go on the unwinder the target maps, at attach (-p) and whenever it
+	 * maps one later (user/record/record_unwinders.c). A container's files are not watched,
+	 * and a system-wide session has no target: they get the hooks on the libstdc++ mapped in
+	 * the container, or that a traced module needs.
+	 */
+	mods->unwind_hooks = !system_wide && !contained;
+	mods->pid = !system_wide && !contained ? pid : 0;
 	if (contained) {
 		char *mapped = sym_resolve_library(pid, "libstdc++.so.6");  /* reads maps only */
 
@@ -444,14 +451,11 @@ int rm_modules_open(struct rm_modules *mods, const struct rm_spec *spec, pid_t p
 			err = -ENOMEM;
 			goto cleanup;
 		}
-	} else if (pid > 0) {
-		mods->cxx_path = sym_resolve_library(pid, "libstdc++.so.6");
-	} else if (!system_wide && sym_elf_needs(mods->exe_path, "libstdc++")) {
-		mods->cxx_path = sym_resolve_library(0, "libstdc++.so.6");
 	}
 	for (size_t i = 0; system_wide && !mods->cxx_path && i < mods->n; i++)
 		if (sym_elf_needs(mods->m[i]->path, "libstdc++"))
 			mods->cxx_path = sym_resolve_library(0, "libstdc++.so.6");
+	mods->unwind_hooks = mods->unwind_hooks || mods->cxx_path;
 	err = 0;
 cleanup:
 	free(globs);
@@ -483,6 +487,9 @@ int rm_modules_attach(struct rm_modules *mods, struct probes *p, pid_t pid)
 
 void rm_modules_attach_hooks(struct rm_modules *mods, struct probes *p, pid_t pid)
 {
+	/* a launched command has mapped nothing of its own yet: its exec is held */
+	if (mods->pid > 0)
+		rm_unwinders_mapped(mods, p, mods->pid, pid);
 	if (mods->cxx_path) {
 		int err = probes__attach_unwind_hooks(p, mods->cxx_path, pid);
 		if (err < 0) {
@@ -515,5 +522,6 @@ void rm_modules_free(struct rm_modules *mods)
 	for (size_t i = 0; i < mods->nldso; i++)
 		free(mods->ldso[i]);
 	free(mods->ldso);
+	free(mods->asked);
 	*mods = (struct rm_modules){ .verbose = mods->verbose };
 }
