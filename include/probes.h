@@ -23,7 +23,7 @@ struct probe_opts {
 	bool detail_always;
 	uint32_t stack_bytes;       /* 0..256 */
 	bool verbose;               /* libbpf messages to stderr */
-	bool unwind_hooks;          /* load the C++ unwind hooks (probes__attach_unwind_hooks) */
+	bool unwind_hooks;          /* C++ unwind hooks may be attached (loaded on first use) */
 	bool reg_guard;             /* load the registration guard (probes__guard_pid), x86_64 */
 	/* system-wide filters (record -a), see bpf/filter.bpf.h */
 	uint32_t cgroup_level;      /* v2: level of the cgroup_id directory (root = 0) */
