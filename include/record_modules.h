@@ -104,6 +104,13 @@ void rm_modules_attach_hooks(struct rm_modules *mods, struct probes *p, pid_t pi
 void rm_unwinder_check(struct rm_modules *mods, struct probes *p, const char *path,
 		       pid_t link_pid);
 
+/**
+ * rm_unwinders_of_program - rm_unwinder_check on the program @exe and on the libgcc_s and
+ * libstdc++ its DT_NEEDED tree resolves to (with @ld_library_path), before it starts.
+ */
+void rm_unwinders_of_program(struct rm_modules *mods, struct probes *p, const char *exe,
+			     const char *ld_library_path, pid_t link_pid);
+
 /** rm_unwinders_mapped - rm_unwinder_check on every executable file @pid maps now. */
 void rm_unwinders_mapped(struct rm_modules *mods, struct probes *p, pid_t pid, pid_t link_pid);
 

@@ -231,8 +231,9 @@ static void on_exec(void *ctx, pid_t pid)
 
 	if (!exe)
 		return;
-	/* the new program may carry its own unwinder: hooked before its functions are */
-	rm_unwinder_check(mods, mods->probes, exe, mods->link_pid);
+	/* the new program's unwinder (its own copy, or the libraries it will load): hooked
+	 * before its functions are */
+	rm_unwinders_of_program(mods, mods->probes, exe, llp, mods->link_pid);
 	x.exe = exe;
 	x.ld_library_path = llp;
 	/* the launched program's first image was read before it started: not twice */

@@ -487,9 +487,12 @@ int rm_modules_attach(struct rm_modules *mods, struct probes *p, pid_t pid)
 
 void rm_modules_attach_hooks(struct rm_modules *mods, struct probes *p, pid_t pid)
 {
-	/* a launched command has mapped nothing of its own yet: its exec is held */
+	/* what a -p target maps; what a launched command will map once it starts (its exec is
+	 * held too, but the hooks are best in place before the command runs at all) */
 	if (mods->pid > 0)
 		rm_unwinders_mapped(mods, p, mods->pid, pid);
+	else if (mods->launched && mods->exe_path && !is_script(mods->exe_path))
+		rm_unwinders_of_program(mods, p, mods->exe_path, getenv("LD_LIBRARY_PATH"), pid);
 	if (mods->cxx_path) {
 		int err = probes__attach_unwind_hooks(p, mods->cxx_path, pid);
 		if (err < 0) {

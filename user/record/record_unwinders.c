@@ -8,11 +8,13 @@
  * attach covers every traced process that maps it (the BPF programs filter by tgid).
  *
  * When: before anything of the file can run in a process with traced frames. For -p, the
- * files the process maps already, before any function probe (rm_modules_attach_hooks). Later
- * files while the process is held (user/record/record_watch.c): at exec, the new program (a
- * static unwinder), and at each call of ld.so's _dl_debug_state, which it makes once a library
- * is mapped and before any of its code runs (start-up, dlopen); record_live.c calls in here
- * first at each of those holds.
+ * files the process maps already, before any function probe (rm_modules_attach_hooks). For a
+ * program about to start (the launched command before it runs, a program at its exec hold):
+ * the program itself (a static unwinder) and the unwinder libraries its DT_NEEDED tree
+ * resolves to, as ld.so will find them, so they are hooked before ld.so maps them. Whatever
+ * else maps one (dlopen, a library found elsewhere) is hooked while the process is held at
+ * ld.so's _dl_debug_state, which it calls once a library is mapped and before any of its code
+ * runs (user/record/record_watch.c; record_live.c calls in here first at each hold).
  */
 #include <errno.h>
 #include <stdio.h>
@@ -21,6 +23,7 @@
 #include <sys/stat.h>
 #include "proc.h"
 #include "record_modules.h"
+#include "symbols.h"
 
 /* Was the file @path asked already? Remembers it (by device and inode) if not. */
 static bool unwinder_asked(struct rm_modules *mods, const char *path)
@@ -56,6 +59,21 @@ void rm_unwinder_check(struct rm_modules *mods, struct probes *p, const char *pa
 	else if (n > 0 && mods->verbose)
 		fprintf(stderr, "atftrace record: C++ unwind hooks on %s (%d entry point%s)\n", path,
 			n, n == 1 ? "" : "s");
+}
+
+void rm_unwinders_of_program(struct rm_modules *mods, struct probes *p, const char *exe,
+			     const char *ld_library_path, pid_t link_pid)
+{
+	static const char *const libs[] = { "libgcc_s.so.1", "libstdc++.so.6" };
+
+	rm_unwinder_check(mods, p, exe, link_pid);
+	for (size_t i = 0; i < sizeof(libs) / sizeof(libs[0]); i++) {
+		char *path = sym_resolve_needed(exe, libs[i], ld_library_path);
+
+		if (path)
+			rm_unwinder_check(mods, p, path, link_pid);
+		free(path);
+	}
 }
 
 void rm_unwinders_mapped(struct rm_modules *mods, struct probes *p, pid_t pid, pid_t link_pid)
