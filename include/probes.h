@@ -23,7 +23,7 @@ struct probe_opts {
 	bool detail_always;
 	uint32_t stack_bytes;       /* 0..256 */
 	bool verbose;               /* libbpf messages to stderr */
-	bool unwind_hooks;          /* load the C++ unwind hooks (probes__attach_unwind_hooks) */
+	bool unwind_hooks;          /* C++ unwind hooks may be attached (loaded on first use) */
 	bool reg_guard;             /* load the registration guard (probes__guard_pid), x86_64 */
 	/* system-wide filters (record -a), see bpf/filter.bpf.h */
 	uint32_t cgroup_level;      /* v2: level of the cgroup_id directory (root = 0) */
@@ -86,6 +86,15 @@ int probes__detach_owner(struct probes *p, const void *owner);
  * probes__open() was not asked for them, probe_opts.unwind_hooks).
  */
 int probes__attach_unwind_hooks(struct probes *p, const char *libstdcxx_path, pid_t pid);
+
+/**
+ * probes__attach_unwinder - the same hooks on whichever unwinder entry points the file at @path
+ * defines itself: _Unwind_RaiseException, _Unwind_ForcedUnwind and _Unwind_Resume_or_Rethrow
+ * (libgcc_s, or a static copy of the unwinder in a program) and __cxa_begin_catch (libstdc++).
+ * Only its own symbol tables are read. Returns how many entry points were hooked (0: the file
+ * has none), or -errno (printed).
+ */
+int probes__attach_unwinder(struct probes *p, const char *path, pid_t pid);
 
 /**
  * probes__attach_dl_hook - an entry probe on _dl_debug_state of the dynamic loader @ldso_path

@@ -39,11 +39,21 @@ struct rm_pending {
 struct recorder;
 struct tramp_process;
 
+/* A file, by device and inode (however the processes name it). */
+struct rm_file_id {
+	dev_t dev;
+	ino_t ino;
+};
+
 struct rm_modules {
 	char *exe_path;             /* main executable: the command as exec will find it, or /proc/PID/exe */
 	struct sym_module **m;      /* the main executable first when it is traced */
 	size_t n;
-	char *cxx_path;             /* libstdc++ the target uses, or NULL */
+	char *cxx_path;             /* libstdc++ of a container's -p target or of -a, or NULL */
+	bool unwind_hooks;          /* the C++ unwind hooks are loaded (probe_opts.unwind_hooks) */
+	pid_t pid;                  /* the -p target (not a container's), else 0 */
+	struct rm_file_id *asked;   /* files asked for the unwinder (user/record/record_unwinders.c) */
+	size_t nasked;
 	size_t selected;            /* functions selected over all modules */
 	size_t attached;            /* functions attached over all modules */
 	bool verbose;
@@ -87,6 +97,24 @@ int rm_modules_attach(struct rm_modules *mods, struct probes *p, pid_t pid);
 
 /** rm_modules_attach_hooks - only the C++ unwind hooks (modules attached another way). */
 void rm_modules_attach_hooks(struct rm_modules *mods, struct probes *p, pid_t pid);
+
+/**
+ * rm_unwinder_check - the C++ unwind hooks on the file @path if it holds the unwinder
+ * (user/record/record_unwinders.c); each file is asked once per session. Call it before
+ * anything of @path can run with traced frames pending (a process held, or not yet traced).
+ */
+void rm_unwinder_check(struct rm_modules *mods, struct probes *p, const char *path,
+		       pid_t link_pid);
+
+/**
+ * rm_unwinders_of_program - rm_unwinder_check on the program @exe and on the libgcc_s and
+ * libstdc++ its DT_NEEDED tree resolves to (with @ld_library_path), before it starts.
+ */
+void rm_unwinders_of_program(struct rm_modules *mods, struct probes *p, const char *exe,
+			     const char *ld_library_path, pid_t link_pid);
+
+/** rm_unwinders_mapped - rm_unwinder_check on every executable file @pid maps now. */
+void rm_unwinders_mapped(struct rm_modules *mods, struct probes *p, pid_t pid, pid_t link_pid);
 
 void rm_modules_free(struct rm_modules *mods);
 

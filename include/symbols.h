@@ -192,6 +192,13 @@ bool sym_lib_name_matches(const char *file, const char *name);
 bool sym_elf_needs(const char *path, const char *prefix);
 
 /**
+ * sym_elf_defines - which of @names (at most 32) the ELF file at @path defines as functions in
+ * its own .dynsym or .symtab (no debug file is looked for): bit k set for @names[k]. 0 when
+ * it defines none, or is no readable ELF file.
+ */
+uint32_t sym_elf_defines(const char *path, const char *const *names, size_t nnames);
+
+/**
  * sym_resolve_needed - the file the dynamic loader will load for library @name (e.g.
  * "libc.so.6") when it starts the program @exe with LD_LIBRARY_PATH @ld_library_path (NULL:
  * unset): DT_NEEDED from @exe breadth first, each name looked up as ld.so does (DT_RPATH,

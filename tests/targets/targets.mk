@@ -30,8 +30,23 @@ $(OUTPUT)/targets/cxx_attach_throw: tests/targets/cxx_attach_throw.cpp
 	$(call msg,TARGET,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CXX) $(TARGET_CFLAGS) -pthread $< -o $@
+# cxx_throw_static: the unwinder and the C++ runtime linked into the program (no libgcc_s).
+$(OUTPUT)/targets/cxx_throw_static: tests/targets/cxx_throw.cpp
+	$(call msg,TARGET,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CXX) $(TARGET_CFLAGS) -pthread -static-libstdc++ -static-libgcc $< -o $@
+# libcxxthrow.so: a C++ library with a C interface; cxx_c_main (C) links against it (found
+# beside it through $ORIGIN), cxx_dlopen (C, not linked to any C++ library) dlopens it.
+$(OUTPUT)/targets/libcxxthrow.so: tests/targets/libcxxthrow.cpp
+	$(call msg,TARGET,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CXX) $(TARGET_CFLAGS) -fPIC -shared $< -o $@
+$(OUTPUT)/targets/cxx_c_main: $(OUTPUT)/targets/libcxxthrow.so
+TARGET_LDFLAGS_cxx_c_main := -L$(OUTPUT)/targets -lcxxthrow -Wl,-rpath,'$$ORIGIN'
+TARGET_LDFLAGS_cxx_dlopen := -ldl
 EXTRA_TARGETS += $(OUTPUT)/targets/libatftest.so $(OUTPUT)/targets/cxx_throw \
-		 $(OUTPUT)/targets/cxx_attach_throw
+		 $(OUTPUT)/targets/cxx_attach_throw $(OUTPUT)/targets/cxx_throw_static \
+		 $(OUTPUT)/targets/libcxxthrow.so
 
 # ---- symbol-resolution targets (probe) ----
 # probe_plt: odd symbols (in .plt, int3 first, aliases, data, ifunc) for tests/unit/test_symbols.c.

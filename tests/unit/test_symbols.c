@@ -346,6 +346,32 @@ static void test_malformed(void **state)
 	free(file);
 }
 
+/* sym_elf_defines: the unwinder's entry points, in a library, a program with its own copy
+ * (.symtab), and neither; an undefined (imported) symbol does not count. */
+static void test_defines(void **state)
+{
+	static const char *const names[] = { "_Unwind_RaiseException", "__cxa_begin_catch",
+					     "no_such_function" };
+	char path[1200];
+	char *libgcc = sym_resolve_library(0, "libgcc_s.so.1");
+	(void)state;
+
+	target_path(path, sizeof(path), "cxx_throw_static");
+	if (access(path, R_OK)) {
+		free(libgcc);
+		skip();
+	}
+	assert_int_equal(sym_elf_defines(path, names, 3), 3);
+	/* cxx_throw calls __cxa_begin_catch from libstdc++: imported, not defined */
+	target_path(path, sizeof(path), "cxx_throw");
+	assert_int_equal(sym_elf_defines(path, names, 3), 0);
+	if (libgcc)
+		assert_int_equal(sym_elf_defines(libgcc, names, 3), 1);
+	free(libgcc);
+	assert_int_equal(sym_elf_defines("/nonexistent", names, 3), 0);
+	assert_int_equal(sym_elf_defines("/proc/self/status", names, 3), 0);   /* no ELF */
+}
+
 static void test_names(void **state)
 {
 	assert_string_equal(sym_skip_str(SYM_SKIP_PLT), "plt");
@@ -358,6 +384,7 @@ int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_names),
+		cmocka_unit_test(test_defines),
 		cmocka_unit_test(test_first_instruction),
 		cmocka_unit_test(test_endbr_compiled),
 		cmocka_unit_test(test_skip_reasons),

@@ -628,7 +628,7 @@ static int record_main(struct record_args *a)
 	po.follow_fork = a->follow_fork && !po.system_wide;
 	po.announce_tasks = po.exclude_self = a->sys.all;
 	po.verbose = a->verbose;
-	po.unwind_hooks = mods.cxx_path != NULL;
+	po.unwind_hooks = mods.unwind_hooks;
 	po.reg_guard = !a->no_trampolines && !a->sys.all;
 	err = probes__open(&probes, &po);
 	if (err < 0) {
@@ -679,18 +679,20 @@ static int record_main(struct record_args *a)
 			"probes\n", (int)target, strerror(-err));
 		tramps = false;
 	}
-	/* -p with trampolines: the modules are attached with them, only the hooks here */
-	if (tramps && !a->cmd)
-		rm_modules_attach_hooks(&mods, probes, link_pid);
-	else if (rm_modules_attach(&mods, probes, link_pid) < 0)
-		goto cleanup;
 	/* the target's later programs (exec) and libraries (dlopen): user/record/record_live.c;
-	 * a container's files are never opened by host paths, so its modules stay as attached */
+	 * a container's files are never opened by host paths, so its modules stay as attached.
+	 * Before any function probe: a -p target is held from now on at each exec and dlopen, so
+	 * an unwinder it maps meanwhile is hooked before a traced frame can meet a throw */
 	if (!a->sys.all && !container_other_root(target) &&
 	    rm_modules_watch(&mods, probes, rec, target, a->follow_fork ? 0 : target) < 0) {
 		fprintf(stderr, "atftrace record: out of memory\n");
 		goto cleanup;
 	}
+	/* -p with trampolines: the modules are attached with them, only the hooks here */
+	if (tramps && !a->cmd)
+		rm_modules_attach_hooks(&mods, probes, link_pid);
+	else if (rm_modules_attach(&mods, probes, link_pid) < 0)
+		goto cleanup;
 	if (a->cmd) {
 		err = proc_child__release(&child);
 		if (err < 0) {

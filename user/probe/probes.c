@@ -50,6 +50,8 @@ struct probes {
 	struct link_fds hook_fds;       /* the C++ unwind and ld.so hooks (multi) */
 	struct link_list functions; /* perf uprobes and uretprobes of traced functions */
 	struct link_list hooks;     /* the hooks, as perf uprobes (kernels without multi links) */
+	struct atftrace_bpf *unwind;    /* the C++ unwind hooks' programs, loaded when first needed */
+	bool unwind_wanted;         /* probe_opts.unwind_hooks */
 	bool guard;                 /* the registration guard is loaded */
 	bool guard_tp;              /* on the syscalls' own tracepoints (not the raw ones) */
 };
@@ -175,9 +177,11 @@ static int configure(struct probes *p, const struct probe_opts *opts)
 	bpf_program__set_autoload(s->progs.atf_multi_return, p->kind == PROBE_LINK_MULTI);
 	bpf_program__set_autoload(s->progs.atf_uprobe, p->kind == PROBE_LINK_PERF);
 	bpf_program__set_autoload(s->progs.atf_uretprobe, p->kind == PROBE_LINK_PERF);
-	/* the verifier's time is most of the start-up: programs a session will not use stay out */
-	bpf_program__set_autoload(s->progs.atf_unwind_catch, opts->unwind_hooks);
-	bpf_program__set_autoload(s->progs.atf_unwind_raise, opts->unwind_hooks);
+	/* the verifier's time is most of the start-up: programs a session will not use stay out,
+	 * and the C++ unwind hooks' come in a second load once an unwinder is found (load_unwind) */
+	p->unwind_wanted = opts->unwind_hooks;
+	bpf_program__set_autoload(s->progs.atf_unwind_catch, false);
+	bpf_program__set_autoload(s->progs.atf_unwind_raise, false);
 #if defined(__x86_64__)
 	p->guard = opts->reg_guard;
 	/* the two syscalls' own tracepoints when tracefs names them, else (or with
@@ -209,10 +213,54 @@ static int configure(struct probes *p, const struct probe_opts *opts)
 	 */
 	if (p->kind != PROBE_LINK_PERF) {
 		bpf_program__set_expected_attach_type(s->progs.atf_dl_state, ATF_BPF_TRACE_UPROBE_MULTI);
-		bpf_program__set_expected_attach_type(s->progs.atf_unwind_catch, ATF_BPF_TRACE_UPROBE_MULTI);
-		bpf_program__set_expected_attach_type(s->progs.atf_unwind_raise, ATF_BPF_TRACE_UPROBE_MULTI);
 	}
 	return 0;
+}
+
+/*
+ * The C++ unwind hooks' two programs, loaded on first use: about 18 ms of verifier time that a
+ * session whose target never maps an unwinder does not pay. They are a second instance of the
+ * same object whose maps are all the first one's (ring, filters, task storage, .bss with the
+ * hold flags and counters; the frozen .rodata with this session's configuration): libbpf
+ * neither creates nor fills a map given an fd, so both instances see one state.
+ */
+static int load_unwind(struct probes *p)
+{
+	struct atftrace_bpf *u;
+	struct bpf_program *prog;
+	struct bpf_map *map;
+	int err;
+
+	if (p->unwind)
+		return 0;
+	if (!p->unwind_wanted)
+		return -EOPNOTSUPP;     /* probe_opts.unwind_hooks was false */
+	u = atftrace_bpf__open();
+	if (!u)
+		return -errno;
+	bpf_object__for_each_map(map, u->obj) {
+		struct bpf_map *own = bpf_object__find_map_by_name(p->skel->obj, bpf_map__name(map));
+
+		err = own ? bpf_map__reuse_fd(map, bpf_map__fd(own)) : -ENOENT;
+		if (err)
+			goto cleanup;
+	}
+	bpf_object__for_each_program(prog, u->obj)
+		bpf_program__set_autoload(prog, prog == u->progs.atf_unwind_catch ||
+						prog == u->progs.atf_unwind_raise);
+	if (p->kind != PROBE_LINK_PERF) {
+		bpf_program__set_expected_attach_type(u->progs.atf_unwind_catch, ATF_BPF_TRACE_UPROBE_MULTI);
+		bpf_program__set_expected_attach_type(u->progs.atf_unwind_raise, ATF_BPF_TRACE_UPROBE_MULTI);
+	}
+	err = atftrace_bpf__load(u);
+	if (err)
+		goto cleanup;
+	p->unwind = u;
+	return 0;
+cleanup:
+	fprintf(stderr, "atftrace: cannot load the C++ unwind hooks: %s\n", strerror(-err));
+	atftrace_bpf__destroy(u);
+	return err;
 }
 
 /* The --detail-on trigger functions, into the map the entry probe looks them up in. */
@@ -604,24 +652,30 @@ static char *find_libgcc_s(const char *libstdcxx_path, pid_t pid)
 	return path ? path : sym_resolve_library(0, "libgcc_s.so.1");
 }
 
+/*
+ * The unwinder's entry points: where an unwind starts (the unwinder must not meet a uretprobe
+ * trampoline), then the C++ runtime's catch.
+ */
+static const char *const unwind_names[] = {
+	"_Unwind_RaiseException", "_Unwind_ForcedUnwind", "_Unwind_Resume_or_Rethrow",
+	"__cxa_begin_catch",
+};
+#define UNWIND_NRAISE 3
+
 int probes__attach_unwind_hooks(struct probes *p, const char *libstdcxx_path, pid_t pid)
 {
-	static const char *const catch_names[] = { "__cxa_begin_catch" };
-	/* Where an unwind starts: the unwinder must not meet a uretprobe trampoline. */
-	static const char *const raise_names[] = {
-		"_Unwind_RaiseException", "_Unwind_ForcedUnwind", "_Unwind_Resume_or_Rethrow",
-	};
 	char *libgcc = NULL;
-	int n;
+	int n = load_unwind(p);
 
-	if (bpf_program__fd(p->skel->progs.atf_unwind_catch) < 0)
-		return -EOPNOTSUPP;     /* not loaded: probe_opts.unwind_hooks was false */
-	n = attach_entry_hooks(p, p->skel->progs.atf_unwind_catch, libstdcxx_path, catch_names, 1, pid);
+	if (n < 0)
+		return n;
+	n = attach_entry_hooks(p, p->unwind->progs.atf_unwind_catch, libstdcxx_path,
+			       unwind_names + UNWIND_NRAISE, 1, pid);
 	if (n <= 0)
 		return n < 0 ? n : -ENOENT;
 	libgcc = find_libgcc_s(libstdcxx_path, pid);
-	n = libgcc ? attach_entry_hooks(p, p->skel->progs.atf_unwind_raise, libgcc, raise_names,
-					3, pid) : -ENOENT;
+	n = libgcc ? attach_entry_hooks(p, p->unwind->progs.atf_unwind_raise, libgcc, unwind_names,
+					UNWIND_NRAISE, pid) : -ENOENT;
 	if (n == 0)
 		n = -ENOENT;
 	if (n < 0)
@@ -632,6 +686,29 @@ int probes__attach_unwind_hooks(struct probes *p, const char *libstdcxx_path, pi
 		close(atoi(libgcc + 14));       /* the links hold the inode now */
 	free(libgcc);
 	return n < 0 ? n : 0;
+}
+
+int probes__attach_unwinder(struct probes *p, const char *path, pid_t pid)
+{
+	uint32_t has;
+	int raise = 0, caught = 0;
+
+	if (!p->unwind_wanted)
+		return -EOPNOTSUPP;     /* probe_opts.unwind_hooks was false */
+	/* the file's own symbols first: most files a process maps have none of these */
+	has = sym_elf_defines(path, unwind_names, sizeof(unwind_names) / sizeof(unwind_names[0]));
+	if (!has)
+		return 0;
+	raise = load_unwind(p);
+	if (raise < 0)
+		return raise;
+	if (has & ((1u << UNWIND_NRAISE) - 1))
+		raise = attach_entry_hooks(p, p->unwind->progs.atf_unwind_raise, path, unwind_names,
+					   UNWIND_NRAISE, pid);
+	if (raise >= 0 && (has & (1u << UNWIND_NRAISE)))
+		caught = attach_entry_hooks(p, p->unwind->progs.atf_unwind_catch, path,
+					    unwind_names + UNWIND_NRAISE, 1, pid);
+	return raise < 0 ? raise : caught < 0 ? caught : raise + caught;
 }
 
 int probes__attach_dl_hook(struct probes *p, const char *ldso_path, pid_t pid)
@@ -855,6 +932,7 @@ void probes__free(struct probes *p)
 	probes__detach_functions(p);
 	close_link_fds(&p->hook_fds);
 	destroy_links(&p->hooks);
+	atftrace_bpf__destroy(p->unwind);
 	atftrace_bpf__destroy(p->skel);
 	free(p);
 }

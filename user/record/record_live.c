@@ -231,6 +231,9 @@ static void on_exec(void *ctx, pid_t pid)
 
 	if (!exe)
 		return;
+	/* the new program's unwinder (its own copy, or the libraries it will load): hooked
+	 * before its functions are */
+	rm_unwinders_of_program(mods, mods->probes, exe, llp, mods->link_pid);
 	x.exe = exe;
 	x.ld_library_path = llp;
 	/* the launched program's first image was read before it started: not twice */
@@ -263,6 +266,8 @@ static void on_mapped(void *ctx, pid_t pid, const char *path, uint64_t start, ui
 	struct rm_modules *mods = ctx;
 	size_t before = mods->n;
 
+	/* a library that brings the unwinder (libgcc_s, libstdc++): hooked before it runs */
+	rm_unwinder_check(mods, mods->probes, path, mods->link_pid);
 	for (size_t i = 0; i < mods->npending; i++) {
 		struct rm_pending *pd = &mods->pending[i];
 
@@ -317,7 +322,9 @@ int rm_modules_watch(struct rm_modules *mods, struct probes *p, struct recorder 
 	if (exe)
 		hook_loader(mods, exe);
 	free(exe);
-	probes__set_holds(p, true, mods->npending > 0);
+	/* held at each exec and each change of ld.so's list: a library mapped then (a -f module,
+	 * the unwinder) is attached before any of its code runs */
+	probes__set_holds(p, true, mods->npending > 0 || mods->unwind_hooks);
 	return 0;
 }
 

@@ -460,7 +460,14 @@ int rm_modules_open(struct rm_modules *mods, const struct rm_spec *spec, pid_t p
 		if (err < 0)
 			goto cleanup;
 	}
-	/* C++: the catch hook closes unwound frames at the catch, not at the next call */
+	/*
+	 * C++: the unwind hooks go on the unwinder the target maps, at attach (-p) and whenever it
+	 * maps one later (user/record/record_unwinders.c). A container's files are not watched,
+	 * and a system-wide session has no target: they get the hooks on the libstdc++ mapped in
+	 * the container, or that a traced module needs.
+	 */
+	mods->unwind_hooks = !system_wide && !contained;
+	mods->pid = !system_wide && !contained ? pid : 0;
 	if (contained) {
 		char *mapped = sym_resolve_library(pid, "libstdc++.so.6");  /* reads maps only */
 
@@ -472,14 +479,11 @@ int rm_modules_open(struct rm_modules *mods, const struct rm_spec *spec, pid_t p
 			err = -ENOMEM;
 			goto cleanup;
 		}
-	} else if (pid > 0) {
-		mods->cxx_path = sym_resolve_library(pid, "libstdc++.so.6");
-	} else if (!system_wide && sym_elf_needs(mods->exe_path, "libstdc++")) {
-		mods->cxx_path = sym_resolve_library(0, "libstdc++.so.6");
 	}
 	for (size_t i = 0; system_wide && !mods->cxx_path && i < mods->n; i++)
 		if (sym_elf_needs(mods->m[i]->path, "libstdc++"))
 			mods->cxx_path = sym_resolve_library(0, "libstdc++.so.6");
+	mods->unwind_hooks = mods->unwind_hooks || mods->cxx_path;
 	err = 0;
 cleanup:
 	mods->check_names = false;     /* programs exec'd later may lack a glob's function */
@@ -512,6 +516,12 @@ int rm_modules_attach(struct rm_modules *mods, struct probes *p, pid_t pid)
 
 void rm_modules_attach_hooks(struct rm_modules *mods, struct probes *p, pid_t pid)
 {
+	/* what a -p target maps; what a launched command will map once it starts (its exec is
+	 * held too, but the hooks are best in place before the command runs at all) */
+	if (mods->pid > 0)
+		rm_unwinders_mapped(mods, p, mods->pid, pid);
+	else if (mods->launched && mods->exe_path && !is_script(mods->exe_path))
+		rm_unwinders_of_program(mods, p, mods->exe_path, getenv("LD_LIBRARY_PATH"), pid);
 	if (mods->cxx_path) {
 		int err = probes__attach_unwind_hooks(p, mods->cxx_path, pid);
 		if (err < 0) {
@@ -545,5 +555,6 @@ void rm_modules_free(struct rm_modules *mods)
 		free(mods->ldso[i]);
 	free(mods->ldso);
 	sym_root_leave();
+	free(mods->asked);
 	*mods = (struct rm_modules){ .verbose = mods->verbose };
 }

@@ -22,6 +22,7 @@
 #include <string.h>
 #include <unistd.h>
 #include "atftrace.h"
+#include "clock.h"
 #include "proc.h"
 #include "recorder_int.h"
 
@@ -168,14 +169,19 @@ static void forget_unmapped(struct rec_watch *w, pid_t pid, const struct proc_ma
  */
 static bool hold_effective(pid_t pid, pid_t tid)
 {
-	for (int i = 0; i < 50; i++) {
+	uint64_t started = clock_mono_ns();
+	long pause_ns = 10 * 1000;
+
+	/* polled as the unwind holds poll: the stop lands within microseconds, a sleep would
+	 * cost each hold (every exec and dlopen) a millisecond */
+	while (clock_mono_ns() - started < 50 * 1000 * 1000) {
 		char s = rec_thread_state(pid, tid, NULL);
 
 		if (s == 'T' || s == 't')
 			return true;
 		if (rec_state_gone(s))
 			return false;
-		usleep(1000);
+		rec_backoff(started, &pause_ns);
 	}
 	return false;
 }
