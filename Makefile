@@ -227,6 +227,10 @@ $(K8S_VALIDATOR): scripts/deps.sh $(SPEEDSCOPE)
 	$(Q)bash scripts/deps.sh
 	$(Q)test -f $@ && touch $@
 
+# installed files, not made here: an error elsewhere must not delete them (.DELETE_ON_ERROR),
+# since npm would not put back a file of a package it sees installed
+.PRECIOUS: $(WTF_LOADER) $(SPEEDSCOPE) $(K8S_VALIDATOR)
+
 TEST_DEPS := $(BIN) $(BIN_ASAN) $(UNIT_BINS) $(TOOL_BINS) $(TARGETS) $(EXTRA_TARGETS) $(ARM64_BPF) \
 	     $(WTF_LOADER) $(SPEEDSCOPE) $(K8S_VALIDATOR) $(FUZZ_BINS)
 
