@@ -13,6 +13,8 @@
 #include <sys/types.h>
 #include "symbols.h"
 
+struct arg_fn_spec;
+
 struct probe_opts {
 	size_t ring_size;           /* bytes, power of two, >= 4 MiB by default */
 	uint32_t wakeup_bytes;      /* force a wakeup when the ring holds more than this */
@@ -36,6 +38,11 @@ struct probe_opts {
 	size_t ndetail_triggers;
 	uint64_t detail_on_count;   /* window = this many detail events; 0: until the trigger returns */
 	uint64_t detail_on_ns;      /* window = this long after the trigger's CALL; 0: no limit */
+	/* typed arguments (bpf/args.bpf.h): functions with -A/-R/--auto-args specs */
+	const uint64_t *arg_fn_ids;
+	const struct arg_fn_spec *arg_fn_specs;     /* bpf/args.h, one per id */
+	size_t narg_fns;
+	uint32_t string_bytes;      /* the string cap, 1..255 */
 };
 
 enum probe_link_kind { PROBE_LINK_SESSION, PROBE_LINK_MULTI, PROBE_LINK_PERF };

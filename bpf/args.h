@@ -1,0 +1,44 @@
+/* SPDX-License-Identifier: (MIT OR GPL-2.0) */
+/*
+ * Typed arguments (bpf/args.bpf.h): the per-function spec the probes look up, and the string
+ * block a detail record carries after its stack bytes. Plain __u8/__u16/__u32 records shared by
+ * the BPF program and the recorder (user/record/recorder_args.c).
+ */
+#ifndef ATFTRACE_ARGS_H
+#define ATFTRACE_ARGS_H
+
+#ifndef __VMLINUX_H__
+#include <linux/types.h>
+#endif
+
+#define ARGS_MAX_STR            4       /* ATF_ARGS_MAX_STR: strings per event */
+#define ARGS_MAX_STR_BYTES      255     /* --string-bytes at most */
+#define ARGS_SLOT_NONE          0xff
+
+/* arg_specs map value, under the function id: which integer slots hold strings. */
+struct arg_fn_spec {
+	__u8 call_slot[ARGS_MAX_STR];   /* gp[] index (argN - 1) of each string at the CALL, or NONE */
+	__u8 ret_str;                   /* 1: the return value (rax) is a string */
+	__u8 _pad[3];
+};
+
+/* One string's state (enum atf_arg_str_status). */
+struct rec_args_str {
+	__u8 slot;
+	__u8 status;
+	__u16 len;
+};
+
+/*
+ * At rec_detail.args_off bytes after the stack snapshot's start: ARGS_MAX_STR headers (slot
+ * ARGS_SLOT_NONE: unused), then ARGS_MAX_STR areas of string_bytes + 1 bytes, area i for
+ * header i (the + 1 tells a string of exactly string_bytes bytes from a longer one).
+ */
+struct rec_args {
+	__u32 count;
+	__u32 area;                     /* bytes of each string area */
+	struct rec_args_str s[ARGS_MAX_STR];
+	__u8 bytes[];
+};
+
+#endif

@@ -1,0 +1,255 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Typed-argument options of `atftrace record` (include/recorder_args.h), in uftrace's spelling:
+ *
+ *   -A, --argument FUNC@SPEC     record FUNC's arguments, e.g. 'open@arg1/s,arg2/x'
+ *   -R, --retval FUNC@SPEC       record FUNC's return value, e.g. 'open@retval/d'
+ *   --auto-args                  every traced function with DWARF: its parameters and return
+ *                                value, typed (user/probe/args_dwarf.c)
+ *   --string-bytes N             bytes of each string read at the call (default 64, 1-255)
+ *
+ * FUNC is a [MODULE:]GLOB, as for -f; SPEC as in include/atf_args.h. A function with a spec has
+ * detail with every CALL and RETURN (bpf/args.bpf.h adds the strings), and the session's
+ * args.txt says how to print them.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "args.h"
+#include "args_dwarf.h"
+#include "recorder_args.h"
+
+enum { OPT_AUTO_ARGS = 2100, OPT_STRING_BYTES };
+
+static const struct argp_option args_options[] = {
+	{ "argument", 'A', "FUNC@SPEC", 0,
+	  "Record FUNC's arguments as SPEC says: argN[/FMT], fpargN, comma-separated; FMT: d i u x "
+	  "p s c f e:ENUM, with a size 8/16/32/64 (repeatable; uftrace's spelling)", 0 },
+	{ "retval", 'R', "FUNC@SPEC", 0,
+	  "Record FUNC's return value: retval[/FMT] (repeatable)", 0 },
+	{ "auto-args", OPT_AUTO_ARGS, NULL, 0,
+	  "Record the arguments and return value of every traced function with DWARF, typed", 0 },
+	{ "string-bytes", OPT_STRING_BYTES, "N", 0,
+	  "Bytes of each string argument read at the call (1-255, default 64)", 0 },
+	{ 0 }
+};
+
+static int push_rule(struct args_opts *o, char *arg, struct argp_state *state, bool retval)
+{
+	char *at = strrchr(arg, '@'), err[512];
+	struct args_rule *n, *r;
+
+	if (!at || at == arg || !at[1]) {
+		argp_error(state, "%s '%s': give FUNC@%s", retval ? "--retval" : "--argument", arg,
+			   retval ? "retval[/FMT]" : "argN[/FMT],...");
+		return EINVAL;
+	}
+	n = realloc(o->rules, (o->nrules + 1) * sizeof(*n));
+	if (!n) {
+		argp_failure(state, 1, ENOMEM, "-A/-R");
+		return ENOMEM;
+	}
+	o->rules = n;
+	r = &n[o->nrules];
+	memset(r, 0, sizeof(*r));
+	if (!(r->glob = strndup(arg, (size_t)(at - arg)))) {
+		argp_failure(state, 1, ENOMEM, "-A/-R");
+		return ENOMEM;
+	}
+	o->nrules++;
+	if (atf_arg_spec_parse(at + 1, &r->spec, err, sizeof(err))) {
+		argp_error(state, "%s %s: %s", retval ? "--retval" : "--argument", arg, err);
+		return EINVAL;
+	}
+	return 0;
+}
+
+static error_t args_parse(int key, char *arg, struct argp_state *state)
+{
+	struct args_opts *o = state->input;
+	char *end;
+	unsigned long v;
+
+	switch (key) {
+	case ARGP_KEY_INIT:
+		*o = (struct args_opts){ .string_bytes = ARGS_DEFAULT_STRING_BYTES };
+		return 0;
+	case 'A':
+	case 'R':
+		return push_rule(o, arg, state, key == 'R');
+	case OPT_AUTO_ARGS:
+		o->auto_args = true;
+		return 0;
+	case OPT_STRING_BYTES:
+		errno = 0;
+		v = strtoul(arg, &end, 10);
+		if (errno || end == arg || *end || arg[0] == '-' || v < 1 || v > ARGS_MAX_STR_BYTES) {
+			argp_error(state, "--string-bytes: '%s' is not a number from 1 to %u", arg,
+				   ARGS_MAX_STR_BYTES);
+			return EINVAL;
+		}
+		o->string_bytes = (uint32_t)v;
+		return 0;
+	default:
+		return ARGP_ERR_UNKNOWN;
+	}
+}
+
+const struct argp args_argp = { .options = args_options, .parser = args_parse };
+
+/* The BPF side of @s: which integer slots are strings (at most ARGS_MAX_STR of them). */
+static void bpf_spec(const struct atf_arg_spec *s, struct arg_fn_spec *b)
+{
+	unsigned n = 0;
+
+	memset(b, 0, sizeof(*b));
+	memset(b->call_slot, ARGS_SLOT_NONE, sizeof(b->call_slot));
+	for (size_t i = 0; i < s->n; i++) {
+		const struct atf_arg *a = &s->items[i];
+
+		if (a->fmt != ATF_FMT_S)
+			continue;
+		if (a->where == ATF_ARG_RET)
+			b->ret_str = 1;
+		else if (a->where == ATF_ARG_INT && n < ARGS_MAX_STR)
+			b->call_slot[n++] = a->index;   /* more strings print as pointers */
+	}
+}
+
+static int add_fn(struct args_opts *o, uint64_t id, struct atf_arg_spec *spec)
+{
+	size_t n = o->set.nfn + 1;
+	struct atf_args_fn *f = realloc(o->set.fn, n * sizeof(*f));
+	uint64_t *ids;
+	struct arg_fn_spec *b;
+
+	if (!f)
+		return -ENOMEM;
+	o->set.fn = f;
+	if (!(ids = realloc(o->ids, n * sizeof(*ids))))
+		return -ENOMEM;
+	o->ids = ids;
+	if (!(b = realloc(o->bpf, n * sizeof(*b))))
+		return -ENOMEM;
+	o->bpf = b;
+	f[o->set.nfn] = (struct atf_args_fn){ .function_id = id, .spec = *spec };
+	ids[o->set.nfn] = id;
+	bpf_spec(spec, &b[o->set.nfn]);
+	o->set.nfn = n;
+	return 0;
+}
+
+int args_resolve(struct args_opts *o, const struct rm_modules *mods, bool verbose)
+{
+	size_t *hits = calloc(o->nrules ?: 1, sizeof(*hits));
+	int err = 0;
+
+	if (!hits)
+		return -ENOMEM;
+	for (size_t i = 0; !err && i < mods->n; i++) {
+		const struct sym_module *m = mods->m[i];
+		struct args_dwarf *dw = NULL;
+		size_t typed = 0;
+
+		if (o->auto_args && args_dwarf_open(&dw, m) < 0 && verbose)
+			fprintf(stderr, "atftrace record: --auto-args: %s has no DWARF\n", m->path);
+		for (size_t k = 0; !err && k < m->nfuncs; k++) {
+			const struct sym_func *f = &m->funcs[k];
+			struct atf_arg_spec spec = { .n = 0 };
+
+			if (!f->selected || f->skip != SYM_OK)
+				continue;
+			for (size_t r = 0; !err && r < o->nrules; r++) {
+				if (!sym_glob_matches(o->rules[r].glob, m->path, f))
+					continue;
+				hits[r]++;
+				for (size_t j = 0; !err && j < o->rules[r].spec.n; j++)
+					err = atf_arg_spec_add(&spec, &o->rules[r].spec.items[j]);
+			}
+			if (!err && dw && args_dwarf_spec(dw, f, &spec, &o->set) == 0)
+				typed++;
+			if (!err && spec.n)
+				err = add_fn(o, (uint64_t)m->module_id << 32 | f->symbol_index, &spec);
+			if (err || !spec.n)
+				atf_arg_spec_free(&spec);
+		}
+		if (dw && verbose)
+			fprintf(stderr, "atftrace record: --auto-args: %zu functions of %s typed from DWARF\n",
+				typed, m->path);
+		args_dwarf_close(dw);
+	}
+	for (size_t r = 0; !err && r < o->nrules; r++) {
+		if (!hits[r]) {
+			fprintf(stderr, "atftrace record: -A/-R %s: matches no traced function (trace it "
+				"with -f)\n", o->rules[r].glob);
+			err = -ENOENT;
+		}
+	}
+	free(hits);
+	return err == -E2BIG ? 0 : err;
+}
+
+void args_probe_opts(const struct args_opts *o, struct probe_opts *po)
+{
+	po->arg_fn_ids = o->ids;
+	po->arg_fn_specs = o->bpf;
+	po->narg_fns = o->set.nfn;
+	po->string_bytes = o->string_bytes;
+}
+
+int args_save(const struct args_opts *o, const char *session_dir)
+{
+	char path[4096], spec[4096];
+	FILE *f;
+	int err = 0;
+
+	if (!o->set.nfn)
+		return 0;
+	snprintf(path, sizeof(path), "%s/args.txt", session_dir);
+	f = fopen(path, "w");
+	if (!f)
+		return -errno;
+	fprintf(f, "# atftrace argument specs: fn FUNCTION_ID SPEC, enum NAME VALUE=LABEL,...\n");
+	for (size_t i = 0; i < o->set.nenums; i++) {
+		const struct atf_enum *e = &o->set.enums[i];
+
+		fprintf(f, "enum %s ", e->name);
+		for (size_t k = 0; k < e->n; k++)
+			fprintf(f, "%s%lld=%s", k ? "," : "", (long long)e->values[k], e->labels[k]);
+		fprintf(f, "%s\n", e->n ? "" : "0=0");
+	}
+	for (size_t i = 0; i < o->set.nfn; i++) {
+		if (!atf_arg_spec_format(&o->set.fn[i].spec, spec, sizeof(spec)))
+			continue;       /* cannot happen: 16 items of at most ~260 bytes */
+		fprintf(f, "fn %#llx %s\n", (unsigned long long)o->set.fn[i].function_id, spec);
+	}
+	if (ferror(f))
+		err = -EIO;
+	if (fclose(f) && !err)
+		err = -errno;
+	return err;
+}
+
+void args_opts_free(struct args_opts *o)
+{
+	for (size_t i = 0; i < o->nrules; i++) {
+		free(o->rules[i].glob);
+		atf_arg_spec_free(&o->rules[i].spec);
+	}
+	free(o->rules);
+	for (size_t i = 0; i < o->set.nfn; i++)
+		atf_arg_spec_free(&o->set.fn[i].spec);
+	free(o->set.fn);
+	for (size_t i = 0; i < o->set.nenums; i++) {
+		for (size_t k = 0; k < o->set.enums[i].n; k++)
+			free(o->set.enums[i].labels[k]);
+		free(o->set.enums[i].labels);
+		free(o->set.enums[i].values);
+		free(o->set.enums[i].name);
+	}
+	free(o->set.enums);
+	free(o->ids);
+	free(o->bpf);
+	memset(o, 0, sizeof(*o));
+}
