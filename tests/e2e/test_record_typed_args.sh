@@ -1,0 +1,74 @@
+#!/usr/bin/env bash
+# record --auto-args / -A / -R -- typed_args: the dump prints each call uftrace style with its
+# typed arguments and return value, exactly: ints of each size and sign, a string (escaped; cut
+# at --string-bytes with "..."), an enum by its value name, a pointer, a char, a struct by
+# value by its type name, arg7 from the stack, a string return value; a NULL and an unreadable
+# char * show as markers and the target is unharmed; floats (xmm) show as "?". -A/-R give the
+# same on the binary built without DWARF. The files stay ATF v2: verify, and atf_raw (a reader
+# sharing no code with libatf) accepts the string block after the stack.
+source "$(dirname "$0")/lib.sh"
+need_bpf
+[ "$(uname -m)" = x86_64 ] || skip "the argument registers checked here are x86_64's"
+
+record() {   # name, target, record options...
+	local name=$1 target=$2; shift 2
+	"$ATF" record -o "$T/$name" "$@" -- "$TARGETS/$target" >"$T/$name.out" 2>"$T/$name.err" \
+		|| { cat "$T/$name.err" >&2; fail "record $name failed"; }
+	"$ATF" verify "$T/$name" >"$T/$name.verify" || { cat "$T/$name.verify" >&2; fail "verify $name"; }
+	"$TOOLS/atf_raw" "$T/$name"/pid_*/thread_0 >"$T/$name.raw" || { tail -1 "$T/$name.raw" >&2; fail "atf_raw $name"; }
+	"$ATF" dump "$T/$name" | sed 's/^.*| //' >"$T/$name.dump"
+}
+
+record auto typed_args --auto-args
+ptr=$(awk '$1 == "ptr" { print $2 }' "$T/auto.out")
+[ -n "$ptr" ] || fail "the target did not print its pointer"
+z64=$(printf 'z%.0s' $(seq 64))
+cat >"$T/auto.want" <<W
+# thread_0 tid=$(awk '/^# thread_0/ { sub("tid=", "", $3); print $3 }' "$T/auto.dump") name=typed_args events=20
+main() {
+  typed(42, "INSERT INTO t VALUES(?)", GREEN, $ptr, ?, -1, 'q') = 84;
+  typed(7, "tab\\there \\"quoted\\"", BLUE, 0x0, ?, -123456789012, '\\n') = 14;
+  color_name(GREEN) = "green";
+  half(?) = ?;
+  take_pt(struct pt, 3) = 6;
+  maybe((null)) = 1;
+  maybe(<bad string 0x8>) = 0;
+  count8(1, 2, 3, 4, 5, 6, "seventh", -8) = 20;
+  count8(1, 2, 3, 4, 5, 6, "$z64"..., 8) = 129;
+} = 0; /* main */
+W
+diff -u "$T/auto.want" "$T/auto.dump" || fail "--auto-args dump"
+assert_eq 6 "$(grep -c '^reg .* C .* strings 1$' "$T/auto.raw")" "CALLs with a string block (atf_raw): typed, maybe, count8 twice each"
+assert_eq 1 "$(grep -c '^reg .* R .* strings 1$' "$T/auto.raw")" "RETURNs with a string block (color_name)"
+
+# -A/-R on the binary without DWARF, --string-bytes cuts strings; main has no spec: plain lines
+record spec typed_args_nodw -A 'typed@arg1/d32,arg2/s,arg3/d,arg4/x,arg6/c' -R 'typed@retval/d32' \
+	-A 'count8@arg7/s' -R 'color_name@retval/s' -A 'maybe@arg1/s' --string-bytes 8
+cat >"$T/spec.want" <<W
+main() {
+  typed(42, "INSERT I"..., 5, $ptr, 'q') = 84;
+  typed(7, "tab\\there"..., 6, 0, '\\n') = 14;
+  color_name() = "green";
+  half();
+  take_pt();
+  maybe((null));
+  maybe(<bad string 0x8>);
+  count8("seventh");
+  count8("zzzzzzzz"...);
+} /* main */
+W
+ptr=$(awk '$1 == "ptr" { print $2 }' "$T/spec.out")
+sed -i "s/typed(42, \"INSERT I\"..., 5, [^,]*,/typed(42, \"INSERT I\"..., 5, $ptr,/" "$T/spec.want"
+grep -v '^#' "$T/spec.dump" | diff -u "$T/spec.want" - || fail "-A/-R dump"
+[ -z "$(grep -v '^#' "$T/spec.dump" | grep 'args:\|ret:')" ] || fail "raw register lines next to typed ones"
+
+# one clear line for each bad spelling, and no session
+for bad in "-A typed" "-A typed@arg9" "-A typed@arg1/z" "-R typed@retval/d12" "-A typed@arg1," \
+	   "-A nosuch_function@arg1" "--string-bytes 0" "--string-bytes 256"; do
+	if "$ATF" record -o "$T/bad" $bad -- "$TARGETS/typed_args_nodw" >/dev/null 2>"$T/bad.err"; then
+		fail "record $bad succeeded"
+	fi
+	assert_contains "$T/bad.err" '^atftrace record: ' "error line for $bad"
+	[ ! -e "$T/bad" ] || fail "record $bad left a session"
+done
+echo "ok: typed arguments and return values exact with --auto-args and -A/-R"
