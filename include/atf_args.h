@@ -9,9 +9,11 @@
  *                      the stack; N = 1..8, as the detail record holds them)
  *   fpargN[/BITS]      the N-th floating-point argument (xmm), N = 1..8
  *   retval[/FMT[BITS]] the return value (rax; /f: xmm0)
- * FMT: d i (signed decimal, the default), u (unsigned), x (hex), p (pointer), s (string), c
- * (char), f (float), e:NAME (enum NAME, by its value names), t:NAME (a struct or union passed
- * by value: shows NAME). BITS: 8, 16, 32 or 64 (default 64), for d i u x c.
+ * FMT, as uftrace spells them: d (the default: decimal, or hex beyond +-100000), i (signed
+ * decimal), u (unsigned), x (hex), o (octal), p (pointer), s (string), c (char), f (float),
+ * e:NAME (enum NAME, by its value names), t[SIZE]:NAME (a struct or union passed by value:
+ * shows NAME). BITS: 8, 16, 32 or 64 (default 64, a long), for d i u x o.
+ * uftrace's "S" (std::string) and "%REG" / "%stack+N" placements are refused with one line.
  *
  * args.txt (in the session directory, written by record) holds one line per function and one
  * per enum:
@@ -39,7 +41,9 @@
 
 enum atf_arg_where { ATF_ARG_INT, ATF_ARG_FP, ATF_ARG_RET };
 enum atf_arg_fmt {
-	ATF_FMT_D, ATF_FMT_U, ATF_FMT_X, ATF_FMT_P, ATF_FMT_S, ATF_FMT_C, ATF_FMT_F, ATF_FMT_ENUM,
+	ATF_FMT_AUTO,               /* d, or no format: decimal, hex beyond +-100000 (uftrace's) */
+	ATF_FMT_D,                  /* i: signed decimal */
+	ATF_FMT_U, ATF_FMT_X, ATF_FMT_O, ATF_FMT_P, ATF_FMT_S, ATF_FMT_C, ATF_FMT_F, ATF_FMT_ENUM,
 	ATF_FMT_TYPE,
 };
 enum atf_arg_str_status {

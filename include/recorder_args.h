@@ -19,9 +19,15 @@
 #include "record_modules.h"
 
 #define ARGS_DEFAULT_STRING_BYTES 64
+#define ARGS_DWARF_ARGS 1u
+#define ARGS_DWARF_RET  2u
 
 struct args_opts {
-	struct args_rule { char *glob; struct atf_arg_spec spec; } *rules;    /* -A, -R */
+	struct args_rule {                                  /* -A, -R */
+		char *glob;
+		struct atf_arg_spec spec;
+		unsigned dwarf;     /* -A FUNC / -R FUNC: ARGS_DWARF_ARGS / _RET from DWARF */
+	} *rules;
 	size_t nrules;
 	bool auto_args;             /* --auto-args */
 	uint32_t string_bytes;      /* --string-bytes N, 1..255 */

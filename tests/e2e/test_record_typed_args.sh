@@ -78,8 +78,26 @@ sed -i "s/typed(42, \"INSERT I\"..., 5, [^,]*,/typed(42, \"INSERT I\"..., 5, $pt
 grep -v '^#' "$T/spec.dump" | diff -u "$T/spec.want" - || fail "-A/-R dump"
 [ -z "$(grep -v '^#' "$T/spec.dump" | grep 'args:\|ret:')" ] || fail "raw register lines next to typed ones"
 
+# -A FUNC / -R FUNC without a spec: DWARF's types for those functions only
+record named typed_args -A typed -R color_name -A 'maybe@arg1/x'
+ptr=$(awk '$1 == "ptr" { print $2 }' "$T/named.out")
+cat >"$T/named.want" <<W
+main() {
+  typed(42, "INSERT INTO t VALUES(?)", GREEN, $ptr, ?, -1, 'q');
+  typed(7, "tab\\there \\"quoted\\"", BLUE, 0x0, ?, -123456789012, '\\n');
+  color_name() = "green";
+  half();
+  take_pt();
+  maybe(0);
+  maybe(0x8);
+  count8();
+  count8();
+} /* main */
+W
+grep -v '^#' "$T/named.dump" | diff -u "$T/named.want" - || fail "-A FUNC / -R FUNC from DWARF"
+
 # one clear line for each bad spelling, and no session
-for bad in "-A typed" "-A typed@arg9" "-A typed@arg1/z" "-R typed@retval/d12" "-A typed@arg1," \
+for bad in "-A typed" "-R typed" "-A typed@arg9" "-A typed@arg1/S" "-A typed@arg1%rdi" "-A typed@arg1/z" "-R typed@retval/d12" "-A typed@arg1," \
 	   "-A nosuch_function@arg1" "--string-bytes 0" "--string-bytes 256"; do
 	if "$ATF" record -o "$T/bad" $bad -- "$TARGETS/typed_args_nodw" >/dev/null 2>"$T/bad.err"; then
 		fail "record $bad succeeded"

@@ -25,7 +25,8 @@ static void test_parse(void **state)
 {
 	parse_ok("arg1", "arg1/d64");
 	parse_ok("arg1/s,arg2,arg3/x32", "arg1/s,arg2/d64,arg3/x32");
-	parse_ok("arg2/i32,arg3/u8,arg4/c,arg5/p", "arg2/d32,arg3/u8,arg4/c8,arg5/p");
+	parse_ok("arg2/i32,arg3/u8,arg4/c,arg5/p,arg6/o16", "arg2/i32,arg3/u8,arg4/c8,arg5/p,arg6/o16");
+	parse_ok("arg1/t16:mystruct", "arg1/t:mystruct");      /* uftrace's size of the struct */
 	parse_ok("retval/d", "retval/d64");
 	parse_ok("retval/s", "retval/s");
 	parse_ok("fparg1,fparg2/32", "fparg1/64,fparg2/32");
@@ -54,7 +55,10 @@ static void test_parse_errors(void **state)
 	parse_bad("args", "'args': not argN, fpargN or retval");
 	parse_bad("ret", "'ret': not argN, fpargN or retval");
 	parse_bad("arg1/", "'arg1/': no format after '/'");
-	parse_bad("arg1/z", "'arg1/z': unknown format (d i u x p s c f e:NAME)");
+	parse_bad("arg1/z", "'arg1/z': unknown format (d i u x o p s c f e:NAME t:NAME)");
+	parse_bad("arg1/S", "'arg1/S': std::string (S) is not supported");
+	parse_bad("arg1/x%rdi", "'arg1/x%rdi': register or stack placement (%...) is not supported");
+	parse_bad("arg2%stack+8", "'arg2%stack+8': register or stack placement (%...) is not supported");
 	parse_bad("arg1/d12", "'arg1/d12': size must be 8, 16, 32 or 64");
 	parse_bad("arg1/s8", "'arg1/s8': size must be 8, 16, 32 or 64");
 	parse_bad("arg1/e", "'arg1/e': /e needs a name: /e:NAME");
@@ -124,6 +128,16 @@ static void test_format(void **state)
 	assert_string_equal(buf, "<bad string 0x8>");
 	assert_true(atf_args_format_ret(set, s, 0x4000, NULL, 0, buf, sizeof(buf)));
 	assert_string_equal(buf, "0x4000");
+	/* d (and no format): decimal up to +-100000, hex beyond, as uftrace prints; i u o */
+	static const char *const more[] = {
+		"fn 0x100000009 arg1,arg2,arg3/d32,arg4/i,arg5/u16,arg6/o", NULL,
+	};
+	struct atf_args *set2 = set_of(more);
+	uint64_t g2[8] = { 100000, 100001, 0xffffffffull, 0xffffffffull, 0x12345, 8 };
+
+	atf_args_format_call(set2, atf_args_find(set2, 0x100000009), g2, 6, NULL, 0, buf, sizeof(buf));
+	assert_string_equal(buf, "100000, 0x186a1, -1, 4294967295, 9029, 010");
+	atf_args_free(set2);
 	/* a small buffer cuts the text, never overruns */
 	atf_args_format_call(set, s, gp, 8, strs, 2, buf, 8);
 	assert_string_equal(buf, "255, 0x");

@@ -58,7 +58,9 @@ static int parse_item(const char *it, int ilen, struct atf_arg *a, char *err, si
 		return spec_err(err, errlen, it, ilen, "not argN, fpargN or retval");
 	memcpy(item, it, (size_t)ilen);
 	item[ilen] = '\0';
-	*a = (struct atf_arg){ .fmt = ATF_FMT_D, .bits = 64 };
+	*a = (struct atf_arg){ .fmt = ATF_FMT_AUTO, .bits = 64 };
+	if (strchr(item, '%'))
+		return spec_err(err, errlen, it, ilen, "register or stack placement (%...) is not supported");
 	fmt = strchr(item, '/');
 	if (fmt)
 		*fmt++ = '\0';
@@ -94,23 +96,31 @@ static int parse_item(const char *it, int ilen, struct atf_arg *a, char *err, si
 		return 0;
 	}
 	switch (*fmt) {
-	case 'd': case 'i': a->fmt = ATF_FMT_D; break;
+	case 'd': a->fmt = ATF_FMT_AUTO; break;
+	case 'i': a->fmt = ATF_FMT_D; break;
 	case 'u': a->fmt = ATF_FMT_U; break;
 	case 'x': a->fmt = ATF_FMT_X; break;
+	case 'o': a->fmt = ATF_FMT_O; break;
+	case 'S':
+		return spec_err(err, errlen, it, ilen, "std::string (S) is not supported");
 	case 'p': a->fmt = ATF_FMT_P; break;
 	case 's': a->fmt = ATF_FMT_S; break;
 	case 'c': a->fmt = ATF_FMT_C; a->bits = 8; break;
 	case 'f': a->fmt = ATF_FMT_F; break;
-	case 'e': case 't':
-		if (fmt[1] != ':' || !fmt[2])
+	case 'e': case 't': {
+		/* e:NAME; t[SIZE]:NAME (uftrace writes the struct's size, which is not needed here) */
+		const char *name = fmt + 1 + (*fmt == 't' ? strspn(fmt + 1, "0123456789") : 0);
+
+		if (*name != ':' || !name[1])
 			return spec_err(err, errlen, it, ilen, fmt[0] == 'e' ? "/e needs a name: /e:NAME" :
 					"/t needs a name: /t:NAME");
 		a->fmt = *fmt == 'e' ? ATF_FMT_ENUM : ATF_FMT_TYPE;
-		if (!(a->type = strdup(fmt + 2)))
+		if (!(a->type = strdup(name + 1)))
 			return -ENOMEM;
 		return 0;
+	}
 	default:
-		return spec_err(err, errlen, it, ilen, "unknown format (d i u x p s c f e:NAME)");
+		return spec_err(err, errlen, it, ilen, "unknown format (d i u x o p s c f e:NAME t:NAME)");
 	}
 	if (fmt[1]) {
 		if (a->fmt == ATF_FMT_S || a->fmt == ATF_FMT_P ||
@@ -157,7 +167,8 @@ int atf_arg_spec_parse(const char *text, struct atf_arg_spec *out, char *err, si
 
 char *atf_arg_spec_format(const struct atf_arg_spec *s, char *buf, size_t len)
 {
-	static const char letters[] = { [ATF_FMT_D] = 'd', [ATF_FMT_U] = 'u', [ATF_FMT_X] = 'x',
+	static const char letters[] = { [ATF_FMT_AUTO] = 'd', [ATF_FMT_D] = 'i', [ATF_FMT_U] = 'u',
+					[ATF_FMT_X] = 'x', [ATF_FMT_O] = 'o',
 					[ATF_FMT_P] = 'p', [ATF_FMT_S] = 's', [ATF_FMT_C] = 'c',
 					[ATF_FMT_F] = 'f', [ATF_FMT_ENUM] = 'e', [ATF_FMT_TYPE] = 't' };
 	size_t off = 0;
@@ -310,6 +321,15 @@ static void put_value(struct out *o, const struct atf_args *set, const struct at
 		return;
 	case ATF_FMT_X:
 		put(o, "%#" PRIx64, mask_bits(v, a->bits));
+		return;
+	case ATF_FMT_O:
+		put(o, "%#" PRIo64, mask_bits(v, a->bits));
+		return;
+	case ATF_FMT_AUTO:
+		if (sign_bits(v, a->bits) > 100000 || sign_bits(v, a->bits) < -100000)
+			put(o, "%#" PRIx64, mask_bits(v, a->bits));
+		else
+			put(o, "%" PRId64, sign_bits(v, a->bits));
 		return;
 	case ATF_FMT_P:
 		put(o, "0x%" PRIx64, v);

@@ -4,6 +4,7 @@
  *
  *   -A, --argument FUNC@SPEC     record FUNC's arguments, e.g. 'open@arg1/s,arg2/x'
  *   -R, --retval FUNC@SPEC       record FUNC's return value, e.g. 'open@retval/d'
+ *   -A FUNC, -R FUNC             the same, typed from DWARF (as --auto-args, for FUNC only)
  *   --auto-args                  every traced function with DWARF: its parameters and return
  *                                value, typed (user/probe/args_dwarf.c)
  *   --string-bytes N             bytes of each string read at the call (default 64, 1-255)
@@ -23,11 +24,12 @@
 enum { OPT_AUTO_ARGS = 2100, OPT_STRING_BYTES };
 
 static const struct argp_option args_options[] = {
-	{ "argument", 'A', "FUNC@SPEC", 0,
+	{ "argument", 'A', "FUNC[@SPEC]", 0,
 	  "Record FUNC's arguments as SPEC says: argN[/FMT], fpargN, comma-separated; FMT: d i u x "
-	  "p s c f e:ENUM, with a size 8/16/32/64 (repeatable; uftrace's spelling)", 0 },
-	{ "retval", 'R', "FUNC@SPEC", 0,
-	  "Record FUNC's return value: retval[/FMT] (repeatable)", 0 },
+	  "o p s c f e:ENUM, with a size 8/16/32/64 (repeatable; uftrace's spelling). Without "
+	  "SPEC: typed from DWARF", 0 },
+	{ "retval", 'R', "FUNC[@SPEC]", 0,
+	  "Record FUNC's return value: retval[/FMT] (repeatable). Without SPEC: typed from DWARF", 0 },
 	{ "auto-args", OPT_AUTO_ARGS, NULL, 0,
 	  "Record the arguments and return value of every traced function with DWARF, typed", 0 },
 	{ "string-bytes", OPT_STRING_BYTES, "N", 0,
@@ -40,7 +42,7 @@ static int push_rule(struct args_opts *o, char *arg, struct argp_state *state, b
 	char *at = strrchr(arg, '@'), err[512];
 	struct args_rule *n, *r;
 
-	if (!at || at == arg || !at[1]) {
+	if (at == arg || (at && !at[1]) || !*arg) {
 		argp_error(state, "%s '%s': give FUNC@%s", retval ? "--retval" : "--argument", arg,
 			   retval ? "retval[/FMT]" : "argN[/FMT],...");
 		return EINVAL;
@@ -53,11 +55,15 @@ static int push_rule(struct args_opts *o, char *arg, struct argp_state *state, b
 	o->rules = n;
 	r = &n[o->nrules];
 	memset(r, 0, sizeof(*r));
-	if (!(r->glob = strndup(arg, (size_t)(at - arg)))) {
+	if (!(r->glob = at ? strndup(arg, (size_t)(at - arg)) : strdup(arg))) {
 		argp_failure(state, 1, ENOMEM, "-A/-R");
 		return ENOMEM;
 	}
 	o->nrules++;
+	if (!at) {
+		r->dwarf = retval ? ARGS_DWARF_RET : ARGS_DWARF_ARGS;
+		return 0;
+	}
 	if (atf_arg_spec_parse(at + 1, &r->spec, err, sizeof(err))) {
 		argp_error(state, "%s %s: %s", retval ? "--retval" : "--argument", arg, err);
 		return EINVAL;
@@ -140,35 +146,65 @@ static int add_fn(struct args_opts *o, uint64_t id, struct atf_arg_spec *spec)
 	return 0;
 }
 
+/* @fn's DWARF items of the kinds in @mask (ARGS_DWARF_*) into @spec; whether DWARF knew it. */
+static bool dwarf_items(struct args_opts *o, struct args_dwarf *dw, const struct sym_func *fn, unsigned mask,
+			struct atf_arg_spec *spec, int *err)
+{
+	struct atf_arg_spec all = { .n = 0 };
+	bool known = dw && args_dwarf_spec(dw, fn, &all, &o->set) == 0;
+
+	for (size_t i = 0; !*err && i < all.n; i++) {
+		bool ret = all.items[i].where == ATF_ARG_RET;
+
+		if (mask & (ret ? ARGS_DWARF_RET : ARGS_DWARF_ARGS))
+			*err = atf_arg_spec_add(spec, &all.items[i]);
+	}
+	atf_arg_spec_free(&all);
+	return known;
+}
+
 int args_resolve(struct args_opts *o, const struct rm_modules *mods, bool verbose)
 {
-	size_t *hits = calloc(o->nrules ?: 1, sizeof(*hits));
+	size_t *hits = calloc(o->nrules ?: 1, sizeof(*hits)), *typed_hits = calloc(o->nrules ?: 1, sizeof(*hits));
+	bool want_dwarf = o->auto_args;
 	int err = 0;
 
-	if (!hits)
+	if (!hits || !typed_hits) {
+		free(hits);
+		free(typed_hits);
 		return -ENOMEM;
+	}
+	for (size_t r = 0; r < o->nrules; r++)
+		want_dwarf |= o->rules[r].dwarf != 0;
 	for (size_t i = 0; !err && i < mods->n; i++) {
 		const struct sym_module *m = mods->m[i];
 		struct args_dwarf *dw = NULL;
 		size_t typed = 0;
 
-		if (o->auto_args && args_dwarf_open(&dw, m) < 0 && verbose)
-			fprintf(stderr, "atftrace record: --auto-args: %s has no DWARF\n", m->path);
+		if (want_dwarf && args_dwarf_open(&dw, m) < 0 && verbose)
+			fprintf(stderr, "atftrace record: %s has no DWARF: no types for its arguments\n", m->path);
 		for (size_t k = 0; !err && k < m->nfuncs; k++) {
 			const struct sym_func *f = &m->funcs[k];
 			struct atf_arg_spec spec = { .n = 0 };
+			unsigned mask = o->auto_args ? ARGS_DWARF_ARGS | ARGS_DWARF_RET : 0;
 
 			if (!f->selected || f->skip != SYM_OK)
 				continue;
+			/* -A/-R specs first: they win over DWARF's items for the same place */
 			for (size_t r = 0; !err && r < o->nrules; r++) {
 				if (!sym_glob_matches(o->rules[r].glob, m->path, f))
 					continue;
 				hits[r]++;
+				mask |= o->rules[r].dwarf;
 				for (size_t j = 0; !err && j < o->rules[r].spec.n; j++)
 					err = atf_arg_spec_add(&spec, &o->rules[r].spec.items[j]);
 			}
-			if (!err && dw && args_dwarf_spec(dw, f, &spec, &o->set) == 0)
+			if (!err && mask && dwarf_items(o, dw, f, mask, &spec, &err)) {
 				typed++;
+				for (size_t r = 0; r < o->nrules; r++)
+					if (o->rules[r].dwarf && sym_glob_matches(o->rules[r].glob, m->path, f))
+						typed_hits[r]++;
+			}
 			if (!err && spec.n)
 				err = add_fn(o, (uint64_t)m->module_id << 32 | f->symbol_index, &spec);
 			if (err || !spec.n)
@@ -184,9 +220,16 @@ int args_resolve(struct args_opts *o, const struct rm_modules *mods, bool verbos
 			fprintf(stderr, "atftrace record: -A/-R %s: matches no traced function (trace it "
 				"with -f)\n", o->rules[r].glob);
 			err = -ENOENT;
+		} else if (o->rules[r].dwarf && !typed_hits[r]) {
+			fprintf(stderr, "atftrace record: -%c %s: no DWARF types for it (no debug info): "
+				"give %s@%s\n", o->rules[r].dwarf == ARGS_DWARF_RET ? 'R' : 'A',
+				o->rules[r].glob, o->rules[r].glob,
+				o->rules[r].dwarf == ARGS_DWARF_RET ? "retval/FMT" : "argN/FMT,...");
+			err = -ENOENT;
 		}
 	}
 	free(hits);
+	free(typed_hits);
 	return err == -E2BIG ? 0 : err;
 }
 
