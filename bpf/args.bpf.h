@@ -5,7 +5,8 @@
  * record every such function's CALL and RETURN get.
  *
  * arg_specs (filled before the probes attach) holds, under a function id, which integer slots
- * are strings. A function in it always has detail. Each string is read with one
+ * are strings, and whether its CALL (arguments) and RETURN (return value) are shown: those
+ * events always have detail. Each string is read with one
  * bpf_probe_read_user_str of string_bytes + 1 into its fixed area of the ring record: a NULL
  * pointer and a failed read are marked, not read further; nothing the target owns is written.
  *

@@ -19,7 +19,9 @@
 struct arg_fn_spec {
 	__u8 call_slot[ARGS_MAX_STR];   /* gp[] index (argN - 1) of each string at the CALL, or NONE */
 	__u8 ret_str;                   /* 1: the return value (rax) is a string */
-	__u8 _pad[3];
+	__u8 at_call;                   /* 1: arguments are shown: the CALL has detail */
+	__u8 at_return;                 /* 1: the return value is shown: the RETURN has detail */
+	__u8 _pad;
 };
 
 /* One string's state (enum atf_arg_str_status). */

@@ -230,6 +230,8 @@ static __always_inline bool emit_traced(struct pt_regs *ctx, __u32 kind, __u64 f
 	bool want = *(volatile bool *)&detail_switch;
 	const struct arg_fn_spec *spec = args_lookup(function_id);   /* -A/-R/--auto-args */
 
+	if (spec && !(kind == KIND_CALL ? spec->at_call : spec->at_return))
+		spec = NULL;    /* e.g. -R only: the CALL needs no registers */
 	if (detail_on && detail_window_step(kind, function_id, depth, ts))
 		want = true;
 	if (!want && !spec)

@@ -118,8 +118,9 @@ void atf_args_format_call(const struct atf_args *set, const struct atf_arg_spec 
 bool atf_args_format_ret(const struct atf_args *set, const struct atf_arg_spec *s, uint64_t rax,
 			 const struct atf_arg_str *strs, int nstrs, char *buf, size_t len);
 
-/** atf_args_has_ret - whether @s has a retval item. */
+/** atf_args_has_ret / atf_args_has_args - whether @s has a retval item / an argument item. */
 bool atf_args_has_ret(const struct atf_arg_spec *s);
+bool atf_args_has_args(const struct atf_arg_spec *s);
 
 /** atf_args_load - read @dir/args.txt, else @dir/../args.txt; *@out is NULL when neither exists. */
 int atf_args_load(const char *dir, struct atf_args **out);

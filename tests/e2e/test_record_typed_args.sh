@@ -38,6 +38,8 @@ main() {
 } = 0; /* main */
 W
 diff -u "$T/auto.want" "$T/auto.dump" || fail "--auto-args dump"
+assert_eq 600 "$(stat -c %a "$T/auto/args.txt")" "args.txt has the session files' mode"
+assert_eq 1 "$(grep -c "float arguments and return values show as '?'" "$T/auto.err")" "the float note, once"
 assert_eq 6 "$(grep -c '^reg .* C .* strings 1$' "$T/auto.raw")" "CALLs with a string block (atf_raw): typed, maybe, count8 twice each"
 assert_eq 1 "$(grep -c '^reg .* R .* strings 1$' "$T/auto.raw")" "RETURNs with a string block (color_name)"
 
@@ -45,14 +47,16 @@ assert_eq 1 "$(grep -c '^reg .* R .* strings 1$' "$T/auto.raw")" "RETURNs with a
 # has string debug annotations "args" / "retval" that protoc decodes with the schema
 "$ATF" export -F chrome -o "$T/auto.json" "$T/auto" || fail "chrome export"
 assert_eq "42, \"INSERT INTO t VALUES(?)\", GREEN, $ptr, ?, -1, 'q'|84|\"green\"" \
-	"$(jq -r '[.traceEvents[] | select(.name == "detail") | .args | .arguments // .retval]
-		  | "\(.[1])|\(.[2])|\(.[6])"' "$T/auto.json")" "chrome args.arguments and args.retval"
+	"$(jq -r '[.traceEvents[] | select(.name == "detail") | .args] as $d
+		  | [($d[] | select(.function == "typed") | .arguments // empty)][0] + "|"
+		  + [($d[] | select(.function == "typed") | .retval // empty)][0] + "|"
+		  + [($d[] | select(.function == "color_name") | .retval // empty)][0]' "$T/auto.json")" "chrome args.arguments and args.retval"
 if command -v protoc >/dev/null; then
 	"$ATF" export -F perfetto -o "$T/auto.pftrace" "$T/auto" || fail "perfetto export"
 	protoc -I "$ROOT/tests/data" --decode=perfetto.protos.Trace "$ROOT/tests/data/perfetto_trace.proto" \
 		<"$T/auto.pftrace" >"$T/auto.pf.txt" || fail "protoc could not decode the perfetto export"
 	! grep -qE '^ *[0-9]+:' "$T/auto.pf.txt" || fail "perfetto fields outside the schema"
-	assert_eq 10 "$(grep -c 'name: "args"' "$T/auto.pf.txt")" "perfetto args annotations (one per call)"
+	assert_eq 9 "$(grep -c 'name: "args"' "$T/auto.pf.txt")" "perfetto args annotations (every call but main's)"
 	assert_eq 10 "$(grep -c 'name: "retval"' "$T/auto.pf.txt")" "perfetto retval annotations"
 	grep -qF 'string_value: "\"green\""' "$T/auto.pf.txt" || fail "perfetto: color_name's retval"
 fi

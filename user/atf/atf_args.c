@@ -207,6 +207,14 @@ bool atf_args_has_ret(const struct atf_arg_spec *s)
 	return false;
 }
 
+bool atf_args_has_args(const struct atf_arg_spec *s)
+{
+	for (size_t i = 0; i < s->n; i++)
+		if (s->items[i].where != ATF_ARG_RET)
+			return true;
+	return false;
+}
+
 /* ---- the string extension --------------------------------------------------------------------- */
 
 int atf_args_strings(const uint8_t *p, size_t len, struct atf_arg_str *out)

@@ -340,10 +340,13 @@ static bool print_typed(const struct dumper *D, const struct atf_thread *t, cons
 {
 	char args[2048], ret[1024], line[4096 + 512], shortbuf[512];
 
-	if (!atf_args_find(D->s->args, ev->function_id))
+	const struct atf_arg_spec *spec = atf_args_find(D->s->args, ev->function_id);
+
+	if (!spec)
 		return false;
+	/* no detail record: its arguments were not recorded ("?"), or none were asked for (-R) */
 	if (!typed_text(D->s, t, ev, args, sizeof(args)))
-		snprintf(args, sizeof(args), "?");
+		snprintf(args, sizeof(args), "%s", atf_args_has_args(spec) ? "?" : "");
 	if (end && typed_text(D->s, t, end, ret, sizeof(ret)))
 		snprintf(line, sizeof(line), "%s(%s) = %s;", short_name(name, shortbuf, sizeof(shortbuf)), args, ret);
 	else

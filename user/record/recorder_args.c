@@ -19,6 +19,7 @@
 #include <string.h>
 #include "args.h"
 #include "args_dwarf.h"
+#include "atf_file.h"
 #include "recorder_args.h"
 
 enum { OPT_AUTO_ARGS = 2100, OPT_STRING_BYTES };
@@ -114,6 +115,10 @@ static void bpf_spec(const struct atf_arg_spec *s, struct arg_fn_spec *b)
 	for (size_t i = 0; i < s->n; i++) {
 		const struct atf_arg *a = &s->items[i];
 
+		if (a->where == ATF_ARG_RET)
+			b->at_return = 1;
+		else
+			b->at_call = 1;
 		if (a->fmt != ATF_FMT_S)
 			continue;
 		if (a->where == ATF_ARG_RET)
@@ -161,6 +166,23 @@ static bool dwarf_items(struct args_opts *o, struct args_dwarf *dw, const struct
 	}
 	atf_arg_spec_free(&all);
 	return known;
+}
+
+/* Float values cannot be read at a uprobe: say so once, where they are asked for. */
+static void note_floats(const struct args_opts *o)
+{
+	for (size_t i = 0; i < o->set.nfn; i++) {
+		for (size_t k = 0; k < o->set.fn[i].spec.n; k++) {
+			const struct atf_arg *a = &o->set.fn[i].spec.items[k];
+
+			if (a->where == ATF_ARG_FP || a->fmt == ATF_FMT_F) {
+				fprintf(stderr, "atftrace record: float arguments and return values show as '?': "
+					"they are in xmm registers, which a uprobe's BPF program cannot read "
+					"(pt_regs has none, and no helper reads the FPU)\n");
+				return;
+			}
+		}
+	}
 }
 
 int args_resolve(struct args_opts *o, const struct rm_modules *mods, bool verbose)
@@ -230,6 +252,8 @@ int args_resolve(struct args_opts *o, const struct rm_modules *mods, bool verbos
 	}
 	free(hits);
 	free(typed_hits);
+	if (!err)
+		note_floats(o);
 	return err == -E2BIG ? 0 : err;
 }
 
@@ -243,34 +267,38 @@ void args_probe_opts(const struct args_opts *o, struct probe_opts *po)
 
 int args_save(const struct args_opts *o, const char *session_dir)
 {
-	char path[4096], spec[4096];
+	char path[4096], spec[4096], *text = NULL;
+	size_t len = 0;
 	FILE *f;
-	int err = 0;
+	int err;
 
 	if (!o->set.nfn)
 		return 0;
-	snprintf(path, sizeof(path), "%s/args.txt", session_dir);
-	f = fopen(path, "w");
+	f = open_memstream(&text, &len);
 	if (!f)
 		return -errno;
 	fprintf(f, "# atftrace argument specs: fn FUNCTION_ID SPEC, enum NAME VALUE=LABEL,...\n");
 	for (size_t i = 0; i < o->set.nenums; i++) {
 		const struct atf_enum *e = &o->set.enums[i];
 
+		if (!e->n)
+			continue;       /* an enum without values prints its numbers anyway */
 		fprintf(f, "enum %s ", e->name);
 		for (size_t k = 0; k < e->n; k++)
 			fprintf(f, "%s%lld=%s", k ? "," : "", (long long)e->values[k], e->labels[k]);
-		fprintf(f, "%s\n", e->n ? "" : "0=0");
+		fputc('\n', f);
 	}
 	for (size_t i = 0; i < o->set.nfn; i++) {
-		if (!atf_arg_spec_format(&o->set.fn[i].spec, spec, sizeof(spec)))
-			continue;       /* cannot happen: 16 items of at most ~260 bytes */
-		fprintf(f, "fn %#llx %s\n", (unsigned long long)o->set.fn[i].function_id, spec);
+		if (atf_arg_spec_format(&o->set.fn[i].spec, spec, sizeof(spec)))
+			fprintf(f, "fn %#llx %s\n", (unsigned long long)o->set.fn[i].function_id, spec);
 	}
-	if (ferror(f))
-		err = -EIO;
-	if (fclose(f) && !err)
-		err = -errno;
+	if (fclose(f)) {
+		free(text);
+		return -ENOMEM;
+	}
+	snprintf(path, sizeof(path), "%s/args.txt", session_dir);
+	err = atf_file_replace(path, text, len);        /* with the session's --mode */
+	free(text);
 	return err;
 }
 
