@@ -67,7 +67,8 @@ static __always_inline void args_read_str(struct rec_args *a, __u32 i, __u8 slot
 
 /*
  * args_fill - the strings of @spec into the block after @stack (the detail record's snapshot),
- * from the registers detail_fill() put in @d. Returns the block's offset for rec_detail.args_off.
+ * from the registers detail_fill() put in @d. Returns the block's offset from the ring record's
+ * start, for rec_detail.args_off (never 0: the event and the registers come first).
  */
 static __always_inline __u32 args_fill(const struct arg_fn_spec *spec, __u32 kind, struct rec_detail *d,
 				       __u8 *stack)
@@ -83,7 +84,7 @@ static __always_inline __u32 args_fill(const struct arg_fn_spec *spec, __u32 kin
 		if (slot != ARGS_SLOT_NONE)
 			args_read_str(a, i, slot, d->gp[slot & 7]);
 	}
-	return ARGS_OFF;
+	return sizeof(struct rec_event) + sizeof(struct rec_detail) + ARGS_OFF;
 }
 
 #endif

@@ -32,8 +32,8 @@ struct rec_args_str {
 };
 
 /*
- * At rec_detail.args_off bytes after the stack snapshot's start: ARGS_MAX_STR headers (slot
- * ARGS_SLOT_NONE: unused), then ARGS_MAX_STR areas of string_bytes + 1 bytes, area i for
+ * At rec_detail.args_off bytes from the ring record's start, after the stack snapshot:
+ * ARGS_MAX_STR headers (slot ARGS_SLOT_NONE: unused), then ARGS_MAX_STR areas of string_bytes + 1 bytes, area i for
  * header i (the + 1 tells a string of exactly string_bytes bytes from a longer one).
  */
 struct rec_args {

@@ -82,8 +82,9 @@ sed -i "s/typed(42, \"INSERT I\"..., 5, [^,]*,/typed(42, \"INSERT I\"..., 5, $pt
 grep -v '^#' "$T/spec.dump" | diff -u "$T/spec.want" - || fail "-A/-R dump"
 [ -z "$(grep -v '^#' "$T/spec.dump" | grep 'args:\|ret:')" ] || fail "raw register lines next to typed ones"
 
-# -A FUNC / -R FUNC without a spec: DWARF's types for those functions only
-record named typed_args -A typed -R color_name -A 'maybe@arg1/x'
+# -A FUNC / -R FUNC without a spec: DWARF's types for those functions only; with a stack
+# snapshot (the others have none: typed arguments alone need no stack)
+record named typed_args -A typed -R color_name -A 'maybe@arg1/x' --stack-bytes 16
 ptr=$(awk '$1 == "ptr" { print $2 }' "$T/named.out")
 cat >"$T/named.want" <<W
 main() {
@@ -99,6 +100,9 @@ main() {
 } /* main */
 W
 grep -v '^#' "$T/named.dump" | diff -u "$T/named.want" - || fail "-A FUNC / -R FUNC from DWARF"
+assert_eq 2 "$(grep -c '^reg .* C .* stack 16 strings 1$' "$T/named.raw")" "typed's CALLs: 16 stack bytes, then the strings"
+assert_eq "9 9" "$(grep -c '^reg .* C ' "$T/auto.raw") $(grep -c '^reg .* C .* stack 0\( \|$\)' "$T/auto.raw")" \
+	"--auto-args alone: every call but main's has detail, with no stack bytes"
 
 # one clear line for each bad spelling, and no session
 for bad in "-A typed" "-R typed" "-A typed@arg9" "-A typed@arg1/S" "-A typed@arg1%rdi" "-A typed@arg1/z" "-R typed@retval/d12" "-A typed@arg1," \

@@ -626,6 +626,10 @@ static int record_main(struct record_args *a)
 	if (args_resolve(&a->args, &mods, a->verbose) < 0)
 		goto cleanup;
 	args_probe_opts(&a->args, &po);
+	/* typed arguments need registers and strings, not stack: none unless detail is asked for */
+	if (po.narg_fns && !a->detail.always && !a->detail.non_globs && a->detail.after_s < 0 &&
+	    !a->detail.stack_bytes_given)
+		po.stack_bytes = 0;
 	po.wakeup_bytes = (uint32_t)(po.ring_size / 4);
 	po.system_wide = a->sys.all && !a->sys.npid_filter;     /* --pid-filter: the tgid filter */
 	/* system-wide, every child is traced anyway, and found by its first event */
