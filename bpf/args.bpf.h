@@ -22,7 +22,8 @@ const volatile __u32 string_bytes = 64;         /* the string cap, 1..ARGS_MAX_S
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 1);         /* resized before load to the number of functions */
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(max_entries, 1);         /* resized before load: the functions + ARGS_LIVE_FUNCTIONS */
 	__type(key, __u64);             /* function_id */
 	__type(value, struct arg_fn_spec);
 } arg_specs SEC(".maps");

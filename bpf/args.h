@@ -14,6 +14,7 @@
 #define ARGS_MAX_STR            4       /* ATF_ARGS_MAX_STR: strings per event */
 #define ARGS_MAX_STR_BYTES      255     /* --string-bytes at most */
 #define ARGS_SLOT_NONE          0xff
+#define ARGS_LIVE_FUNCTIONS     65536   /* arg_specs room for modules found while recording */
 
 /* arg_specs map value, under the function id: which integer slots hold strings. */
 struct arg_fn_spec {

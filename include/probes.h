@@ -39,6 +39,7 @@ struct probe_opts {
 	uint64_t detail_on_count;   /* window = this many detail events; 0: until the trigger returns */
 	uint64_t detail_on_ns;      /* window = this long after the trigger's CALL; 0: no limit */
 	/* typed arguments (bpf/args.bpf.h): functions with -A/-R/--auto-args specs */
+	bool args_wanted;           /* -A/-R/--auto-args given: the lookup is compiled in */
 	const uint64_t *arg_fn_ids;
 	const struct arg_fn_spec *arg_fn_specs;     /* bpf/args.h, one per id */
 	size_t narg_fns;
@@ -153,6 +154,12 @@ void probes__detail_set(struct probes *p, bool on);
 
 /** probes__detail_get - the global detail switch as it is now. */
 bool probes__detail_get(const struct probes *p);
+
+/**
+ * probes__arg_spec_set - give function @id the typed-argument spec @s (bpf/args.h) while the
+ * probes run, e.g. for a library mapped later. -E2BIG when the map is full.
+ */
+int probes__arg_spec_set(struct probes *p, uint64_t id, const struct arg_fn_spec *s);
 
 /**
  * probes__detach_functions - detach every function probe (probes__attach_module); the unwind

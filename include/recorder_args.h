@@ -5,7 +5,7 @@
  *
  * Use: add args_argp as an argp child whose input is a struct args_opts; after the modules are
  * resolved call args_resolve() and args_probe_opts(); once the session directory exists,
- * args_save().
+ * args_save() and args_live().
  */
 #ifndef ATFTRACE_RECORDER_ARGS_H
 #define ATFTRACE_RECORDER_ARGS_H
@@ -35,6 +35,11 @@ struct args_opts {
 	struct atf_args set;        /* every traced function's spec, and the enums */
 	uint64_t *ids;
 	struct arg_fn_spec *bpf;    /* bpf/args.h, one per set.fn */
+	size_t *hits, *typed_hits;  /* per rule: functions matched, and typed from DWARF */
+	bool want_dwarf, verbose, floats_noted;
+	/* modules found while recording (args_live) */
+	struct probes *probes;
+	char *session_dir;
 };
 
 /* argp child: its input must point at a struct args_opts (defaults are set at ARGP_KEY_INIT). */
@@ -49,6 +54,13 @@ int args_resolve(struct args_opts *o, const struct rm_modules *mods, bool verbos
 
 /** args_probe_opts - copy the specs into @po (after args_resolve). */
 void args_probe_opts(const struct args_opts *o, struct probe_opts *po);
+
+/**
+ * args_live - from now on, give the functions of each module found while recording (exec,
+ * dlopen, a library held for its ifuncs) their specs too: in @p's map before its probes attach,
+ * and in @session_dir/args.txt. Nothing to do without -A/-R/--auto-args.
+ */
+int args_live(struct args_opts *o, struct rm_modules *mods, struct probes *p, const char *session_dir);
 
 /** args_save - write @session_dir/args.txt (nothing when no function has a spec). */
 int args_save(const struct args_opts *o, const char *session_dir);

@@ -104,6 +104,34 @@ assert_eq 2 "$(grep -c '^reg .* C .* stack 16 strings 1$' "$T/named.raw")" "type
 assert_eq "9 9" "$(grep -c '^reg .* C ' "$T/auto.raw") $(grep -c '^reg .* C .* stack 0\( \|$\)' "$T/auto.raw")" \
 	"--auto-args alone: every call but main's has detail, with no stack bytes"
 
+# a library dlopen'ed while recording gets its specs when its probes attach (its DWARF too)
+mkfifo "$T/cmd" "$T/out"
+"$ATF" record -o "$T/live" -f 'libatfplugin.so:plugin_*' -A plugin_work -A 'plugin_leaf@arg1/i32' \
+	-- "$TARGETS/dlopen_user" "$T/cmd" "$TARGETS/libatfplugin.so" >"$T/out" 2>"$T/live.err" &
+rec=$!
+trap 'kill $rec 2>/dev/null || true; wait $rec 2>/dev/null || true; rm -rf "$T"' EXIT
+exec 4<"$T/out"
+read -r -t 60 -u 4 word pid || fail "live: no pid from dlopen_user"
+exec 3>"$T/cmd"
+echo "l 2" >&3
+read -r -t 60 -u 4 line || true
+assert_eq "loaded 2" "$line" "live: the plugin loaded and called"
+echo q >&3
+exec 3>&- 4<&-
+wait $rec || { cat "$T/live.err" >&2; fail "record (live) failed"; }
+"$ATF" dump "$T/live" | sed 's/^.*| //' | grep -v '^#' >"$T/live.dump"
+cat >"$T/live.want" <<W
+plugin_work(0) {
+  plugin_leaf(0);
+  plugin_leaf(0);
+} /* plugin_work */
+plugin_work(1) {
+  plugin_leaf(1);
+  plugin_leaf(-1);
+} /* plugin_work */
+W
+diff -u "$T/live.want" "$T/live.dump" || fail "typed arguments of a dlopen'ed library"
+
 # one clear line for each bad spelling, and no session
 for bad in "-A typed" "-R typed" "-A typed@arg9" "-A typed@arg1/S" "-A typed@arg1%rdi" "-A typed@arg1/z" "-R typed@retval/d12" "-A typed@arg1," \
 	   "-A nosuch_function@arg1" "--string-bytes 0" "--string-bytes 256"; do

@@ -627,7 +627,7 @@ static int record_main(struct record_args *a)
 		goto cleanup;
 	args_probe_opts(&a->args, &po);
 	/* typed arguments need registers and strings, not stack: none unless detail is asked for */
-	if (po.narg_fns && !a->detail.always && !a->detail.non_globs && a->detail.after_s < 0 &&
+	if (po.args_wanted && !a->detail.always && !a->detail.non_globs && a->detail.after_s < 0 &&
 	    !a->detail.stack_bytes_given)
 		po.stack_bytes = 0;
 	po.wakeup_bytes = (uint32_t)(po.ring_size / 4);
@@ -667,6 +667,8 @@ static int record_main(struct record_args *a)
 					    a->cmd != NULL);
 	if (err >= 0)
 		err = args_save(&a->args, session_dir);        /* how dump prints -A/-R values */
+	if (err >= 0)
+		err = args_live(&a->args, &mods, probes, session_dir);
 	if (err < 0) {
 		fprintf(stderr, "atftrace record: cannot start the recorder in %s: %s\n", session_dir,
 			strerror(-err));

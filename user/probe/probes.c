@@ -165,15 +165,17 @@ static int configure(struct probes *p, const struct probe_opts *opts)
 				       opts->ndetail_triggers ? (uint32_t)opts->ndetail_triggers : 1);
 	if (err)
 		return err;
-	if (opts->narg_fns && (opts->string_bytes < 1 || opts->string_bytes > ARGS_MAX_STR_BYTES)) {
+	if (opts->args_wanted && (opts->string_bytes < 1 || opts->string_bytes > ARGS_MAX_STR_BYTES)) {
 		fprintf(stderr, "atftrace: string bytes %u: from 1 to %u\n", opts->string_bytes,
 			ARGS_MAX_STR_BYTES);
 		return -EINVAL;
 	}
-	s->rodata->args_on = opts->narg_fns > 0;
-	if (opts->narg_fns)
+	s->rodata->args_on = opts->args_wanted;
+	if (opts->args_wanted)
 		s->rodata->string_bytes = opts->string_bytes;
-	err = bpf_map__set_max_entries(s->maps.arg_specs, opts->narg_fns ? (uint32_t)opts->narg_fns : 1);
+	/* room for the functions of modules found later too; entries are allocated as they come */
+	err = bpf_map__set_max_entries(s->maps.arg_specs, opts->args_wanted ?
+				       (uint32_t)opts->narg_fns + ARGS_LIVE_FUNCTIONS : 1);
 	if (err)
 		return err;
 	err = bpf_map__set_max_entries(s->maps.rb, (uint32_t)ring);
@@ -828,6 +830,13 @@ void probes__detail_set(struct probes *p, bool on)
 {
 	/* .bss is mmap'ed: the probes read the switch on their next hit */
 	__atomic_store_n(&p->skel->bss->detail_switch, on, __ATOMIC_RELAXED);
+}
+
+int probes__arg_spec_set(struct probes *p, uint64_t id, const struct arg_fn_spec *s)
+{
+	if (bpf_map__update_elem(p->skel->maps.arg_specs, &id, sizeof(id), s, sizeof(*s), BPF_ANY))
+		return -errno;
+	return 0;
 }
 
 bool probes__detail_get(const struct probes *p)

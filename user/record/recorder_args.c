@@ -163,19 +163,24 @@ static bool dwarf_items(struct args_opts *o, struct args_dwarf *dw, const struct
 
 		if (mask & (ret ? ARGS_DWARF_RET : ARGS_DWARF_ARGS))
 			*err = atf_arg_spec_add(spec, &all.items[i]);
+		if (*err == -E2BIG)     /* 16 items shown at most: the rest are left out */
+			*err = 0;
 	}
 	atf_arg_spec_free(&all);
 	return known;
 }
 
 /* Float values cannot be read at a uprobe: say so once, where they are asked for. */
-static void note_floats(const struct args_opts *o)
+static void note_floats(struct args_opts *o)
 {
+	if (o->floats_noted)
+		return;
 	for (size_t i = 0; i < o->set.nfn; i++) {
 		for (size_t k = 0; k < o->set.fn[i].spec.n; k++) {
 			const struct atf_arg *a = &o->set.fn[i].spec.items[k];
 
 			if (a->where == ATF_ARG_FP || a->fmt == ATF_FMT_F) {
+				o->floats_noted = true;
 				fprintf(stderr, "atftrace record: float arguments and return values show as '?': "
 					"they are in xmm registers, which a uprobe's BPF program cannot read "
 					"(pt_regs has none, and no helper reads the FPU)\n");
@@ -185,64 +190,72 @@ static void note_floats(const struct args_opts *o)
 	}
 }
 
-int args_resolve(struct args_opts *o, const struct rm_modules *mods, bool verbose)
+/* The specs of @m's traced functions: -A/-R rules, then DWARF. Counts the rules' matches. */
+static int resolve_module(struct args_opts *o, const struct sym_module *m)
 {
-	size_t *hits = calloc(o->nrules ?: 1, sizeof(*hits)), *typed_hits = calloc(o->nrules ?: 1, sizeof(*hits));
-	bool want_dwarf = o->auto_args;
+	struct args_dwarf *dw = NULL;
+	size_t typed = 0;
 	int err = 0;
 
-	if (!hits || !typed_hits) {
-		free(hits);
-		free(typed_hits);
-		return -ENOMEM;
-	}
-	for (size_t r = 0; r < o->nrules; r++)
-		want_dwarf |= o->rules[r].dwarf != 0;
-	for (size_t i = 0; !err && i < mods->n; i++) {
-		const struct sym_module *m = mods->m[i];
-		struct args_dwarf *dw = NULL;
-		size_t typed = 0;
+	if (o->want_dwarf && args_dwarf_open(&dw, m) < 0 && o->verbose)
+		fprintf(stderr, "atftrace record: %s has no DWARF: no types for its arguments\n", m->path);
+	for (size_t k = 0; !err && k < m->nfuncs; k++) {
+		const struct sym_func *f = &m->funcs[k];
+		struct atf_arg_spec spec = { .n = 0 };
+		unsigned mask = o->auto_args ? ARGS_DWARF_ARGS | ARGS_DWARF_RET : 0;
 
-		if (want_dwarf && args_dwarf_open(&dw, m) < 0 && verbose)
-			fprintf(stderr, "atftrace record: %s has no DWARF: no types for its arguments\n", m->path);
-		for (size_t k = 0; !err && k < m->nfuncs; k++) {
-			const struct sym_func *f = &m->funcs[k];
-			struct atf_arg_spec spec = { .n = 0 };
-			unsigned mask = o->auto_args ? ARGS_DWARF_ARGS | ARGS_DWARF_RET : 0;
-
-			if (!f->selected || f->skip != SYM_OK)
+		if (!f->selected || f->skip != SYM_OK)
+			continue;
+		/* -A/-R specs first: they win over DWARF's items for the same place */
+		for (size_t r = 0; !err && r < o->nrules; r++) {
+			if (!sym_glob_matches(o->rules[r].glob, m->path, f))
 				continue;
-			/* -A/-R specs first: they win over DWARF's items for the same place */
-			for (size_t r = 0; !err && r < o->nrules; r++) {
-				if (!sym_glob_matches(o->rules[r].glob, m->path, f))
-					continue;
-				hits[r]++;
-				mask |= o->rules[r].dwarf;
-				for (size_t j = 0; !err && j < o->rules[r].spec.n; j++)
-					err = atf_arg_spec_add(&spec, &o->rules[r].spec.items[j]);
-			}
-			if (!err && mask && dwarf_items(o, dw, f, mask, &spec, &err)) {
-				typed++;
-				for (size_t r = 0; r < o->nrules; r++)
-					if (o->rules[r].dwarf && sym_glob_matches(o->rules[r].glob, m->path, f))
-						typed_hits[r]++;
-			}
-			if (!err && spec.n)
-				err = add_fn(o, (uint64_t)m->module_id << 32 | f->symbol_index, &spec);
-			if (err || !spec.n)
-				atf_arg_spec_free(&spec);
+			o->hits[r]++;
+			mask |= o->rules[r].dwarf;
+			for (size_t j = 0; !err && j < o->rules[r].spec.n; j++)
+				err = atf_arg_spec_add(&spec, &o->rules[r].spec.items[j]);
+			if (err == -E2BIG)
+				err = 0;
 		}
-		if (dw && verbose)
-			fprintf(stderr, "atftrace record: --auto-args: %zu functions of %s typed from DWARF\n",
-				typed, m->path);
-		args_dwarf_close(dw);
+		if (!err && mask && dwarf_items(o, dw, f, mask, &spec, &err)) {
+			typed++;
+			for (size_t r = 0; r < o->nrules; r++)
+				if (o->rules[r].dwarf && sym_glob_matches(o->rules[r].glob, m->path, f))
+					o->typed_hits[r]++;
+		}
+		if (!err && spec.n)
+			err = add_fn(o, (uint64_t)m->module_id << 32 | f->symbol_index, &spec);
+		if (err || !spec.n)
+			atf_arg_spec_free(&spec);
 	}
-	for (size_t r = 0; !err && r < o->nrules; r++) {
-		if (!hits[r]) {
+	if (dw && o->verbose)
+		fprintf(stderr, "atftrace record: --auto-args: %zu functions of %s typed from DWARF\n",
+			typed, m->path);
+	args_dwarf_close(dw);
+	return err;
+}
+
+int args_resolve(struct args_opts *o, const struct rm_modules *mods, bool verbose)
+{
+	int err = 0;
+
+	o->verbose = verbose;
+	o->want_dwarf = o->auto_args;
+	for (size_t r = 0; r < o->nrules; r++)
+		o->want_dwarf |= o->rules[r].dwarf != 0;
+	o->hits = calloc(o->nrules ?: 1, sizeof(*o->hits));
+	o->typed_hits = calloc(o->nrules ?: 1, sizeof(*o->typed_hits));
+	if (!o->hits || !o->typed_hits)
+		return -ENOMEM;
+	for (size_t i = 0; !err && i < mods->n; i++)
+		err = resolve_module(o, mods->m[i]);
+	/* a rule may name functions of a library still to be loaded: checked only without one */
+	for (size_t r = 0; !err && !mods->npending && r < o->nrules; r++) {
+		if (!o->hits[r]) {
 			fprintf(stderr, "atftrace record: -A/-R %s: matches no traced function (trace it "
 				"with -f)\n", o->rules[r].glob);
 			err = -ENOENT;
-		} else if (o->rules[r].dwarf && !typed_hits[r]) {
+		} else if (o->rules[r].dwarf && !o->typed_hits[r]) {
 			fprintf(stderr, "atftrace record: -%c %s: no DWARF types for it (no debug info): "
 				"give %s@%s\n", o->rules[r].dwarf == ARGS_DWARF_RET ? 'R' : 'A',
 				o->rules[r].glob, o->rules[r].glob,
@@ -250,15 +263,44 @@ int args_resolve(struct args_opts *o, const struct rm_modules *mods, bool verbos
 			err = -ENOENT;
 		}
 	}
-	free(hits);
-	free(typed_hits);
 	if (!err)
 		note_floats(o);
-	return err == -E2BIG ? 0 : err;
+	return err;
+}
+
+/* A module found while recording (rm_modules.on_module): its specs into the map and args.txt. */
+static void on_module(void *ctx, const struct sym_module *m)
+{
+	struct args_opts *o = ctx;
+	size_t first = o->set.nfn;
+	int err = resolve_module(o, m);
+
+	for (size_t i = first; !err && i < o->set.nfn; i++)
+		err = probes__arg_spec_set(o->probes, o->ids[i], &o->bpf[i]);
+	if (!err && o->set.nfn > first) {
+		note_floats(o);
+		err = args_save(o, o->session_dir);
+	}
+	if (err)
+		fprintf(stderr, "atftrace record: %s: its functions' typed arguments are left out: %s\n",
+			m->path, strerror(-err));
+}
+
+int args_live(struct args_opts *o, struct rm_modules *mods, struct probes *p, const char *session_dir)
+{
+	if (!o->nrules && !o->auto_args)
+		return 0;
+	o->probes = p;
+	if (!(o->session_dir = strdup(session_dir)))
+		return -ENOMEM;
+	mods->on_module = on_module;
+	mods->on_module_ctx = o;
+	return 0;
 }
 
 void args_probe_opts(const struct args_opts *o, struct probe_opts *po)
 {
+	po->args_wanted = o->nrules || o->auto_args;
 	po->arg_fn_ids = o->ids;
 	po->arg_fn_specs = o->bpf;
 	po->narg_fns = o->set.nfn;
@@ -322,5 +364,8 @@ void args_opts_free(struct args_opts *o)
 	free(o->set.enums);
 	free(o->ids);
 	free(o->bpf);
+	free(o->hits);
+	free(o->typed_hits);
+	free(o->session_dir);
 	memset(o, 0, sizeof(*o));
 }
