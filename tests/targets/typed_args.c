@@ -3,6 +3,10 @@
  * typed_args: known arguments and return values of every kind --auto-args and -A/-R show
  * (tests/e2e/test_record_typed_args.sh). Built with -g (DWARF) and, as typed_args_nodw, with
  * -g0. Prints "ptr ADDR": the pointer passed to typed(), which the test expects in the dump.
+ *
+ *   typed_args HOLD_FIFO
+ *       passes cold_len() a string constant on a page the process has not touched (a probe
+ *       cannot read it), prints "cold", then waits until HOLD_FIFO is opened for writing.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -47,11 +51,33 @@ __attribute__((noinline)) long count8(long a, long b, long c, long d, long e, lo
 	return a + b + c + d + e + f + (long)strlen(g) + h;
 }
 
-int main(void)
+/*
+ * A constant alone in its 64 KiB window of the file's mapping, so that no fault on its
+ * neighbours maps its page in (the kernel maps up to 64 KiB around a faulting address).
+ */
+__attribute__((aligned(65536))) const char cold_string[65536] = "cold constant";
+
+__attribute__((noinline)) long cold_len(const char *s)
+{
+	return (long)strlen(s);
+}
+
+int main(int argc, char **argv)
 {
 	static char buf[8];
 	char longs[101];
 
+	if (argc == 2) {
+		FILE *hold;
+
+		typed_sink += cold_len(cold_string);
+		printf("cold\n");
+		fflush(stdout);
+		hold = fopen(argv[1], "r");     /* blocks until the test opens it for writing */
+		if (hold)
+			fclose(hold);
+		return 0;
+	}
 	memset(longs, 'z', 100);
 	longs[100] = '\0';
 	printf("ptr %p\n", (void *)buf);

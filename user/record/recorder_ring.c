@@ -10,48 +10,8 @@
 #include "args.h"
 #include "atf_args.h"
 #include "atftrace.h"
-#include "byteorder.h"
 #include "proc.h"
 #include "recorder_int.h"
-
-/*
- * The string block a probe left @args_off bytes into the ring record @rec of @room bytes
- * (bpf/args.h), as the detail record's extension after the stack (include/atf_args.h) at @out:
- * its length, 0 when there is no block, -1 when it does not fit the ring record.
- */
-static int args_extension(const uint8_t *rec, size_t room, uint32_t args_off, uint8_t *out)
-{
-	struct rec_args ra;
-	size_t off = ATF_ARGS_STR_HDR;
-	unsigned count = 0;
-
-	if (!args_off)
-		return 0;
-	if (args_off > room || room - args_off < sizeof(ra))
-		return -1;
-	memcpy(&ra, rec + args_off, sizeof(ra));
-	if (ra.count > ARGS_MAX_STR || ra.area > ARGS_MAX_STR_BYTES + 1 ||
-	    room - args_off - sizeof(ra) < (size_t)ARGS_MAX_STR * ra.area)
-		return -1;
-	memcpy(out, ATF_ARGS_STR_MAGIC, 4);
-	for (unsigned i = 0; i < ra.count; i++) {
-		const struct rec_args_str *s = &ra.s[i];
-
-		if (s->slot == ARGS_SLOT_NONE)
-			continue;
-		if (s->len >= ra.area)
-			return -1;
-		out[off] = s->slot;
-		out[off + 1] = s->status;
-		put_le16(out + off + 2, s->len);
-		memcpy(out + off + 4, rec + args_off + sizeof(ra) + (size_t)i * ra.area, s->len);
-		off += ATF_ARGS_STR_ENTRY_HDR + s->len;
-		count++;
-	}
-	put_le16(out + 4, (uint16_t)count);
-	put_le16(out + 6, 0);
-	return (int)off;
-}
 
 static void on_event(struct recorder *r, const void *data, size_t size, bool with_detail)
 {
@@ -120,7 +80,7 @@ static void on_event(struct recorder *r, const void *data, size_t size, bool wit
 		atf_detail_payload_encode(payload, &pl);
 		memcpy(payload + ATF_DETAIL_PAYLOAD_SIZE, (const uint8_t *)data + sizeof(re) + sizeof(rd),
 		       rd.stack_size);
-		ext = args_extension(data, size, rd.args_off,
+		ext = rec_args_extension(data, size, &rd, (pid_t)re.pid,
 				     payload + ATF_DETAIL_PAYLOAD_SIZE + rd.stack_size);
 		if (ext < 0) {
 			r->st.bad_records++;
