@@ -44,6 +44,14 @@ assert_eq 1 "$(grep -c "float arguments and return values show as '?'" "$T/auto.
 assert_eq 6 "$(grep -c '^reg .* C .* strings 1$' "$T/auto.raw")" "CALLs with a string block (atf_raw): typed, maybe, count8 twice each"
 assert_eq 1 "$(grep -c '^reg .* R .* strings 1$' "$T/auto.raw")" "RETURNs with a string block (color_name)"
 
+# the other attach styles (uprobe_multi links, perf-event uprobes) run the same BPF code
+for kind in multi perf; do
+	ATFTRACE_LINK=$kind "$ATF" record -o "$T/link_$kind" -f typed -A 'typed@arg1/i32,arg2/s' \
+		-- "$TARGETS/typed_args" >/dev/null 2>"$T/link.err" || { cat "$T/link.err" >&2; fail "record ($kind)"; }
+	assert_eq 'typed(42, "INSERT INTO t VALUES(?)");|typed(7, "tab\there \"quoted\"");|' \
+		"$("$ATF" dump "$T/link_$kind" | sed -n 's/^.*| //p' | tr '\n' '|')" "typed values with ATFTRACE_LINK=$kind"
+done
+
 # exports: Chrome's detail instants carry args.arguments / args.retval (valid JSON); Perfetto
 # has string debug annotations "args" / "retval" that protoc decodes with the schema
 "$ATF" export -F chrome -o "$T/auto.json" "$T/auto" || fail "chrome export"
