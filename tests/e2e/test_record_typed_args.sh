@@ -25,13 +25,14 @@ ptr=$(awk '$1 == "ptr" { print $2 }' "$T/auto.out")
 [ -n "$ptr" ] || fail "the target did not print its pointer"
 z64=$(printf 'z%.0s' $(seq 64))
 cat >"$T/auto.want" <<W
-# thread_0 tid=$(awk '/^# thread_0/ { sub("tid=", "", $3); print $3 }' "$T/auto.dump") name=typed_args events=20
+# thread_0 tid=$(awk '/^# thread_0/ { sub("tid=", "", $3); print $3 }' "$T/auto.dump") name=typed_args events=22
 main(1, ARGV) {
   typed(42, "INSERT INTO t VALUES(?)", GREEN, $ptr, ?, -1, 'q') = 84;
   typed(7, "tab\\there \\"quoted\\"", BLUE, 0x0, ?, -123456789012, '\\n') = 14;
   color_name(GREEN) = "green";
   half(?) = ?;
   take_pt(struct pt, 3) = 6;
+  make_big(3, "big") = struct big;
   maybe((null)) = 1;
   maybe(<bad string 0x8>) = 0;
   count8(1, 2, 3, 4, 5, 6, "seventh", -8) = 20;
@@ -41,7 +42,7 @@ W
 diff -u "$T/auto.want" "$T/auto.dump" || fail "--auto-args dump"
 assert_eq 600 "$(stat -c %a "$T/auto/args.txt")" "args.txt has the session files' mode"
 assert_eq 1 "$(grep -c "float arguments and return values show as '?'" "$T/auto.err")" "the float note, once"
-assert_eq 6 "$(grep -c '^reg .* C .* strings 1$' "$T/auto.raw")" "CALLs with a string block (atf_raw): typed, maybe, count8 twice each"
+assert_eq 7 "$(grep -c '^reg .* C .* strings 1$' "$T/auto.raw")" "CALLs with a string block (atf_raw): typed, maybe, count8 twice each, make_big"
 assert_eq 1 "$(grep -c '^reg .* R .* strings 1$' "$T/auto.raw")" "RETURNs with a string block (color_name)"
 
 # the other attach styles (uprobe_multi links, perf-event uprobes) run the same BPF code
@@ -65,8 +66,8 @@ if command -v protoc >/dev/null; then
 	protoc -I "$ROOT/tests/data" --decode=perfetto.protos.Trace "$ROOT/tests/data/perfetto_trace.proto" \
 		<"$T/auto.pftrace" >"$T/auto.pf.txt" || fail "protoc could not decode the perfetto export"
 	! grep -qE '^ *[0-9]+:' "$T/auto.pf.txt" || fail "perfetto fields outside the schema"
-	assert_eq 10 "$(grep -c 'name: "args"' "$T/auto.pf.txt")" "perfetto args annotations (one per call)"
-	assert_eq 10 "$(grep -c 'name: "retval"' "$T/auto.pf.txt")" "perfetto retval annotations"
+	assert_eq 11 "$(grep -c 'name: "args"' "$T/auto.pf.txt")" "perfetto args annotations (one per call)"
+	assert_eq 11 "$(grep -c 'name: "retval"' "$T/auto.pf.txt")" "perfetto retval annotations"
 	grep -qF 'string_value: "\"green\""' "$T/auto.pf.txt" || fail "perfetto: color_name's retval"
 fi
 
@@ -80,6 +81,7 @@ main() {
   color_name() = "green";
   half();
   take_pt();
+  make_big();
   maybe((null));
   maybe(<bad string 0x8>);
   count8("seventh");
@@ -102,6 +104,7 @@ main() {
   color_name() = "green";
   half();
   take_pt();
+  make_big();
   maybe(0);
   maybe(0x8);
   count8();
@@ -110,7 +113,7 @@ main() {
 W
 grep -v '^#' "$T/named.dump" | diff -u "$T/named.want" - || fail "-A FUNC / -R FUNC from DWARF"
 assert_eq 2 "$(grep -c '^reg .* C .* stack 16 strings 1$' "$T/named.raw")" "typed's CALLs: 16 stack bytes, then the strings"
-assert_eq "10 10" "$(grep -c '^reg .* C ' "$T/auto.raw") $(grep -c '^reg .* C .* stack 0\( \|$\)' "$T/auto.raw")" \
+assert_eq "11 11" "$(grep -c '^reg .* C ' "$T/auto.raw") $(grep -c '^reg .* C .* stack 0\( \|$\)' "$T/auto.raw")" \
 	"--auto-args alone: every call has detail, with no stack bytes"
 
 # a library dlopen'ed while recording gets its specs when its probes attach (its DWARF too)
@@ -118,7 +121,13 @@ mkfifo "$T/cmd" "$T/out"
 "$ATF" record -o "$T/live" -f 'libatfplugin.so:plugin_*' -A plugin_work -A 'plugin_leaf@arg1/i32' \
 	-- "$TARGETS/dlopen_user" "$T/cmd" "$TARGETS/libatfplugin.so" >"$T/out" 2>"$T/live.err" &
 rec=$!
-trap 'kill $rec 2>/dev/null || true; wait $rec 2>/dev/null || true; rm -rf "$T"' EXIT
+cleanup() {   # the recorder, and a typed_args still held on its fifo (which then ends)
+	kill $rec 2>/dev/null || true
+	wait $rec 2>/dev/null || true
+	[ ! -p "$T/hold" ] || timeout 5 sh -c ': >"$1"' sh "$T/hold" 2>/dev/null || true
+	rm -rf "$T"
+}
+trap cleanup EXIT
 exec 4<"$T/out"
 read -r -t 60 -u 4 word pid || fail "live: no pid from dlopen_user"
 exec 3>"$T/cmd"
@@ -153,7 +162,7 @@ read -r -t 60 -u 5 line || true
 assert_eq cold "$line" "the target called cold_len"
 kill -INT $rec
 wait $rec || { cat "$T/cold.err" >&2; fail "record (cold) failed"; }
-echo >"$T/hold"                 # the target may end now
+: >"$T/hold"                     # the target may end now (it only waits for the open)
 exec 5<&-
 assert_eq 'cold_len("cold constant") = 13;' "$("$ATF" dump "$T/cold" | sed -n 's/^.*| //p')" \
 	"a constant on an untouched page, read from the process"

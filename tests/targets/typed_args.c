@@ -14,6 +14,7 @@
 
 enum color { RED, GREEN = 5, BLUE };
 struct pt { int x, y; };
+struct big { long a[4]; };     /* returned through memory: rdi holds where, arguments shift */
 
 volatile long typed_sink;
 
@@ -37,6 +38,13 @@ __attribute__((noinline)) double half(double d)
 __attribute__((noinline)) int take_pt(struct pt p, unsigned k)
 {
 	return p.x + p.y + (int)k;
+}
+
+__attribute__((noinline)) struct big make_big(int k, const char *s)
+{
+	struct big b = { { k, (long)strlen(s), 0, 0 } };
+
+	return b;
 }
 
 /* never dereferences @s: it is NULL, or not a valid address, on purpose */
@@ -88,6 +96,7 @@ int main(int argc, char **argv)
 	typed_sink += (long)strlen(color_name(GREEN));
 	typed_sink += (long)half(3.0);
 	typed_sink += take_pt((struct pt){ 1, 2 }, 3);
+	typed_sink += make_big(3, "big").a[1];
 	typed_sink += maybe(NULL);
 	typed_sink += maybe((const char *)8);
 	typed_sink += count8(1, 2, 3, 4, 5, 6, "seventh", -8);
