@@ -30,7 +30,7 @@ struct args_dwarf {
 
 static int try_open(struct args_dwarf *d, const char *path)
 {
-	Dwarf_Off off, next;
+	Dwarf_Off off;
 	size_t hsize;
 
 	if (!path)
@@ -47,7 +47,6 @@ static int try_open(struct args_dwarf *d, const char *path)
 	d->dbg = NULL;
 	close(d->fd);
 	d->fd = -1;
-	(void)next;
 	return -ENOENT;
 }
 
@@ -277,7 +276,8 @@ static int find_cb(Dwarf_Die *fn, void *arg)
 int args_dwarf_spec(struct args_dwarf *d, const struct sym_func *fn, struct atf_arg_spec *spec,
 		    struct atf_args *set)
 {
-	struct find f = { .addr = fn->addr };
+	/* an ifunc runs its implementation, not the resolver the symbol names */
+	struct find f = { .addr = fn->ifunc_impl ? fn->ifunc_impl : fn->addr };
 	Dwarf_Die cu, c, origin, *params = NULL;
 	Dwarf_Attribute at;
 	struct atf_arg a = { 0 };
@@ -286,7 +286,7 @@ int args_dwarf_spec(struct args_dwarf *d, const struct sym_func *fn, struct atf_
 	enum cls k;
 	int err = 0;
 
-	if (!dwarf_addrdie(d->dbg, fn->addr, &cu))
+	if (!dwarf_addrdie(d->dbg, f.addr, &cu))
 		return -ENOENT;
 	dwarf_getfuncs(&cu, find_cb, &f, 0);
 	if (!f.found)
