@@ -10,7 +10,9 @@
  * registers (assumed INTEGER class; it is shown by its type name), a larger one goes on the stack
  * and takes none; a return value larger than 16 bytes is returned through a hidden pointer in
  * rdi, which shifts every argument by one. Parameters past arg8, long double and varargs end the
- * list. char pointers (char, signed or unsigned, const or not) are strings.
+ * list. char pointers (char, signed or unsigned, const or not) are strings. On arm64 (AAPCS64)
+ * the registers are x0..x7 and v0..v7, a larger struct is passed as a pointer to a copy (one
+ * register) and a large return value's address travels in x8, which shifts nothing.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -248,8 +250,12 @@ static enum cls classify(Dwarf_Die *die, struct atf_arg *a, unsigned *regs, stru
 		if (!(a->type = strdup(name)))
 			return CLS_STOP;
 		if (size > 16) {
+#if defined(__aarch64__)
+			return CLS_INT;         /* AAPCS64: a copy, passed by reference */
+#else
 			*regs = 0;
 			return CLS_MEM;
+#endif
 		}
 		*regs = size > 8 ? 2 : 1;
 		return CLS_INT;
@@ -301,7 +307,7 @@ int args_dwarf_spec(struct args_dwarf *d, const struct sym_func *fn, struct atf_
 	a = (struct atf_arg){ .where = ATF_ARG_RET };
 	k = classify(&f.die, &a, &regs, set, &is_void);
 	if (k == CLS_MEM)
-		gp = 1;         /* returned through memory: rdi holds where */
+		gp = 1;         /* returned through memory: rdi holds where (arm64: x8, never here) */
 	if (!is_void && k != CLS_STOP)
 		err = atf_arg_spec_add(spec, &a);
 	free(a.type);
