@@ -31,6 +31,7 @@ static void test_parse(void **state)
 	parse_ok("retval/s", "retval/s");
 	parse_ok("fparg1,fparg2/32", "fparg1/64,fparg2/32");
 	parse_ok("arg3/f", "fparg3/64");                 /* uftrace reads argN/f as a float */
+	parse_ok("arg3/f32,retval/f80", "fparg3/32,retval/f80");
 	parse_ok("arg1/e:color,arg2/t:struct pt", "arg1/e:color,arg2/t:struct pt");
 	parse_ok("arg8/x", "arg8/x64");
 	parse_ok("arg1,arg1/x", "arg1/d64");             /* the first item for a place wins */
@@ -61,6 +62,7 @@ static void test_parse_errors(void **state)
 	parse_bad("arg2%stack+8", "'arg2%stack+8': register or stack placement (%...) is not supported");
 	parse_bad("arg1/d12", "'arg1/d12': size must be 8, 16, 32 or 64");
 	parse_bad("arg1/s8", "'arg1/s8': size must be 8, 16, 32 or 64");
+	parse_bad("arg6/f8", "'arg6/f8': a float's size must be 32, 64 or 80");
 	parse_bad("arg1/e", "'arg1/e': /e needs a name: /e:NAME");
 	parse_bad("fparg1/x", "'fparg1/x': fpargN takes /32, /64 or /80");
 	parse_bad("arg1,", "'arg1,': ends with ','");

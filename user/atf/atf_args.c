@@ -122,10 +122,14 @@ static int parse_item(const char *it, int ilen, struct atf_arg *a, char *err, si
 	default:
 		return spec_err(err, errlen, it, ilen, "unknown format (d i u x o p s c f e:NAME t:NAME)");
 	}
-	if (fmt[1]) {
+	if (fmt[1] && a->fmt == ATF_FMT_F) {
+		if (strcmp(fmt + 1, "32") && strcmp(fmt + 1, "64") && strcmp(fmt + 1, "80"))
+			return spec_err(err, errlen, it, ilen, "a float's size must be 32, 64 or 80");
+		a->bits = (uint8_t)atoi(fmt + 1);
+	} else if (fmt[1]) {
 		if (a->fmt == ATF_FMT_S || a->fmt == ATF_FMT_P ||
 		    (strcmp(fmt + 1, "8") && strcmp(fmt + 1, "16") && strcmp(fmt + 1, "32") &&
-		     strcmp(fmt + 1, "64") && !(a->fmt == ATF_FMT_F && !strcmp(fmt + 1, "80"))))
+		     strcmp(fmt + 1, "64")))
 			return spec_err(err, errlen, it, ilen, "size must be 8, 16, 32 or 64");
 		a->bits = (uint8_t)atoi(fmt + 1);
 	}
@@ -551,7 +555,8 @@ int atf_args_load(const char *dir, struct atf_args **out)
 		atf_args_free(set);
 		return rc;
 	}
-	qsort(set->fn, set->nfn, sizeof(*set->fn), cmp_fn);
+	if (set->nfn)
+		qsort(set->fn, set->nfn, sizeof(*set->fn), cmp_fn);
 	*out = set;
 	return 0;
 }
