@@ -338,9 +338,8 @@ static bool typed_text(const struct atf_session *s, const struct atf_thread *t, 
 static bool print_typed(const struct dumper *D, const struct atf_thread *t, const struct atf_index_event *ev,
 			const uint64_t *dur, uint32_t level, const char *name, const struct atf_index_event *end)
 {
-	char args[2048], ret[1024], line[4096 + 512], shortbuf[512];
-
 	const struct atf_arg_spec *spec = atf_args_find(D->s->args, ev->function_id);
+	char args[2048], ret[1024], line[4096 + 512], shortbuf[512];
 
 	if (!spec)
 		return false;
