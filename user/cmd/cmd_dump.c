@@ -22,7 +22,9 @@
  * printed. Threads are printed one after another, each headed "# thread_<id> tid=<tid>
  * name=<name> events=<n>", or with --merged as one stream in timestamp order; a session of
  * several processes prints each under "## pid_<N>". Registers of events with detail follow
- * their line. tests/e2e/lib.sh's normalise_dump depends on this layout.
+ * their line; a function with typed arguments (record -A/-R/--auto-args) shows them in its line
+ * instead, uftrace style: "f(1, "s") = 0;", or "f(1, "s") {" ... "} = 0; <f>".
+ * tests/e2e/lib.sh's normalise_dump depends on this layout.
  *
  * Filters: -D N prints N levels of calls (below the -F match, if any); --min-duration T hides
  * calls shorter than T with everything below them; -F GLOB prints only calls matching GLOB and
