@@ -40,6 +40,14 @@ static __always_inline const struct arg_fn_spec *args_lookup(__u64 function_id)
 	return bpf_map_lookup_elem(&arg_specs, &function_id);
 }
 
+/* Does the event of @kind read strings for @spec (else it needs no string areas)? */
+static __always_inline bool args_has_strings(const struct arg_fn_spec *spec, __u32 kind)
+{
+	if (kind != KIND_CALL)
+		return spec->ret_str;
+	return spec->call_slot[0] != ARGS_SLOT_NONE;    /* the slots fill from the first */
+}
+
 /* One string from user address @ptr into area @i of @a. */
 static __always_inline void args_read_str(struct rec_args *a, __u32 i, __u8 slot, __u64 ptr)
 {

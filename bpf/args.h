@@ -18,7 +18,8 @@
 
 /* arg_specs map value, under the function id: which integer slots hold strings. */
 struct arg_fn_spec {
-	__u8 call_slot[ARGS_MAX_STR];   /* gp[] index (argN - 1) of each string at the CALL, or NONE */
+	__u8 call_slot[ARGS_MAX_STR];   /* gp[] index (argN - 1) of each string at the CALL, filled
+					 * from the first; NONE after the last */
 	__u8 ret_str;                   /* 1: the return value (rax) is a string */
 	__u8 at_call;                   /* 1: arguments are shown: the CALL has detail */
 	__u8 at_return;                 /* 1: the return value is shown: the RETURN has detail */

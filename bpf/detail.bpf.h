@@ -199,6 +199,8 @@ static __always_inline bool emit_detail(struct pt_regs *ctx, __u32 kind, __u64 f
 {
 	struct rec_event_detail *r;
 
+	if (spec && !args_has_strings(spec, kind))
+		spec = NULL;    /* registers only: the plain detail record holds them */
 	if (spec)
 		r = bpf_ringbuf_reserve(&rb, sizeof(*r) + ARGS_OFF + ARGS_BYTES, 0);
 	else
