@@ -62,7 +62,8 @@ struct rec_detail {
 	__u64 fp;
 	__u64 sp;
 	__u32 stack_size;       /* bytes of stack[] that follow */
-	__u32 _pad;
+	__u32 args_off;         /* 0, or where struct rec_args (bpf/args.h) starts, from the ring
+				 * record's start (struct rec_event) */
 };
 
 /*

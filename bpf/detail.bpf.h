@@ -187,13 +187,24 @@ static __always_inline __u32 detail_fill(struct pt_regs *ctx, __u32 kind, struct
 	return flags;
 }
 
-/* One index event with its detail record; falls back to a plain event when the ring is full. */
+#include "args.bpf.h"
+
+/*
+ * One index event with its detail record (and, with @spec, its argument strings); falls back to
+ * a plain event when the ring is full.
+ */
 static __always_inline bool emit_detail(struct pt_regs *ctx, __u32 kind, __u64 function_id,
-					__u32 depth, __u64 pid_tgid, __u64 ts)
+					__u32 depth, __u64 pid_tgid, __u64 ts,
+					const struct arg_fn_spec *spec)
 {
 	struct rec_event_detail *r;
 
-	r = bpf_ringbuf_reserve(&rb, sizeof(*r) + stack_bytes, 0);
+	if (spec && !args_has_strings(spec, kind))
+		spec = NULL;    /* registers only: the plain detail record holds them */
+	if (spec)
+		r = bpf_ringbuf_reserve(&rb, sizeof(*r) + ARGS_OFF + ARGS_BYTES, 0);
+	else
+		r = bpf_ringbuf_reserve(&rb, sizeof(*r) + stack_bytes, 0);
 	if (!r) {
 		count_lost(lost_detail);
 		return emit_event(kind, function_id, depth, pid_tgid, ts);
@@ -206,7 +217,7 @@ static __always_inline bool emit_detail(struct pt_regs *ctx, __u32 kind, __u64 f
 	r->ev.function_id = function_id;
 	r->ev.depth = depth;
 	r->ev.flags = detail_fill(ctx, kind, r);
-	r->d._pad = 0;
+	r->d.args_off = spec ? args_fill(spec, kind, &r->d, r->stack) : 0;
 	bpf_ringbuf_submit(r, wakeup_flag());
 	return true;
 }
@@ -219,12 +230,15 @@ static __always_inline bool emit_traced(struct pt_regs *ctx, __u32 kind, __u64 f
 					__u32 depth, __u64 pid_tgid, __u64 ts)
 {
 	bool want = *(volatile bool *)&detail_switch;
+	const struct arg_fn_spec *spec = args_lookup(function_id);   /* -A/-R/--auto-args */
 
+	if (spec && !(kind == KIND_CALL ? spec->at_call : spec->at_return))
+		spec = NULL;    /* e.g. -R only: the CALL needs no registers */
 	if (detail_on && detail_window_step(kind, function_id, depth, ts))
 		want = true;
-	if (!want)
+	if (!want && !spec)
 		return emit_event(kind, function_id, depth, pid_tgid, ts);
-	return emit_detail(ctx, kind, function_id, depth, pid_tgid, ts);
+	return emit_detail(ctx, kind, function_id, depth, pid_tgid, ts, spec);
 }
 
 #endif

@@ -14,7 +14,9 @@
  *   chrome://tracing and Perfetto draw them as markers on the thread;
  * - a linked detail record is an instant event named "detail" at the event's time, with
  *   args.function, args.event ("call" or "return"), the registers as "0x..." strings (JSON
- *   numbers are doubles and would round 64-bit values), flags and stack_size;
+ *   numbers are doubles and would round 64-bit values), flags and stack_size, and for a
+ *   function with typed arguments (record -A/-R/--auto-args) args.arguments ("42, \"s\"", as
+ *   dump prints them) at a call or args.retval at a return;
  * - pid is the manifest pid, tid the OS thread id;
  * - ts is microseconds with three decimals, so the boottime nanosecond is kept exactly;
  * - names are JSON-escaped for any bytes: '"', '\\' and control characters are escaped, and
@@ -25,6 +27,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "atf_args.h"
 #include "format.h"
 #include "utf8.h"
 
@@ -254,7 +257,8 @@ static char *put_event_head(struct chrome_state *st, char *p, const char *ph, co
 }
 
 /* A thread-scoped instant event @what about @e's function, with its detail registers if any. */
-static char *put_instant(struct chrome_state *st, char *p, const char *what, const struct export_event *e)
+static char *put_instant(struct chrome_state *st, char *p, const char *what, const struct export_event *e,
+			 const char *typed)
 {
 	p = put_event_head(st, p, "i\",\"s\":\"t", e, what);
 	p = put_str(p, ",\"args\":{\"function\":");
@@ -262,6 +266,10 @@ static char *put_instant(struct chrome_state *st, char *p, const char *what, con
 	if (!strcmp(what, "detail")) {
 		p = put_str(p, e->ev.event_kind == ATF_KIND_CALL ? ",\"event\":\"call\"," : ",\"event\":\"return\",");
 		p = put_detail_args(p, e->detail);
+		if (typed) {
+			p = put_str(p, e->ev.event_kind == ATF_KIND_CALL ? ",\"arguments\":" : ",\"retval\":");
+			p = put_json_string(p, typed);
+		}
 	}
 	return put_str(p, "}}");
 }
@@ -272,22 +280,25 @@ static int chrome_event(struct export_ctx *ctx, const struct export_event *e)
 	bool call = e->ev.event_kind == ATF_KIND_CALL;
 	bool exception = e->ev.event_kind == ATF_KIND_EXCEPTION;
 	bool has_detail = e->detail && e->detail->has_payload;
-	char *p, *start;
+	char *p, *start, typed[2048];
+	bool has_typed = has_detail && atf_args_detail_text(ctx->session->args, e->detail, e->ev.event_kind,
+			 ctx->session->threads[e->thread].index.hdr.arch == ATF_ARCH_ARM64, typed, sizeof(typed)) == 1;
 	int err;
 
 	if (!call && !exception && e->ev.event_kind != ATF_KIND_RETURN)
 		return -ATF_E_RECORD;
-	if ((err = stage_room(ctx, st, 3 * (EVENT_FIXED_MAX + name_bound(e->name)), &p)))
+	if ((err = stage_room(ctx, st, 3 * (EVENT_FIXED_MAX + name_bound(e->name)) +
+			      (has_typed ? name_bound(typed) + 16 : 0), &p)))
 		return err;
 	start = p;
 	if (has_detail && !call)        /* the return's registers, before the frame closes */
-		p = put_instant(st, p, "detail", e);
+		p = put_instant(st, p, "detail", e, has_typed ? typed : NULL);
 	if (exception)
-		p = put_instant(st, p, "unwound", e);
+		p = put_instant(st, p, "unwound", e, NULL);
 	p = put_event_head(st, p, call ? "B" : "E", e, e->name);
 	*p++ = '}';
 	if (has_detail && call)         /* the arguments, inside the frame they belong to */
-		p = put_instant(st, p, "detail", e);
+		p = put_instant(st, p, "detail", e, has_typed ? typed : NULL);
 	st->len += (size_t)(p - start);
 	return 0;
 }

@@ -14,7 +14,9 @@
  *     packet is flagged SEQ_NEEDS_INCREMENTAL_STATE); a return is TYPE_SLICE_END; an exception
  *     is TYPE_SLICE_END with the debug annotation exception = true. A linked detail record
  *     adds its registers as debug annotations (gp0..gp7 as uint, lr/fp/sp as pointers), which
- *     trace processor shows as the slice's arguments.
+ *     trace processor shows as the slice's arguments; a function with typed arguments
+ *     (record -A/-R/--auto-args) adds the string annotation "args" ("42, \"s\"", as dump
+ *     prints them) to its begin and "retval" to its end.
  *
  * Timestamps are ATF's CLOCK_BOOTTIME nanoseconds, written as they are. timestamp_clock_id is
  * left unset on purpose: trace_packet.proto defines an unset clock id (with no
@@ -27,6 +29,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include "atf_args.h"
 #include "format.h"
 #include "leb128.h"
 #include "func_index.h"
@@ -56,6 +59,7 @@
 #define TE_TRACK_UUID                   11
 #define DA_BOOL_VALUE                   2
 #define DA_UINT_VALUE                   3
+#define DA_STRING_VALUE                 6
 #define DA_POINTER_VALUE                7
 #define DA_NAME                         10
 #define ID_EVENT_NAMES                  2
@@ -262,8 +266,21 @@ static uint8_t *put_registers(uint8_t *p, const struct atf_detail_payload *pl)
 	return put_annotation(p, "sp", DA_POINTER_VALUE, pl->sp);
 }
 
+/* A string debug annotation: a call's typed "args", a return's "retval" (-A/-R/--auto-args). */
+static uint8_t *put_string_annotation(uint8_t *p, const char *name, const char *v)
+{
+	uint8_t *da = pb_open(p, TE_DEBUG_ANNOTATIONS);
+
+	p = pb_string(da, DA_NAME, name);
+	p = pb_string(p, DA_STRING_VALUE, v);
+	return pb_close(da, p);
+}
+
 static int perfetto_event(struct export_ctx *ctx, const struct export_event *e)
 {
+	char typed[2048];
+	bool has_typed = e->detail && atf_args_detail_text(ctx->session->args, e->detail, e->ev.event_kind,
+			 ctx->session->threads[e->thread].index.hdr.arch == ATF_ARCH_ARM64, typed, sizeof(typed)) == 1;
 	struct perfetto_state *st = ctx->priv;
 	bool begin = e->ev.event_kind == ATF_KIND_CALL, new_name = false;
 	uint8_t *p, *start, *pkt, *te, *idata, *en;
@@ -278,7 +295,8 @@ static int perfetto_event(struct export_ctx *ctx, const struct export_event *e)
 			return (int)iid;
 		iid++;                  /* iids start at 1 */
 	}
-	if ((err = stage_room(ctx, st, PACKET_FIXED_MAX + (new_name ? string_bound(e->name) : 0), &p)))
+	if ((err = stage_room(ctx, st, PACKET_FIXED_MAX + (new_name ? string_bound(e->name) : 0) +
+			      (has_typed ? string_bound(typed) : 0), &p)))
 		return err;
 	start = p;
 	pkt = pb_open(p, TRACE_PACKET);
@@ -303,6 +321,8 @@ static int perfetto_event(struct export_ctx *ctx, const struct export_event *e)
 		p = put_annotation(p, "exception", DA_BOOL_VALUE, 1);
 	if (e->detail && e->detail->has_payload)
 		p = put_registers(p, &e->detail->payload);
+	if (has_typed)
+		p = put_string_annotation(p, begin ? "args" : "retval", typed);
 	p = pb_close(te, p);
 	p = pb_close(pkt, p);
 	st->len += (size_t)(p - start);

@@ -305,11 +305,14 @@ struct atf_thread {
 	struct atf_detail_file detail;
 };
 
+struct atf_args;
+
 struct atf_session {
 	char *dir;                  /* the process directory holding manifest.json */
 	struct atf_manifest *manifest;
 	struct atf_thread *threads;
 	size_t nthreads;
+	struct atf_args *args;      /* typed-argument specs (args.txt, include/atf_args.h), or NULL */
 };
 
 /**

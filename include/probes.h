@@ -13,6 +13,8 @@
 #include <sys/types.h>
 #include "symbols.h"
 
+struct arg_fn_spec;
+
 struct probe_opts {
 	size_t ring_size;           /* bytes, power of two, >= 4 MiB by default */
 	uint32_t wakeup_bytes;      /* force a wakeup when the ring holds more than this */
@@ -36,6 +38,12 @@ struct probe_opts {
 	size_t ndetail_triggers;
 	uint64_t detail_on_count;   /* window = this many detail events; 0: until the trigger returns */
 	uint64_t detail_on_ns;      /* window = this long after the trigger's CALL; 0: no limit */
+	/* typed arguments (bpf/args.bpf.h): functions with -A/-R/--auto-args specs */
+	bool args_wanted;           /* -A/-R/--auto-args given: the lookup is compiled in */
+	const uint64_t *arg_fn_ids;
+	const struct arg_fn_spec *arg_fn_specs;     /* bpf/args.h, one per id */
+	size_t narg_fns;
+	uint32_t string_bytes;      /* the string cap, 1..255 */
 };
 
 enum probe_link_kind { PROBE_LINK_SESSION, PROBE_LINK_MULTI, PROBE_LINK_PERF };
@@ -168,6 +176,12 @@ uint64_t *probes__held_pids(const struct probes *p, size_t *n);
  * perf uprobes have none). *@ids is malloc'ed; the caller frees it. 0, or a negative errno.
  */
 int probes__function_link_ids(const struct probes *p, uint32_t **ids, size_t *n);
+
+/**
+ * probes__arg_spec_set - give function @id the typed-argument spec @s (bpf/args.h) while the
+ * probes run, e.g. for a library mapped later. -E2BIG when the map is full.
+ */
+int probes__arg_spec_set(struct probes *p, uint64_t id, const struct arg_fn_spec *s);
 
 /**
  * probes__detach_functions - detach every function probe (probes__attach_module); the unwind

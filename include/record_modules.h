@@ -76,6 +76,10 @@ struct rm_modules {
 	char **ldso;                /* dynamic loaders whose debug-state hook is attached */
 	size_t nldso;
 	struct tramp_process *tramp; /* the target's entry trampolines, or NULL (rm_modules_trampolines) */
+	/* called with each module found while recording, before its probes attach, or NULL
+	 * (typed arguments: user/record/recorder_args.c) */
+	void (*on_module)(void *ctx, const struct sym_module *m);
+	void *on_module_ctx;
 };
 
 /**

@@ -27,6 +27,7 @@ struct detail_args {
 	uint64_t on_ns;             /* --detail-for DURATION (0: not given) */
 	double after_s;             /* --detail-after SEC (< 0: not given) */
 	uint32_t stack_bytes;       /* --stack-bytes N, 0..256 */
+	bool stack_bytes_given;     /* --stack-bytes was given (else typed arguments alone take 0) */
 	/* resolved and run-time state */
 	uint64_t *trigger_ids;      /* function ids matching on_globs */
 	size_t ntriggers;

@@ -73,3 +73,9 @@ EXTRA_TARGETS += $(OUTPUT)/targets/libatfplugin.so
 # tramp_sites: one assembly function per first-instruction kind, for entry trampolines.
 TARGET_CFLAGS_tramp_sites  := -fcf-protection=none -pthread
 TARGET_LDFLAGS_tramp_sites := -pthread
+# typed_args_nodw: typed_args without DWARF (-g0), for -A/-R on a function --auto-args cannot type.
+$(OUTPUT)/targets/typed_args_nodw: tests/targets/typed_args.c
+	$(call msg,TARGET,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(TARGET_CFLAGS) -g0 $< -o $@
+EXTRA_TARGETS += $(OUTPUT)/targets/typed_args_nodw

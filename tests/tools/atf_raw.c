@@ -11,7 +11,8 @@
  *   index tid TID events N flags F arch A os O clock C t0 T0 t1 T1 crc ok
  *   ev SEQ KIND FUNCTION_ID DEPTH DETAIL_SEQ TS           KIND: C, R or X; DETAIL_SEQ - for none
  *   detail records N                                       (only when detail.atf exists)
- *   reg SEQ INDEX_SEQ C|R FLAGS FUNCTION_ID gp G0,..,G7 lr LR fp FP sp SP stack S
+ *   reg SEQ INDEX_SEQ C|R FLAGS FUNCTION_ID gp G0,..,G7 lr LR fp FP sp SP stack S [strings K]
+ *   (K: the strings of the typed-argument block after the stack, each bounds-checked)
  * with the registers in hex, or in decimal with -d.
  * and exits 1 with "bad: ..." at the first thing that breaks the format.
  */
@@ -203,8 +204,25 @@ int main(int argc, char **argv)
 		if (back != seq || its != le(o + 16, 8) || ifid != le(p, 8) || ikind != type - 2)
 			bad("record %llu and index event %llu do not link both ways", seq, iseq);
 		ss = le(p + 96, 2);
-		if (24 + 100 + ss != total)
-			bad("record %llu: stack_size %llu does not fill the record", seq, ss);
+		if (24 + 100 + ss > total)
+			bad("record %llu: stack_size %llu is past the record", seq, ss);
+		/* what follows the stack: only atftrace's string block, "ATAS" (docs/detail-payload.md) */
+		size_t xo = o + 24 + 100 + ss, xend = o + total, nstr = 0;
+
+		if (xo < xend) {
+			if (xend - xo < 8 || memcmp(buf + xo, "ATAS", 4) || le(xo + 6, 2) != 0)
+				bad("record %llu: %llu bytes after the stack that are no string block", seq,
+				    (ull)(xend - xo));
+			nstr = le(xo + 4, 2);
+			xo += 8;
+			for (size_t i = 0; i < nstr; i++) {
+				if (xend - xo < 4 || xend - xo - 4 < le(xo + 2, 2))
+					bad("record %llu: string %llu is past the record", seq, (ull)i);
+				xo += 4 + le(xo + 2, 2);
+			}
+			if (xo != xend)
+				bad("record %llu: the string block ends %llu bytes short of the record", seq, (ull)(xend - xo));
+		}
 		printf("reg %llu %llu %c %llu 0x%016llx gp ", (ull)seq, (ull)iseq, type == 3 ? 'C' : 'R',
 		       (ull)le(o + 6, 2), (ull)le(p, 8));
 		for (int r = 0; r < 11; r++) {
@@ -213,7 +231,10 @@ int main(int argc, char **argv)
 			fputs(sep[r], stdout);
 			printf(regfmt, (ull)le(p + 8 + 8 * r, 8));
 		}
-		printf(" stack %llu\n", (ull)ss);
+		printf(" stack %llu", (ull)ss);
+		if (nstr)
+			printf(" strings %zu", nstr);
+		printf("\n");
 		o += total;
 	}
 	if (o != d_off + d_bytes)

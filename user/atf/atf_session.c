@@ -14,6 +14,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include "atf.h"
+#include "atf_args.h"
 
 static void diag_set(struct atf_diag *diag, int err, const char *file, const char *msg)
 {
@@ -44,6 +45,8 @@ int atf_session__open(struct atf_session **out, const char *dir, unsigned flags,
 	err = atf_manifest__load(&s->manifest, path, diag);
 	if (err)
 		goto cleanup;
+	if (atf_args_load(dir, &s->args) < 0)
+		s->args = NULL;         /* an unreadable args.txt: values print as raw registers */
 	s->threads = calloc(s->manifest->nthreads ?: 1, sizeof(*s->threads));
 	if (!s->threads) {
 		err = -ENOMEM;
@@ -94,6 +97,7 @@ void atf_session__close(struct atf_session *s)
 			atf_detail_close(&s->threads[i].detail);
 	}
 	free(s->threads);
+	atf_args_free(s->args);
 	atf_manifest__free(s->manifest);
 	free(s->dir);
 	free(s);

@@ -22,7 +22,9 @@
  * printed. Threads are printed one after another, each headed "# thread_<id> tid=<tid>
  * name=<name> events=<n>", or with --merged as one stream in timestamp order; a session of
  * several processes prints each under "## pid_<N>". Registers of events with detail follow
- * their line. tests/e2e/lib.sh's normalise_dump depends on this layout.
+ * their line; a function with typed arguments (record -A/-R/--auto-args) shows them in its line
+ * instead, uftrace style: "f(1, "s") = 0;", or "f(1, "s") {" ... "} = 0; <f>".
+ * tests/e2e/lib.sh's normalise_dump depends on this layout.
  *
  * Filters: -D N prints N levels of calls (below the -F match, if any); --min-duration T hides
  * calls shorter than T with everything below them; -F GLOB prints only calls matching GLOB and
@@ -35,6 +37,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "atf.h"
+#include "atf_args.h"
 #include "cmd_common.h"
 #include "cmd_select.h"
 #include "commands.h"
@@ -185,7 +188,7 @@ static bool frame_take(struct thread_state *f, uint32_t depth, uint64_t *ts)
 	return true;
 }
 
-static void print_detail(const struct atf_thread *t, const struct atf_index_event *ev)
+static void print_detail(const struct atf_session *s, const struct atf_thread *t, const struct atf_index_event *ev)
 {
 	static const char *const x86_args[] = { "rdi", "rsi", "rdx", "rcx", "r8", "r9", "arg7", "arg8" };
 	struct atf_detail_event d;
@@ -193,7 +196,7 @@ static void print_detail(const struct atf_thread *t, const struct atf_index_even
 	unsigned nargs;
 
 	if (ev->detail_seq == ATF_NO_DETAIL || !t->has_detail || atf_detail_get(&t->detail, ev->detail_seq, &d) ||
-	    !d.has_payload)
+	    !d.has_payload || atf_args_find(s->args, ev->function_id))   /* typed: on the call's line */
 		return;
 	if (ev->event_kind != ATF_KIND_CALL) {
 		printf("    ret: %s=0x%llx\n", arm64 ? "x0" : "rax", (ull)d.payload.gp[0]);
@@ -318,6 +321,60 @@ static const char *short_name(const char *name, char *buf, size_t len)
 	return buf;
 }
 
+/*
+ * typed_text - the typed arguments (a CALL) or return value (a RETURN) of @ev, from its detail
+ * record and the session's -A/-R/--auto-args specs; false when it has none.
+ */
+static bool typed_text(const struct atf_session *s, const struct atf_thread *t, const struct atf_index_event *ev,
+		       char *buf, size_t len)
+{
+	struct atf_detail_event d;
+
+	buf[0] = '\0';
+	if (!s->args || ev->detail_seq == ATF_NO_DETAIL || !t->has_detail ||
+	    atf_detail_get(&t->detail, ev->detail_seq, &d))
+		return false;
+	return atf_args_detail_text(s->args, &d, ev->event_kind, t->index.hdr.arch == ATF_ARCH_ARM64, buf, len) == 1;
+}
+
+/*
+ * print_typed - a call line of a function with typed arguments, uftrace style: "f(1, "s") {",
+ * or for a call folded with its return @end, "f(1, "s") = 0;". Returns false (nothing printed)
+ * when the function has no spec. A call's arguments that were not recorded print as "?".
+ */
+static bool print_typed(const struct dumper *D, const struct atf_thread *t, const struct atf_index_event *ev,
+			const uint64_t *dur, uint32_t level, const char *name, const struct atf_index_event *end)
+{
+	const struct atf_arg_spec *spec = atf_args_find(D->s->args, ev->function_id);
+	char args[2048], ret[1024], line[4096 + 512], shortbuf[512];
+
+	if (!spec)
+		return false;
+	/* no detail record: its arguments were not recorded ("?"), or none were asked for (-R) */
+	if (!typed_text(D->s, t, ev, args, sizeof(args)))
+		snprintf(args, sizeof(args), "%s", atf_args_has_args(spec) ? "?" : "");
+	if (end && typed_text(D->s, t, end, ret, sizeof(ret)))
+		snprintf(line, sizeof(line), "%s(%s) = %s;", short_name(name, shortbuf, sizeof(shortbuf)), args, ret);
+	else
+		snprintf(line, sizeof(line), "%s(%s)%s", short_name(name, shortbuf, sizeof(shortbuf)), args,
+			 end ? ";" : " {");
+	print_line(D, t, ev->timestamp_ns, dur, level, "%s", line, "");
+	return true;
+}
+
+/* The closing line of a typed call with a return value: "} = 0; /\* f *\/". */
+static bool print_typed_return(const struct dumper *D, const struct atf_thread *t, const struct atf_index_event *ev,
+			       const uint64_t *dur, uint32_t level, const char *name, const char *how)
+{
+	char ret[1024], line[2048], shortbuf[512];
+
+	if (!typed_text(D->s, t, ev, ret, sizeof(ret)))
+		return false;
+	snprintf(line, sizeof(line), "} = %s; /* %s */%s", ret, short_name(name, shortbuf, sizeof(shortbuf)), how);
+	print_line(D, t, ev->timestamp_ns, dur, level, "%s", line, "");
+	return true;
+}
+
 static void print_event(struct dumper *D, uint32_t thread, uint64_t seq, const struct atf_index_event *ev)
 {
 	const struct atf_thread *t = &D->s->threads[thread];
@@ -337,24 +394,27 @@ static void print_event(struct dumper *D, uint32_t thread, uint64_t seq, const s
 		if (leaf_return(t, seq, ev, D->to_ns, &end)) {
 			dur = end.timestamp_ns - ev->timestamp_ns;
 			snprintf(body, sizeof(body), "%%s%s;", args);
-			print_line(D, t, ev->timestamp_ns, &dur, level, body, name, "");
-			print_detail(t, ev);
-			print_detail(t, &end);
+			if (!print_typed(D, t, ev, &dur, level, name, &end))
+				print_line(D, t, ev->timestamp_ns, &dur, level, body, name, "");
+			print_detail(D->s, t, ev);
+			print_detail(D->s, t, &end);
 			f->folded_seq = seq + 1;
 			return;
 		}
 		snprintf(body, sizeof(body), "%%s%s {", args);
-		print_line(D, t, ev->timestamp_ns, NULL, level, body, name, "");
+		if (!print_typed(D, t, ev, NULL, level, name, NULL))
+			print_line(D, t, ev->timestamp_ns, NULL, level, body, name, "");
 		frame_set(f, ev->call_depth, ev->timestamp_ns);
 	} else {
 		const char *how = ev->event_kind == ATF_KIND_EXCEPTION ? " (unwound)" : "";
 		bool known = frame_take(f, ev->call_depth, &call_ts);
 
 		dur = known ? ev->timestamp_ns - call_ts : 0;
-		print_line(D, t, ev->timestamp_ns, known ? &dur : NULL, level, "} /* %s */",
-			   short_name(name, shortbuf, sizeof(shortbuf)), how);
+		if (!print_typed_return(D, t, ev, known ? &dur : NULL, level, name, how))
+			print_line(D, t, ev->timestamp_ns, known ? &dur : NULL, level, "} /* %s */",
+				   short_name(name, shortbuf, sizeof(shortbuf)), how);
 	}
-	print_detail(t, ev);
+	print_detail(D->s, t, ev);
 }
 
 static int dump_stream(struct dumper *D, const struct cmd_selection *sel, int64_t thread)

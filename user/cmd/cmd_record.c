@@ -34,6 +34,7 @@
 #include "record_modules.h"
 #include "record_system.h"
 #include "recorder.h"
+#include "recorder_args.h"
 #include "recorder_detail.h"
 #include "timefmt.h"
 #include "trampoline.h"
@@ -58,6 +59,7 @@ struct record_args {
 	char **cmd;
 	int ncmd;
 	struct detail_args detail;  /* --detail* and --stack-bytes (user/record/recorder_detail.c) */
+	struct args_opts args;      /* -A, -R, --auto-args (user/record/recorder_args.c) */
 	struct rs_target sys;       /* -a, --comm, --pid-filter, --cgroup, --container (record_system.c) */
 };
 
@@ -227,6 +229,7 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 	case ARGP_KEY_INIT:
 		state->child_inputs[0] = &a->detail;
 		state->child_inputs[1] = &a->sys;
+		state->child_inputs[2] = &a->args;
 		break;
 	case ARGP_KEY_END:
 		if (a->attach_cmd && a->cmd)
@@ -622,6 +625,13 @@ static int record_main(struct record_args *a)
 	if (detail_resolve(&a->detail, &mods) < 0)
 		goto cleanup;
 	detail_probe_opts(&a->detail, &po);
+	if (args_resolve(&a->args, &mods, a->verbose) < 0)
+		goto cleanup;
+	args_probe_opts(&a->args, &po);
+	/* typed arguments need registers and strings, not stack: none unless detail is asked for */
+	if (po.args_wanted && !a->detail.always && !a->detail.non_globs && a->detail.after_s < 0 &&
+	    !a->detail.stack_bytes_given)
+		po.stack_bytes = 0;
 	po.wakeup_bytes = (uint32_t)(po.ring_size / 4);
 	po.system_wide = a->sys.all && !a->sys.npid_filter;     /* --pid-filter: the tgid filter */
 	/* system-wide, every child is traced anyway, and found by its first event */
@@ -658,6 +668,10 @@ static int record_main(struct record_args *a)
 	if (!err && !a->sys.all)      /* -a: processes are added by their first event */
 		err = recorder__add_process(rec, target, a->cmd, a->cmd ? (size_t)a->ncmd : 0,
 					    a->cmd != NULL);
+	if (err >= 0)
+		err = args_save(&a->args, session_dir);        /* how dump prints -A/-R values */
+	if (err >= 0)
+		err = args_live(&a->args, &mods, probes, session_dir);
 	if (err < 0) {
 		fprintf(stderr, "atftrace record: cannot start the recorder in %s: %s\n", session_dir,
 			strerror(-err));
@@ -780,6 +794,7 @@ static int run(int argc, char **argv, bool attach_cmd)
 	const struct argp_child children[] = {
 		{ &detail_argp, 0, "Registers and stack (detail):", 0 },
 		{ &system_argp, 0, "System-wide sessions and containers:", 0 },
+		{ &args_argp, 0, "Typed arguments and return values:", 0 },
 		{ 0 }
 	};
 	struct argp argp = {
@@ -806,6 +821,7 @@ static int run(int argc, char **argv, bool attach_cmd)
 	rm_spec_free(&a.spec);
 	sym_debug_dirs_free();
 	detail_args_free(&a.detail);
+	args_opts_free(&a.args);
 	rs_target_free(&a.sys);
 	return ret;
 }

@@ -21,6 +21,7 @@
 #include <sys/stat.h>
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
+#include "args.h"
 #include "atftrace.h"
 #include "atftrace.skel.h"
 #include "probes.h"
@@ -167,6 +168,19 @@ static int configure(struct probes *p, const struct probe_opts *opts)
 				       opts->ndetail_triggers ? (uint32_t)opts->ndetail_triggers : 1);
 	if (err)
 		return err;
+	if (opts->args_wanted && (opts->string_bytes < 1 || opts->string_bytes > ARGS_MAX_STR_BYTES)) {
+		fprintf(stderr, "atftrace: string bytes %u: from 1 to %u\n", opts->string_bytes,
+			ARGS_MAX_STR_BYTES);
+		return -EINVAL;
+	}
+	s->rodata->args_on = opts->args_wanted;
+	if (opts->args_wanted)
+		s->rodata->string_bytes = opts->string_bytes;
+	/* room for the functions of modules found later too; entries are allocated as they come */
+	err = bpf_map__set_max_entries(s->maps.arg_specs, opts->args_wanted ?
+				       (uint32_t)opts->narg_fns + ARGS_LIVE_FUNCTIONS : 1);
+	if (err)
+		return err;
 	err = bpf_map__set_max_entries(s->maps.rb, (uint32_t)ring);
 	if (err)
 		return err;
@@ -281,6 +295,21 @@ static int fill_detail_triggers(struct probes *p, const struct probe_opts *opts)
 	return 0;
 }
 
+/* The -A/-R/--auto-args functions, into the map both probes look them up in. */
+static int fill_arg_specs(struct probes *p, const struct probe_opts *opts)
+{
+	for (size_t i = 0; i < opts->narg_fns; i++) {
+		if (bpf_map__update_elem(p->skel->maps.arg_specs, &opts->arg_fn_ids[i], sizeof(uint64_t),
+					 &opts->arg_fn_specs[i], sizeof(opts->arg_fn_specs[i]), BPF_ANY)) {
+			int err = -errno;
+
+			fprintf(stderr, "atftrace: cannot set the argument specs: %s\n", strerror(-err));
+			return err;
+		}
+	}
+	return 0;
+}
+
 int probes__open(struct probes **out, const struct probe_opts *opts)
 {
 	struct probes *p;
@@ -311,6 +340,8 @@ int probes__open(struct probes **out, const struct probe_opts *opts)
 		goto cleanup;
 	}
 	err = fill_detail_triggers(p, opts);
+	if (!err)
+		err = fill_arg_specs(p, opts);
 	if (err)
 		goto cleanup;
 	/* Process lifecycle tracepoints: fork (follow_fork), thread exit, exec. */
@@ -879,6 +910,13 @@ void probes__detail_set(struct probes *p, bool on)
 {
 	/* .bss is mmap'ed: the probes read the switch on their next hit */
 	__atomic_store_n(&p->skel->bss->detail_switch, on, __ATOMIC_RELAXED);
+}
+
+int probes__arg_spec_set(struct probes *p, uint64_t id, const struct arg_fn_spec *s)
+{
+	if (bpf_map__update_elem(p->skel->maps.arg_specs, &id, sizeof(id), s, sizeof(*s), BPF_ANY))
+		return -errno;
+	return 0;
 }
 
 bool probes__detail_get(const struct probes *p)

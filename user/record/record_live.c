@@ -150,6 +150,8 @@ static bool attach_live(struct rm_modules *mods, const char *path, const char *c
 	if (n != 0 || mods->n == before)
 		return false;
 	m = mods->m[mods->n - 1];
+	if (mods->on_module)
+		mods->on_module(mods->on_module_ctx, m);
 	n = attach_probes(mods, m, pid);
 	if (n < 0) {
 		fprintf(stderr, "atftrace record: %s: cannot attach probes: %s\n", path, strerror(-n));

@@ -117,6 +117,7 @@ static error_t detail_parse(int key, char *arg, struct argp_state *state)
 			return EINVAL;
 		}
 		d->stack_bytes = (uint32_t)v;
+		d->stack_bytes_given = true;
 		return 0;
 	case ARGP_KEY_END:
 		if ((d->on_count || d->on_ns) && !d->non_globs) {

@@ -220,4 +220,14 @@ void rec_session_on_info(struct recorder *r, const void *data, size_t size);
  */
 void rec_session_process_exec(struct recorder *r, struct rec_process *p);
 
+/**
+ * rec_args_extension - the string block a probe left in the ring record @rec of @room bytes
+ * (@rd->args_off, bpf/args.h), as the detail record's extension after the stack
+ * (include/atf_args.h) at @out: its length, 0 when there is none, -1 when it does not fit the
+ * ring record. A string the probe could not read is read from process @pid's memory when it lies
+ * in a mapping nobody can write (user/record/recorder_strings.c).
+ */
+struct rec_detail;
+int rec_args_extension(const uint8_t *rec, size_t room, const struct rec_detail *rd, pid_t pid, uint8_t *out);
+
 #endif

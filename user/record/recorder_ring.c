@@ -8,6 +8,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "args.h"
+#include "atf_args.h"
 #include "atftrace.h"
 #include "proc.h"
 #include "recorder_int.h"
@@ -20,7 +22,9 @@ static void on_event(struct recorder *r, const void *data, size_t size, bool wit
 	struct rec_process *p;
 	struct atf_index_event ev;
 	struct atf_detail_in din, *dp = NULL;
-	uint8_t payload[ATF_DETAIL_PAYLOAD_SIZE + ATF_DETAIL_MAX_STACK];
+	uint8_t payload[ATF_DETAIL_PAYLOAD_SIZE + ATF_DETAIL_MAX_STACK + ATF_ARGS_STR_HDR +
+			ARGS_MAX_STR * (ATF_ARGS_STR_ENTRY_HDR + ARGS_MAX_STR_BYTES)];
+	int ext;
 	int64_t seq;
 
 	if (size < sizeof(re)) {
@@ -77,11 +81,17 @@ static void on_event(struct recorder *r, const void *data, size_t size, bool wit
 		atf_detail_payload_encode(payload, &pl);
 		memcpy(payload + ATF_DETAIL_PAYLOAD_SIZE, (const uint8_t *)data + sizeof(re) + sizeof(rd),
 		       rd.stack_size);
+		ext = rec_args_extension(data, size, &rd, (pid_t)re.pid,
+				     payload + ATF_DETAIL_PAYLOAD_SIZE + rd.stack_size);
+		if (ext < 0) {
+			r->st.bad_records++;
+			return;
+		}
 		din = (struct atf_detail_in){
 			.event_type = re.kind == ATF_KIND_CALL ? ATF_DETAIL_CALL : ATF_DETAIL_RETURN,
 			.flags = (uint16_t)re.flags,
 			.payload = payload,
-			.payload_len = ATF_DETAIL_PAYLOAD_SIZE + rd.stack_size,
+			.payload_len = ATF_DETAIL_PAYLOAD_SIZE + rd.stack_size + (uint32_t)ext,
 		};
 		dp = &din;
 	}
