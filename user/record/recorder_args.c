@@ -339,7 +339,7 @@ int args_save(const struct args_opts *o, const char *session_dir)
 		return -ENOMEM;
 	}
 	snprintf(path, sizeof(path), "%s/args.txt", session_dir);
-	err = atf_file_replace(path, text, len);        /* with the session's --mode */
+	err = atf_file_replace(path, text, len, 0);     /* with the session's --mode */
 	free(text);
 	return err;
 }
