@@ -30,6 +30,9 @@ struct recorder_opts {
 	 * (user/record/recorder_session.c); an exec does not end a process's recording.
 	 */
 	bool system_wide;
+	/* record-time filters (record_filter.h): the options as given, NULL when none; -t's threshold */
+	const char *record_filter;
+	uint64_t filter_min_ns;
 };
 
 struct recorder_stats {

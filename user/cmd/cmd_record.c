@@ -30,6 +30,7 @@
 #include "container.h"
 #include "probes.h"
 #include "proc.h"
+#include "record_filter.h"
 #include "record_modules.h"
 #include "record_system.h"
 #include "recorder.h"
@@ -58,6 +59,7 @@ struct record_args {
 	int ncmd;
 	struct detail_args detail;  /* --detail* and --stack-bytes (user/record/recorder_detail.c) */
 	struct rs_target sys;       /* -a, --comm, --pid-filter, --cgroup, --container (record_system.c) */
+	struct filter_args filter;  /* -D, -t, -F, -N, -T, --trace (user/record/record_filter.c) */
 };
 
 enum { OPT_FOLLOW_FORK = 1000, OPT_DURATION, OPT_RING_SIZE, OPT_READY_FILE, OPT_DEBUG_DIR, OPT_FORCE,
@@ -218,6 +220,7 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 	case ARGP_KEY_INIT:
 		state->child_inputs[0] = &a->detail;
 		state->child_inputs[1] = &a->sys;
+		state->child_inputs[2] = &a->filter;
 		break;
 	case ARGP_KEY_END:
 		if (a->attach_cmd && a->cmd)
@@ -617,9 +620,10 @@ static int record_main(struct record_args *a)
 		tramp_skip_rewritten(a->pid, mods.m, mods.n, a->verbose);
 	else if (a->sys.all)
 		tramp_skip_rewritten_everywhere(mods.m, mods.n, a->verbose);
-	if (detail_resolve(&a->detail, &mods) < 0)
+	if (filter_resolve(&a->filter, &mods, &a->detail) < 0 || detail_resolve(&a->detail, &mods) < 0)
 		goto cleanup;
 	detail_probe_opts(&a->detail, &po);
+	filter_probe_opts(&a->filter, &po);
 	po.wakeup_bytes = (uint32_t)(po.ring_size / 4);
 	po.system_wide = a->sys.all && !a->sys.npid_filter;     /* --pid-filter: the tgid filter */
 	/* system-wide, every child is traced anyway, and found by its first event */
@@ -648,7 +652,9 @@ static int record_main(struct record_args *a)
 	if (!session_dir)
 		goto cleanup;
 	struct recorder_opts ro = { .session_dir = session_dir, .probes = probes, .wake_fd = sigfd,
-				    .verbose = a->verbose, .system_wide = a->sys.all };
+				    .verbose = a->verbose, .system_wide = a->sys.all,
+				    .record_filter = filter_active(&a->filter) ? a->filter.spec : NULL,
+				    .filter_min_ns = a->filter.min_ns };
 	err = recorder__new(&rec, &ro);
 	for (size_t i = 0; !err && i < mods.n; i++)
 		err = recorder__add_module(rec, mods.m[i]);
@@ -761,6 +767,7 @@ static int run(int argc, char **argv, bool attach_cmd)
 	const struct argp_child children[] = {
 		{ &detail_argp, 0, "Registers and stack (detail):", 0 },
 		{ &system_argp, 0, "System-wide sessions and containers:", 0 },
+		{ &filter_argp, 0, "Record-time filters (uftrace's record options):", 0 },
 		{ 0 }
 	};
 	struct argp argp = {
@@ -788,6 +795,7 @@ static int run(int argc, char **argv, bool attach_cmd)
 	sym_debug_dirs_free();
 	detail_args_free(&a.detail);
 	rs_target_free(&a.sys);
+	filter_args_free(&a.filter);
 	return ret;
 }
 
