@@ -59,10 +59,17 @@ assert_contains "$T/t1.info" "^filtered: +2 calls under 1.000 ms not recorded$" 
 # report counts exactly what was kept
 "$ATF" report "$T/t1" --csv | tail -n +2 | tr -d '"' | awk -F, '{ print $1, $2 }' | sort >"$T/t1.report"
 assert_eq "inner 6,main 1,nap 8,outer 2,run 1" "$(paste -sd, "$T/t1.report")" "-t 1ms: report calls"
-# -t 3ms: inner and its naps (2 ms) are left out; outer's naps (4 ms) and their callers kept
+# -t 3ms: outer's naps (4 ms) and their callers are kept; inner's naps sleep 2 ms, which a busy
+# host may stretch past 3 ms, so for them the rule is checked, not a fixed answer: every kept
+# call lasted 3 ms or more, and kept + left out = the 20 calls nest_sleep makes
 rec t3 nest_sleep -- -t 3ms
-assert_eq "0:main 1:run 2:outer 3:nap 2:outer 3:nap" "$(shape t3)" "-t 3ms: calls"
-assert_eq "0 14 0 0" "$(filtered t3)" "-t 3ms: filtered"
+"$ATF" report "$T/t3" --csv | tail -n +2 | tr -d '"' | awk -F, '{ print $1, $2, $6 }' | sort >"$T/t3.report"
+assert_eq "main 1,outer 2,run 1" "$(awk '$1 != "inner" && $1 != "nap" { print $1, $2 }' "$T/t3.report" | paste -sd,)" "-t 3ms: callers of the 4 ms naps"
+[ "$(awk '$1 == "nap" { print $2 }' "$T/t3.report")" -ge 2 ] || fail "-t 3ms: outer's 4 ms naps were left out"
+awk '$3 < 3000000 { print; bad = 1 } END { exit bad }' "$T/t3.report" || fail "-t 3ms: a kept call lasted less than 3 ms"
+kept=$(awk '{ n += $2 } END { print n }' "$T/t3.report")
+assert_eq 20 "$((kept + $(jq .filtered_time "$T/t3"/pid_*/manifest.json)))" "-t 3ms: kept + filtered"
+assert_eq "0 0 0" "$(jq -r '[.filtered_depth, .filtered_function, .filtered_trace_off] | map(tostring) | join(" ")' "$T/t3"/pid_*/manifest.json)" "-t 3ms: no other reason"
 
 # -F inner: only inner's subtrees, at depth 0 and 1
 rec f nest_sleep -- -F inner
@@ -96,6 +103,27 @@ rec to nest_sleep -- --trace=off -T 'outer@trace_on'
 outer="0:outer $(rep 3 "1:inner 2:nap") 1:leaf 1:nap"
 assert_eq "$outer $outer" "$(shape to)" "--trace=off: calls"
 assert_eq "0 0 0 2" "$(filtered to)" "--trace=off: filtered"
+
+# the detail lane stays linked: --detail=always with -D 2 gives every kept event its detail;
+# with -t the CALLs are written at the return, without registers, the RETURNs with them
+rec dd call_chain 5 -- -D 2 --detail=always
+assert_eq "12 12" "$(jq -r '.threads[0] | "\(.index_events) \(.detail_events)"' "$T/dd"/pid_*/manifest.json)" "-D 2 --detail=always: events, detail"
+rec td1 nest_sleep -- -t 1ms --detail=always
+assert_eq "36 18" "$(jq -r '.threads[0] | "\(.index_events) \(.detail_events)"' "$T/td1"/pid_*/manifest.json)" "-t 1ms --detail=always: events, detail"
+assert_eq "$(shape t1)" "$(shape td1)" "-t 1ms --detail=always: calls as without detail"
+
+# the same calls whatever the link kind: the return run of a call not pushed is skipped on a
+# session link, and meets a frame it does not match on the others
+for kind in multi perf; do
+	for c in "d2 call_chain 5 -- -D 2" "t1 nest_sleep -- -t 1ms" "fn nest_sleep -- -F outer -N inner -N leaf" \
+		 "tt nest_sleep -- -T inner@trace_off -T leaf@trace_on"; do
+		read -r name rest <<<"$c"
+		# shellcheck disable=SC2086
+		ATFTRACE_LINK=$kind rec "$kind-$name" $rest
+		assert_eq "$(shape "$name")" "$(shape "$kind-$name")" "$kind links: $rest"
+		assert_eq "$(filtered "$name")" "$(filtered "$kind-$name")" "$kind links, filtered: $rest"
+	done
+done
 
 # bad spellings: one line saying what is wrong (argp may add its "Try --help" hint), non-zero,
 # nothing recorded.  bad PATTERN OPTIONS...
