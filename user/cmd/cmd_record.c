@@ -724,6 +724,10 @@ static int record_main(struct record_args *a)
 	if (!reason || err < 0)
 		goto cleanup;
 	print_summary(rec, session_dir, reason, mono_s() - t0);
+	if (probes__filtered_unattributed(probes))
+		fprintf(stderr, "atftrace record: %llu calls left out by the record-time filters are in no "
+			"thread's count (too many threads)\n",
+			(unsigned long long)probes__filtered_unattributed(probes));
 	{
 		struct recorder_stats st;
 
