@@ -27,7 +27,8 @@
  * pending call's subtree was written before that, so each thread's events stay in time order.
  * A CALL written late that does not fit the ring is counted lost with its RETURN (as at entry),
  * and the recorded depths above it close up. A pending call closed by unwinding (exception,
- * longjmp) is kept, with its EXCEPTION, only when its ancestors were written already.
+ * longjmp) is decided like a return, by its time until the unwinding was seen; its pending
+ * callers are written from inside close_dead_frames' loop (a bpf_loop within a bpf_loop).
  *
  * Counting. Every call not recorded is counted once, per thread and reason, in thread_filtered
  * (struct thread_filtered in atftrace.h), which the recorder takes at the thread's end into the
@@ -301,7 +302,7 @@ static __always_inline void filter_end(struct pt_regs *ctx, struct task_state *s
 		return;
 	ff = fframe_at(fs, i);
 	if (ff->state == FRAME_PENDING) {
-		if (ts - ff->ts < filter_min_ns || (!ctx && fs->flushed < i)) {
+		if (ts - ff->ts < filter_min_ns) {
 			count_filtered(pid_tgid, FILTERED_TIME);
 			goto out;
 		}

@@ -104,6 +104,17 @@ outer="0:outer $(rep 3 "1:inner 2:nap") 1:leaf 1:nap"
 assert_eq "$outer $outer" "$(shape to)" "--trace=off: calls"
 assert_eq "0 0 0 2" "$(filtered to)" "--trace=off: filtered"
 
+# unwinding: frames a longjmp left are decided like returns (-t), closed if kept (-D): with
+# -t 1ns every call is kept, exactly as without a filter; -D 2 keeps jump_a, closed as unwound
+rec lj0 longjmp 3 -- -f main -f 'jump_*' -f after_jump
+rec ljt longjmp 3 -- -f main -f 'jump_*' -f after_jump -t 1ns
+assert_eq "0:main $(rep 3 "1:jump_a 2:jump_b 3:jump_c 1:after_jump")" "$(shape lj0)" "longjmp: calls"
+assert_eq "$(shape lj0)" "$(shape ljt)" "longjmp -t 1ns: calls"
+assert_eq "$("$ATF" dump "$T/lj0" | grep -c unwound)" "$("$ATF" dump "$T/ljt" | grep -c unwound)" "longjmp -t 1ns: unwound frames"
+rec ljd longjmp 3 -- -f main -f 'jump_*' -f after_jump -D 2
+assert_eq "0:main $(rep 3 "1:jump_a 1:after_jump")" "$(shape ljd)" "longjmp -D 2: calls"
+assert_eq 3 "$("$ATF" dump "$T/ljd" | grep -c 'jump_a \*/ (unwound)')" "longjmp -D 2: jump_a closed as unwound"
+
 # the detail lane stays linked: --detail=always with -D 2 gives every kept event its detail;
 # with -t the CALLs are written at the return, without registers, the RETURNs with them
 rec dd call_chain 5 -- -D 2 --detail=always
