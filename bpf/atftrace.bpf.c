@@ -197,6 +197,9 @@ static __always_inline struct shadow_frame *frame_at(struct task_state *st, __u6
 	return &st->frames[i & (SHADOW_MAX - 1)];
 }
 
+/* Record-time filters (record -D, -t, -F, -N, -T): filter_entry(), filter_end(). */
+#include "callfilter.bpf.h"
+
 /* What close_dead_frames hands to the loop body. */
 struct pop_ctx {
 	struct task_state *st;
@@ -238,7 +241,10 @@ static int close_one_dead_frame(__u32 i, void *data)
 
 	if (!frame_dead(f, c->sp, c->inclusive))
 		return 1;
-	emit_event(KIND_EXCEPTION, f->function_id, d - 1, c->pid_tgid, c->ts);
+	if (call_filter_on)
+		filter_end(NULL, st, d - 1, KIND_EXCEPTION, f->function_id, c->pid_tgid, c->ts);
+	else
+		emit_event(KIND_EXCEPTION, f->function_id, d - 1, c->pid_tgid, c->ts);
 	st->depth = d - 1;
 	return 0;
 }
@@ -334,6 +340,8 @@ static __always_inline int on_entry(struct pt_regs *ctx)
 
 	__u32 depth = st->depth;
 
+	if (call_filter_on)
+		return filter_entry(ctx, st, depth, function_id, sp, pid_tgid, ts);
 	if (!emit_traced(ctx, KIND_CALL, function_id, depth, pid_tgid, ts))
 		return 1;
 	if (depth < SHADOW_MAX) {
@@ -364,7 +372,7 @@ static __always_inline void on_return(struct pt_regs *ctx)
 
 	if (d == 0)
 		return;
-	if (d > SHADOW_MAX) {   /* not remembered: trust the cookie and the count */
+	if (d > SHADOW_MAX && !call_filter_on) {   /* not remembered: trust the cookie and the count */
 		emit_traced(ctx, KIND_RETURN, bpf_get_attach_cookie(ctx), d - 1, pid_tgid, ts);
 		st->depth = d - 1;
 		return;
@@ -373,7 +381,10 @@ static __always_inline void on_return(struct pt_regs *ctx)
 
 	if (f->entry_sp != entry_sp)    /* its CALL was not recorded (lost): no RETURN either */
 		return;
-	emit_traced(ctx, KIND_RETURN, f->function_id, d - 1, pid_tgid, ts);
+	if (call_filter_on)
+		filter_end(ctx, st, d - 1, KIND_RETURN, f->function_id, pid_tgid, ts);
+	else
+		emit_traced(ctx, KIND_RETURN, f->function_id, d - 1, pid_tgid, ts);
 	st->depth = d - 1;
 }
 

@@ -79,6 +79,35 @@ struct thread_loss {
 	__u64 returns;          /* RETURN/EXCEPTION events not written although their CALL was */
 };
 
+/*
+ * Record-time call filters (bpf/callfilter.bpf.h). Calls of one thread that were not recorded,
+ * by reason, in the thread_filtered map under the thread's id; read and deleted by the recorder
+ * when it ends the thread. Not losses: nothing of a filtered call is in the files, on purpose.
+ */
+#define FILTERED_DEPTH          0       /* -D, or a depth= trigger */
+#define FILTERED_TIME           1       /* -t: shorter than the threshold, nothing below kept */
+#define FILTERED_FUNCTION       2       /* -F (outside every -F subtree) or -N (inside one) */
+#define FILTERED_TRACE_OFF      3       /* made while the trace_on/trace_off switch was off */
+#define FILTERED_REASONS        4
+
+struct thread_filtered {
+	__u32 pid;              /* tgid */
+	__u32 _pad;
+	__u64 calls[FILTERED_REASONS];
+};
+
+/* filter_fns values: what a -F/-N/-T function does at its call. */
+#define FILTER_FN_FOCUS         0x1u    /* -F, or -T FUNC@filter */
+#define FILTER_FN_NOTRACE       0x2u    /* -N, or -T FUNC@notrace */
+#define FILTER_FN_DEPTH         0x4u    /* -T FUNC@depth=N */
+#define FILTER_FN_TRACE_ON      0x8u    /* -T FUNC@trace_on */
+#define FILTER_FN_TRACE_OFF     0x10u   /* -T FUNC@trace_off */
+
+struct filter_fn {
+	__u32 flags;            /* FILTER_FN_* */
+	__u32 depth;            /* FILTER_FN_DEPTH: levels kept from this function on */
+};
+
 /* Processes with entry trampolines that the registration guard stops (bpf/reg_guard.bpf.h). */
 #define GUARD_MAX_PIDS 64
 /* Processes held at once (bpf/holds.bpf.h); a power of two. */

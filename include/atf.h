@@ -222,6 +222,13 @@ struct atf_symbol {
 	size_t naliases;
 };
 
+/* Why a call was not recorded by a record-time filter (= FILTERED_* in bpf/atftrace.h). */
+enum { ATF_FILTERED_DEPTH, ATF_FILTERED_TIME, ATF_FILTERED_FUNCTION, ATF_FILTERED_TRACE_OFF,
+       ATF_FILTERED_REASONS };
+
+/** atf_filtered_key - the manifest key of a filtered-calls reason: "filtered_depth", ... */
+const char *atf_filtered_key(unsigned reason);
+
 struct atf_thread_info {
 	uint32_t id;                /* thread_<id> directory; dense, in order of first appearance */
 	uint32_t tid;               /* OS thread id in the recorder's pid namespace (host: host tid) */
@@ -237,6 +244,11 @@ struct atf_thread_info {
 	 */
 	uint64_t lost_calls;
 	uint64_t lost_returns;
+	/*
+	 * Calls the record-time filters left out on purpose (record -D, -t, -F, -N, -T, --trace),
+	 * by reason (ATF_FILTERED_*): not losses, and nothing of them is in the files.
+	 */
+	uint64_t filtered[ATF_FILTERED_REASONS];
 };
 
 struct atf_manifest {
@@ -253,6 +265,11 @@ struct atf_manifest {
 	char *kernel, *host, *atftrace_version;
 	char *start_time;           /* ISO-8601 UTC wall clock */
 	char *end_reason;           /* "target exited", "signal", "duration", ... */
+	/* record-time filters: the options as given (NULL: none), -t's threshold, and the calls
+	 * of the whole process left out by reason (threads without files included) */
+	char *record_filter;
+	uint64_t filter_min_ns;
+	uint64_t filtered[ATF_FILTERED_REASONS];
 
 	struct atf_thread_info *threads; size_t nthreads;
 	struct atf_module *modules; size_t nmodules;

@@ -44,6 +44,15 @@ struct probe_opts {
 	const struct arg_fn_spec *arg_fn_specs;     /* bpf/args.h, one per id */
 	size_t narg_fns;
 	uint32_t string_bytes;      /* the string cap, 1..255 */
+	/* record-time call filters (bpf/callfilter.bpf.h): -D, -t, -F, -N, -T, --trace */
+	bool call_filter;           /* any of them */
+	uint32_t filter_max_depth;  /* -D: levels kept; 0: no limit */
+	uint64_t filter_min_ns;     /* -t: shortest call kept; 0: none */
+	bool filter_focus;          /* -F given: calls start outside every -F subtree */
+	bool filter_trace_off;      /* --trace=off: the trace_on/trace_off switch starts off */
+	const uint64_t *filter_fn_ids;          /* functions with a filter action ... */
+	const struct filter_fn *filter_fn_vals; /* ... and what they do (bpf/atftrace.h) */
+	size_t nfilter_fns;
 };
 
 enum probe_link_kind { PROBE_LINK_SESSION, PROBE_LINK_MULTI, PROBE_LINK_PERF };
@@ -151,6 +160,21 @@ int probes__thread_lost(struct probes *p, uint32_t tid, bool take, struct thread
 
 /** probes__lost_thread_next - the tid after @prev (NULL: the first) with loss counts; -ENOENT at the end. */
 int probes__lost_thread_next(struct probes *p, const uint32_t *prev, uint32_t *tid);
+
+struct thread_filtered;
+
+/**
+ * probes__thread_filtered - the calls of thread @tid the record-time filters did not record, by
+ * reason (bpf/atftrace.h); with @take they are removed. 1 if it has counts, 0 if not, or a
+ * negative errno.
+ */
+int probes__thread_filtered(struct probes *p, uint32_t tid, bool take, struct thread_filtered *out);
+
+/** probes__filtered_thread_next - the tid after @prev (NULL: the first) with filtered counts; -ENOENT at the end. */
+int probes__filtered_thread_next(struct probes *p, const uint32_t *prev, uint32_t *tid);
+
+/** probes__filtered_unattributed - filtered calls of threads the per-thread map had no room for. */
+uint64_t probes__filtered_unattributed(const struct probes *p);
 
 /** probes__link_kind - what probes__attach_module used. */
 enum probe_link_kind probes__link_kind(const struct probes *p);

@@ -28,6 +28,16 @@ void rm_spec_free(struct rm_spec *s);
  */
 int rm_split(const char *arg);
 
+struct rm_modules;
+
+/**
+ * rm_match_ids - append to *@ids the function ids of the traced functions "[MODULE:]GLOB" @spec
+ * names, in every module of @mods (MODULE, when given, is matched against the module's path or
+ * its base name; GLOB against the name or the demangled name). Returns how many matched, or
+ * -ENOMEM. Used by --detail-on and the record-time filters (-F, -N, -T).
+ */
+int rm_match_ids(const struct rm_modules *mods, const char *spec, uint64_t **ids, size_t *n);
+
 /* A -f MODULE:GLOB whose MODULE the target has not loaded yet (dlopen later, or a miss). */
 struct rm_pending {
 	char *name;

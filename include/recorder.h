@@ -36,6 +36,9 @@ struct recorder_opts {
 	 * of ours slows the recorder down (user/record/recorder_detach.c).
 	 */
 	bool probes_everywhere;
+	/* record-time filters (record_filter.h): the options as given, NULL when none; -t's threshold */
+	const char *record_filter;
+	uint64_t filter_min_ns;
 };
 
 struct recorder_stats {

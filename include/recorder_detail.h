@@ -37,6 +37,9 @@ struct detail_args {
 /* argp child: its input must point at a struct detail_args (defaults are set at ARGP_KEY_INIT). */
 extern const struct argp detail_argp;
 
+/** detail_add_on - one more --detail-on glob (-T FUNC@detail gives them too); 0 or -ENOMEM. */
+int detail_add_on(struct detail_args *d, const char *glob);
+
 /**
  * detail_resolve - find the traced functions each --detail-on glob names, in every module of
  * @mods (MODULE, when given, is matched against the module's path or its base name). A glob

@@ -171,6 +171,37 @@ static void test_round_trip_every_field(void **state)
 }
 
 /* The written text: reference key forms and order, ids as strings. */
+/* Record-time filter fields: written only for a session with filters, and read back. */
+static void test_round_trip_filters(void **state)
+{
+	struct atf_manifest *m = atf_manifest__new(), *b;
+	struct atf_thread_info *t;
+
+	(void)state;
+	t = atf_manifest__add_thread(m, 0, 4242, "main");
+	t->filtered[ATF_FILTERED_TIME] = 7;
+	b = save_and_load(m);     /* no filters: the keys are not written, the counts stay 0 */
+	assert_null(b->record_filter);
+	assert_int_equal(b->threads[0].filtered[ATF_FILTERED_TIME], 0);
+	atf_manifest__free(b);
+	m->record_filter = strdup("-t 10us -D 3");
+	m->filter_min_ns = 10000;
+	for (unsigned r = 0; r < ATF_FILTERED_REASONS; r++) {
+		m->filtered[r] = 100 + r;
+		t->filtered[r] = 10 + r;
+	}
+	b = save_and_load(m);
+	assert_string_equal(b->record_filter, "-t 10us -D 3");
+	assert_int_equal(b->filter_min_ns, 10000);
+	for (unsigned r = 0; r < ATF_FILTERED_REASONS; r++) {
+		assert_int_equal(b->filtered[r], 100 + r);
+		assert_int_equal(b->threads[0].filtered[r], 10 + r);
+	}
+	assert_string_equal(atf_filtered_key(ATF_FILTERED_TIME), "filtered_time");
+	atf_manifest__free(b);
+	atf_manifest__free(m);
+}
+
 static void test_schema_text(void **state)
 {
 	struct atf_manifest *m = atf_manifest__new();
@@ -380,6 +411,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_module_id),
 		cmocka_unit_test(test_round_trip_every_field),
+		cmocka_unit_test(test_round_trip_filters),
 		cmocka_unit_test(test_schema_text),
 		cmocka_unit_test(test_escaping_and_raw_bytes),
 		cmocka_unit_test(test_function_id_forms),

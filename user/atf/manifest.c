@@ -63,6 +63,7 @@ void atf_manifest__free(struct atf_manifest *m)
 	free(m->atftrace_version);
 	free(m->start_time);
 	free(m->end_reason);
+	free(m->record_filter);
 	for (size_t i = 0; i < m->nthreads; i++)
 		free(m->threads[i].name);
 	free(m->threads);
@@ -266,3 +267,12 @@ char *manifest_hex_decode(const char *h, bool *nomem)
 	return out;
 }
 
+
+const char *atf_filtered_key(unsigned reason)
+{
+	static const char *const keys[ATF_FILTERED_REASONS] = {
+		"filtered_depth", "filtered_time", "filtered_function", "filtered_trace_off",
+	};
+
+	return reason < ATF_FILTERED_REASONS ? keys[reason] : "filtered_other";
+}

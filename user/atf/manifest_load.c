@@ -164,6 +164,8 @@ static void load_threads(struct loader *L, json_t *root, struct atf_manifest *m)
 		get_uint(L, t, where, "detail_events", UINT64_MAX, &ti->detail_events);
 		get_uint(L, t, where, "lost_calls", UINT64_MAX, &ti->lost_calls);
 		get_uint(L, t, where, "lost_returns", UINT64_MAX, &ti->lost_returns);
+		for (unsigned r = 0; r < ATF_FILTERED_REASONS; r++)
+			get_uint(L, t, where, atf_filtered_key(r), UINT64_MAX, &ti->filtered[r]);
 		if (L->err)
 			return;
 	}
@@ -364,6 +366,10 @@ int atf_manifest__load(struct atf_manifest **out, const char *path, struct atf_d
 	get_str(&L, root, "", "atftrace_version", &m->atftrace_version);
 	get_str(&L, root, "", "start_time", &m->start_time);
 	get_str(&L, root, "", "end_reason", &m->end_reason);
+	get_str(&L, root, "", "record_filter", &m->record_filter);
+	get_uint(&L, root, "", "filter_min_ns", UINT64_MAX, &m->filter_min_ns);
+	for (unsigned r = 0; r < ATF_FILTERED_REASONS; r++)
+		get_uint(&L, root, "", atf_filtered_key(r), UINT64_MAX, &m->filtered[r]);
 	if (!L.err)
 		load_argv(&L, root, m);
 	if (!L.err)

@@ -59,7 +59,7 @@ static int set_str(json_t *obj, const char *key, const char *s)
 	return err;
 }
 
-static json_t *build_thread(const struct atf_thread_info *t)
+static json_t *build_thread(const struct atf_thread_info *t, bool filters)
 {
 	json_t *o = json_object();
 	int err;
@@ -75,6 +75,8 @@ static json_t *build_thread(const struct atf_thread_info *t)
 	err = err ?: set_u64(o, "detail_events", t->detail_events);
 	err = err ?: set_u64(o, "lost_calls", t->lost_calls);
 	err = err ?: set_u64(o, "lost_returns", t->lost_returns);
+	for (unsigned i = 0; filters && i < ATF_FILTERED_REASONS; i++)
+		err = err ?: set_u64(o, atf_filtered_key(i), t->filtered[i]);
 	if (err) {
 		json_decref(o);
 		return NULL;
@@ -194,7 +196,7 @@ static json_t *build_root(const struct atf_manifest *m)
 	int err = root && threads && modules && symbols ? 0 : -ENOMEM;
 
 	for (size_t i = 0; !err && i < m->nthreads; i++)
-		err = json_array_append_new(threads, build_thread(&m->threads[i])) ? -ENOMEM : 0;
+		err = json_array_append_new(threads, build_thread(&m->threads[i], m->record_filter != NULL)) ? -ENOMEM : 0;
 	for (size_t i = 0; !err && i < m->nmodules; i++)
 		err = json_array_append_new(modules, build_module(&m->modules[i])) ? -ENOMEM : 0;
 	for (size_t i = 0; !err && i < m->nsymbols; i++)
@@ -225,6 +227,12 @@ static json_t *build_root(const struct atf_manifest *m)
 	err = err ?: set_str(root, "atftrace_version", m->atftrace_version);
 	err = err ?: set_str(root, "start_time", m->start_time);
 	err = err ?: set_str(root, "end_reason", m->end_reason);
+	if (m->record_filter) {
+		err = err ?: set_str(root, "record_filter", m->record_filter);
+		err = err ?: set_u64(root, "filter_min_ns", m->filter_min_ns);
+		for (unsigned i = 0; i < ATF_FILTERED_REASONS; i++)
+			err = err ?: set_u64(root, atf_filtered_key(i), m->filtered[i]);
+	}
 	err = err ?: set_str(root, "format_version", m->format_version ? m->format_version : "2.1");
 	if (err) {
 		json_decref(root);

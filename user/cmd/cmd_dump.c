@@ -42,6 +42,7 @@
 #include "cmd_select.h"
 #include "commands.h"
 #include "textfmt.h"
+#include "record_filter.h"
 #include "timefmt.h"
 
 typedef unsigned long long ull;
@@ -90,8 +91,6 @@ static int push_glob(char ***v, size_t *n, char *glob)
 static error_t dump_parse(int key, char *arg, struct argp_state *state)
 {
 	struct dump_args *a = state->input;
-	char *end;
-	unsigned long v;
 	int err;
 
 	switch (key) {
@@ -101,12 +100,9 @@ static error_t dump_parse(int key, char *arg, struct argp_state *state)
 	case 'm':
 		a->merged = true;
 		return 0;
-	case 'D':
-		errno = 0;
-		v = strtoul(arg, &end, 10);
-		if (errno || *end || !*arg || *arg == '-' || !v || v > UINT32_MAX - 1)
+	case 'D':       /* the one -D syntax of record and dump */
+		if (filter_parse_depth(arg, &a->max_depth))
 			argp_error(state, "--depth %s: expected a positive number of levels", arg);
-		a->max_depth = (uint32_t)v;
 		return 0;
 	case OPT_MIN_DURATION:
 		if ((err = timefmt_parse(arg, TIMEFMT_NS, &a->min_duration_ns)))

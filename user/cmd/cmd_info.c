@@ -44,6 +44,39 @@ static void print_thread(const struct atf_thread *t)
 	printf("  recovered=%s\n", recovered ? "yes" : "no");
 }
 
+/* The record-time filters and what they left out, as sentences: "12 calls under 10.000 us not recorded". */
+static void print_filters(const struct atf_manifest *m)
+{
+	char t[TIMEFMT_LEN];
+	bool any = false;
+
+	if (!m->record_filter)
+		return;
+	printf("filters:    %s\n", m->record_filter);
+	if (m->filtered[ATF_FILTERED_TIME] || m->filter_min_ns) {
+		printf("filtered:   %llu calls under %s not recorded\n", (ull)m->filtered[ATF_FILTERED_TIME],
+		       timefmt_format(t, sizeof(t), m->filter_min_ns));
+		any = true;
+	}
+	if (m->filtered[ATF_FILTERED_DEPTH]) {
+		printf("filtered:   %llu calls below the depth limit not recorded\n",
+		       (ull)m->filtered[ATF_FILTERED_DEPTH]);
+		any = true;
+	}
+	if (m->filtered[ATF_FILTERED_FUNCTION]) {
+		printf("filtered:   %llu calls outside -F or inside -N not recorded\n",
+		       (ull)m->filtered[ATF_FILTERED_FUNCTION]);
+		any = true;
+	}
+	if (m->filtered[ATF_FILTERED_TRACE_OFF]) {
+		printf("filtered:   %llu calls made while tracing was off not recorded\n",
+		       (ull)m->filtered[ATF_FILTERED_TRACE_OFF]);
+		any = true;
+	}
+	if (!any)
+		printf("filtered:   no call left out\n");
+}
+
 static void print_session(struct atf_session *s)
 {
 	const struct atf_manifest *m = s->manifest;
@@ -74,6 +107,7 @@ static void print_session(struct atf_session *s)
 		printf("lost:       unknown (the recorder did not finish this session)\n");
 	else
 		printf("lost:       %llu events, %llu detail records\n", (ull)m->lost_events, (ull)m->lost_detail);
+	print_filters(m);
 	printf("modules:    %zu\n", m->nmodules);
 	printf("symbols:    %zu\n", m->nsymbols);
 	for (size_t i = 0; i < s->nthreads; i++) {

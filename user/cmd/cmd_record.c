@@ -31,6 +31,7 @@
 #include "probes.h"
 #include "proc.h"
 #include "ready_file.h"
+#include "record_filter.h"
 #include "record_modules.h"
 #include "record_system.h"
 #include "recorder.h"
@@ -61,6 +62,7 @@ struct record_args {
 	struct detail_args detail;  /* --detail* and --stack-bytes (user/record/recorder_detail.c) */
 	struct args_opts args;      /* -A, -R, --auto-args (user/record/recorder_args.c) */
 	struct rs_target sys;       /* -a, --comm, --pid-filter, --cgroup, --container (record_system.c) */
+	struct filter_args filter;  /* -D, -t, -F, -N, -T, --trace (user/record/record_filter.c) */
 };
 
 enum { OPT_FOLLOW_FORK = 1000, OPT_DURATION, OPT_RING_SIZE, OPT_READY_FILE, OPT_DEBUG_DIR, OPT_FORCE,
@@ -230,6 +232,7 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 		state->child_inputs[0] = &a->detail;
 		state->child_inputs[1] = &a->sys;
 		state->child_inputs[2] = &a->args;
+		state->child_inputs[3] = &a->filter;
 		break;
 	case ARGP_KEY_END:
 		if (a->attach_cmd && a->cmd)
@@ -622,7 +625,7 @@ static int record_main(struct record_args *a)
 		tramp_skip_rewritten(a->pid, mods.m, mods.n, a->verbose);
 	else if (a->sys.all)
 		tramp_skip_rewritten_everywhere(mods.m, mods.n, a->verbose);
-	if (detail_resolve(&a->detail, &mods) < 0)
+	if (filter_resolve(&a->filter, &mods, &a->detail) < 0 || detail_resolve(&a->detail, &mods) < 0)
 		goto cleanup;
 	detail_probe_opts(&a->detail, &po);
 	if (args_resolve(&a->args, &mods, a->verbose) < 0)
@@ -632,6 +635,7 @@ static int record_main(struct record_args *a)
 	if (po.args_wanted && !a->detail.always && !a->detail.non_globs && a->detail.after_s < 0 &&
 	    !a->detail.stack_bytes_given)
 		po.stack_bytes = 0;
+	filter_probe_opts(&a->filter, &po);
 	po.wakeup_bytes = (uint32_t)(po.ring_size / 4);
 	po.system_wide = a->sys.all && !a->sys.npid_filter;     /* --pid-filter: the tgid filter */
 	/* system-wide, every child is traced anyway, and found by its first event */
@@ -661,7 +665,9 @@ static int record_main(struct record_args *a)
 		goto cleanup;
 	struct recorder_opts ro = { .session_dir = session_dir, .probes = probes, .wake_fd = sigfd,
 				    .verbose = a->verbose, .system_wide = a->sys.all,
-				    .probes_everywhere = a->follow_fork || a->sys.all };
+				    .probes_everywhere = a->follow_fork || a->sys.all,
+				    .record_filter = filter_active(&a->filter) ? a->filter.spec : NULL,
+				    .filter_min_ns = a->filter.min_ns };
 	err = recorder__new(&rec, &ro);
 	for (size_t i = 0; !err && i < mods.n; i++)
 		err = recorder__add_module(rec, mods.m[i]);
@@ -746,6 +752,10 @@ static int record_main(struct record_args *a)
 	if (!reason || err < 0)
 		goto cleanup;
 	print_summary(rec, session_dir, reason, mono_s() - t0);
+	if (probes__filtered_unattributed(probes))
+		fprintf(stderr, "atftrace record: %llu calls left out by the record-time filters are in no "
+			"thread's count (too many threads)\n",
+			(unsigned long long)probes__filtered_unattributed(probes));
 	{
 		struct recorder_stats st;
 
@@ -795,6 +805,7 @@ static int run(int argc, char **argv, bool attach_cmd)
 		{ &detail_argp, 0, "Registers and stack (detail):", 0 },
 		{ &system_argp, 0, "System-wide sessions and containers:", 0 },
 		{ &args_argp, 0, "Typed arguments and return values:", 0 },
+		{ &filter_argp, 0, "Record-time filters (uftrace's record options):", 0 },
 		{ 0 }
 	};
 	struct argp argp = {
@@ -823,6 +834,7 @@ static int run(int argc, char **argv, bool attach_cmd)
 	detail_args_free(&a.detail);
 	args_opts_free(&a.args);
 	rs_target_free(&a.sys);
+	filter_args_free(&a.filter);
 	return ret;
 }
 

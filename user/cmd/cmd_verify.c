@@ -21,6 +21,7 @@ struct dir_totals {
 	size_t threads;
 	unsigned long long events, detail;
 	unsigned long long lost_calls, lost_returns;    /* the manifest's per-thread counts, summed */
+	unsigned long long filtered;    /* calls the record-time filters left out (process total) */
 };
 
 static int count_dir(const char *dir, struct dir_totals *n)
@@ -39,6 +40,8 @@ static int count_dir(const char *dir, struct dir_totals *n)
 			n->detail += s->threads[i].detail.count;
 	}
 	m = s->manifest;
+	for (unsigned r = 0; r < ATF_FILTERED_REASONS; r++)
+		n->filtered += m->filtered[r];
 	for (size_t i = 0; i < m->nthreads; i++) {
 		n->lost_calls += m->threads[i].lost_calls;
 		n->lost_returns += m->threads[i].lost_returns;
@@ -82,6 +85,9 @@ int cmd_verify(int argc, char **argv)
 			printf("; %llu events lost and counted (%llu calls with their returns, %llu returns "
 			       "whose calls stay open)", 2 * tot.lost_calls + tot.lost_returns, tot.lost_calls,
 			       tot.lost_returns);
+		/* not losses: left out on purpose, nothing of them in the files */
+		if (tot.filtered)
+			printf("; %llu calls left out by the record-time filters", tot.filtered);
 		printf("\n");
 	}
 	atf_session_resolve_free(dirs, n);

@@ -179,6 +179,17 @@ static int configure(struct probes *p, const struct probe_opts *opts)
 	/* room for the functions of modules found later too; entries are allocated as they come */
 	err = bpf_map__set_max_entries(s->maps.arg_specs, opts->args_wanted ?
 				       (uint32_t)opts->narg_fns + ARGS_LIVE_FUNCTIONS : 1);
+	s->rodata->call_filter_on = opts->call_filter;
+	s->rodata->filter_max_depth = opts->filter_max_depth;
+	s->rodata->filter_min_ns = opts->filter_min_ns;
+	s->rodata->filter_focus = opts->filter_focus;
+	s->rodata->filter_funcs = opts->nfilter_fns > 0;
+	for (size_t i = 0; i < opts->nfilter_fns; i++)
+		if (opts->filter_fn_vals[i].flags & FILTER_FN_DEPTH)
+			s->rodata->filter_depth_fns = true;
+	s->data->filter_tracing = !opts->filter_trace_off;
+	err = bpf_map__set_max_entries(s->maps.filter_fns,
+				       opts->nfilter_fns ? (uint32_t)opts->nfilter_fns : 1);
 	if (err)
 		return err;
 	err = bpf_map__set_max_entries(s->maps.rb, (uint32_t)ring);
@@ -295,15 +306,19 @@ static int fill_detail_triggers(struct probes *p, const struct probe_opts *opts)
 	return 0;
 }
 
-/* The -A/-R/--auto-args functions, into the map both probes look them up in. */
-static int fill_arg_specs(struct probes *p, const struct probe_opts *opts)
+/*
+ * fill_ids - @n values of @size bytes at @vals into @map, keyed by the function ids @ids: what the
+ * probes look up per function (argument specs, filter actions).
+ */
+static int fill_ids(struct bpf_map *map, const uint64_t *ids, const void *vals, size_t n, size_t size,
+		    const char *what)
 {
-	for (size_t i = 0; i < opts->narg_fns; i++) {
-		if (bpf_map__update_elem(p->skel->maps.arg_specs, &opts->arg_fn_ids[i], sizeof(uint64_t),
-					 &opts->arg_fn_specs[i], sizeof(opts->arg_fn_specs[i]), BPF_ANY)) {
+	for (size_t i = 0; i < n; i++) {
+		if (bpf_map__update_elem(map, &ids[i], sizeof(uint64_t), (const char *)vals + i * size, size,
+					 BPF_ANY)) {
 			int err = -errno;
 
-			fprintf(stderr, "atftrace: cannot set the argument specs: %s\n", strerror(-err));
+			fprintf(stderr, "atftrace: cannot set the %s: %s\n", what, strerror(-err));
 			return err;
 		}
 	}
@@ -339,9 +354,11 @@ int probes__open(struct probes **out, const struct probe_opts *opts)
 			opts->verbose ? "" : " (--verbose shows the verifier's log)");
 		goto cleanup;
 	}
-	err = fill_detail_triggers(p, opts);
-	if (!err)
-		err = fill_arg_specs(p, opts);
+	err = fill_detail_triggers(p, opts) ?:
+	      fill_ids(p->skel->maps.arg_specs, opts->arg_fn_ids, opts->arg_fn_specs, opts->narg_fns,
+		       sizeof(opts->arg_fn_specs[0]), "argument specs") ?:
+	      fill_ids(p->skel->maps.filter_fns, opts->filter_fn_ids, opts->filter_fn_vals, opts->nfilter_fns,
+		       sizeof(struct filter_fn), "filter functions");
 	if (err)
 		goto cleanup;
 	/* Process lifecycle tracepoints: fork (follow_fork), thread exit, exec. */
@@ -904,6 +921,31 @@ int probes__thread_lost(struct probes *p, uint32_t tid, bool take, struct thread
 int probes__lost_thread_next(struct probes *p, const uint32_t *prev, uint32_t *tid)
 {
 	return bpf_map_get_next_key(bpf_map__fd(p->skel->maps.thread_losses), prev, tid) ? -errno : 0;
+}
+
+int probes__thread_filtered(struct probes *p, uint32_t tid, bool take, struct thread_filtered *out)
+{
+	int fd = bpf_map__fd(p->skel->maps.thread_filtered);
+	int err = take ? bpf_map_lookup_and_delete_elem(fd, &tid, out) : bpf_map_lookup_elem(fd, &tid, out);
+
+	if (err)
+		return errno == ENOENT ? 0 : -errno;
+	return 1;
+}
+
+int probes__filtered_thread_next(struct probes *p, const uint32_t *prev, uint32_t *tid)
+{
+	return bpf_map_get_next_key(bpf_map__fd(p->skel->maps.thread_filtered), prev, tid) ? -errno : 0;
+}
+
+uint64_t probes__filtered_unattributed(const struct probes *p)
+{
+	const struct atftrace_bpf__bss *b = p->skel->bss;
+	uint64_t n = 0;
+
+	for (size_t i = 0; i < sizeof(b->filtered_unattributed) / sizeof(b->filtered_unattributed[0]); i++)
+		n += __atomic_load_n(&b->filtered_unattributed[i], __ATOMIC_RELAXED);
+	return n;
 }
 
 void probes__detail_set(struct probes *p, bool on)

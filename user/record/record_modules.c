@@ -558,3 +558,47 @@ void rm_modules_free(struct rm_modules *mods)
 	free(mods->asked);
 	*mods = (struct rm_modules){ .verbose = mods->verbose };
 }
+
+/* Does "[MODULE:]GLOB" @spec name function @f of @m? */
+static bool spec_matches(const char *spec, const struct sym_module *m, const struct sym_func *f)
+{
+	int mlen = rm_split(spec);
+	const char *glob = mlen >= 0 ? spec + mlen + 1 : spec;
+
+	if (mlen >= 0) {
+		char mod[4096];
+		const char *base = strrchr(m->path, '/');
+
+		if ((size_t)mlen >= sizeof(mod))
+			return false;
+		memcpy(mod, spec, (size_t)mlen);
+		mod[mlen] = '\0';
+		if (fnmatch(mod, m->path, 0) && fnmatch(mod, base ? base + 1 : m->path, 0))
+			return false;
+	}
+	return !fnmatch(glob, f->name, 0) || (f->demangled && !fnmatch(glob, f->demangled, 0));
+}
+
+int rm_match_ids(const struct rm_modules *mods, const char *spec, uint64_t **ids, size_t *n)
+{
+	int found = 0;
+
+	for (size_t i = 0; i < mods->n; i++) {
+		const struct sym_module *m = mods->m[i];
+
+		for (size_t k = 0; k < m->nfuncs; k++) {
+			const struct sym_func *f = &m->funcs[k];
+			uint64_t *v;
+
+			if (!f->selected || f->skip != SYM_OK || !spec_matches(spec, m, f))
+				continue;
+			v = realloc(*ids, (*n + 1) * sizeof(*v));
+			if (!v)
+				return -ENOMEM;
+			*ids = v;
+			v[(*n)++] = (uint64_t)m->module_id << 32 | f->symbol_index;
+			found++;
+		}
+	}
+	return found;
+}

@@ -137,6 +137,7 @@ void rec_thread_end(struct recorder *r, struct rec_thread *t)
 	if (r->last_thread == t)
 		r->last_thread = NULL;
 	rec_thread_losses(r, t, true, &t->lost_calls, &t->lost_returns);
+	rec_thread_filtered(r, t, true, t->filtered);
 	t->proc->manifest_dirty = true;
 	if (!t->w)
 		return;
@@ -165,6 +166,7 @@ void rec_process_end(struct recorder *r, struct rec_process *p, const char *reas
 	rec_process_claim_losses(r, p);
 	for (size_t i = 0; i < p->nthreads; i++)
 		rec_thread_end(r, p->threads[i]);
+	rec_process_claim_filtered(r, p);
 	if (p->pidfd >= 0) {
 		epoll_ctl(r->epfd, EPOLL_CTL_DEL, p->pidfd, NULL);
 		close(p->pidfd);

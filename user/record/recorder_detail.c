@@ -15,7 +15,6 @@
  * The global switch and the windows add up: an event gets detail when either says so.
  */
 #include <errno.h>
-#include <fnmatch.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -58,6 +57,11 @@ static int push_glob(struct detail_args *d, const char *glob)
 		return -ENOMEM;
 	d->non_globs++;
 	return 0;
+}
+
+int detail_add_on(struct detail_args *d, const char *glob)
+{
+	return push_glob(d, glob);
 }
 
 /* Each error: one line (argp_error), then EINVAL for callers that parse with ARGP_NO_EXIT. */
@@ -138,49 +142,13 @@ static error_t detail_parse(int key, char *arg, struct argp_state *state)
 
 const struct argp detail_argp = { .options = detail_options, .parser = detail_parse };
 
-/* Does "[MODULE:]GLOB" name function @f of @m? */
-static bool trigger_matches(const char *spec, const struct sym_module *m, const struct sym_func *f)
-{
-	int mlen = rm_split(spec);
-	const char *glob = mlen >= 0 ? spec + mlen + 1 : spec;
-
-	if (mlen >= 0) {
-		char mod[4096];
-		const char *base = strrchr(m->path, '/');
-
-		if ((size_t)mlen >= sizeof(mod))
-			return false;
-		memcpy(mod, spec, (size_t)mlen);
-		mod[mlen] = '\0';
-		if (fnmatch(mod, m->path, 0) && fnmatch(mod, base ? base + 1 : m->path, 0))
-			return false;
-	}
-	return !fnmatch(glob, f->name, 0) || (f->demangled && !fnmatch(glob, f->demangled, 0));
-}
-
 int detail_resolve(struct detail_args *d, const struct rm_modules *mods)
 {
 	for (size_t g = 0; g < d->non_globs; g++) {
-		size_t found = 0;
+		int found = rm_match_ids(mods, d->on_globs[g], &d->trigger_ids, &d->ntriggers);
 
-		for (size_t i = 0; i < mods->n; i++) {
-			const struct sym_module *m = mods->m[i];
-
-			for (size_t k = 0; k < m->nfuncs; k++) {
-				const struct sym_func *f = &m->funcs[k];
-				uint64_t *n;
-
-				if (!f->selected || f->skip != SYM_OK ||
-				    !trigger_matches(d->on_globs[g], m, f))
-					continue;
-				found++;
-				n = realloc(d->trigger_ids, (d->ntriggers + 1) * sizeof(*n));
-				if (!n)
-					return -ENOMEM;
-				d->trigger_ids = n;
-				n[d->ntriggers++] = (uint64_t)m->module_id << 32 | f->symbol_index;
-			}
-		}
+		if (found < 0)
+			return found;
 		if (!found) {
 			fprintf(stderr, "atftrace record: --detail-on %s: matches no traced function "
 				"(trace it with -f)\n", d->on_globs[g]);

@@ -22,6 +22,7 @@ struct rec_thread {
 	uint64_t events, detail_events;
 	uint64_t first_ts, last_ts;
 	uint64_t lost_calls, lost_returns;  /* taken from the probes' per-thread counts at its end */
+	uint64_t filtered[ATF_FILTERED_REASONS];    /* calls the record-time filters left out, likewise */
 };
 
 enum rec_proc_state {
@@ -47,6 +48,7 @@ struct rec_process {
 	char end_buf[48];           /* "target killed by SIGKILL" */
 	int exit_code;              /* last exit code of a thread (REC_TASK_EXIT), -1 before */
 	uint64_t start_ticks;       /* system-wide: /proc/PID/stat start time, 0 if unknown */
+	uint64_t filtered_other[ATF_FILTERED_REASONS];  /* filtered calls of its threads without files */
 };
 
 struct recorder {
@@ -113,6 +115,15 @@ int rec_on_record(void *ctx, void *data, size_t size);
 void rec_losses(const struct recorder *r, struct probe_losses *out);
 /** rec_thread_losses - @t's lost CALLs and RETURNs so far; @take at its end (they leave the probes' map). */
 void rec_thread_losses(struct recorder *r, struct rec_thread *t, bool take, uint64_t *calls, uint64_t *returns);
+/**
+ * rec_thread_filtered - @t's calls left out by the record-time filters so far, by reason, into
+ * @out; @take at its end (they leave the probes' map). user/record/recorder_filter.c
+ */
+void rec_thread_filtered(struct recorder *r, struct rec_thread *t, bool take, uint64_t *out);
+/** rec_process_claim_filtered - filtered calls of @p's threads that have no files, into p->filtered_other. */
+void rec_process_claim_filtered(struct recorder *r, struct rec_process *p);
+/** rec_filtered_manifest - the filter fields of @p's manifest, from its threads. */
+void rec_filtered_manifest(struct recorder *r, struct rec_process *p);
 /** rec_process_claim_losses - a thread of @p that lost events but recorded none gets its thread_<n>/. */
 void rec_process_claim_losses(struct recorder *r, struct rec_process *p);
 

@@ -142,6 +142,9 @@ int rec_manifest_build(struct recorder *r, struct rec_process *p, char *const *a
 	} else if (proc_comm(p->pid, 0, comm, sizeof(comm)) < 0) {
 		comm[0] = '\0';
 	}
+	if (r->opts.record_filter && set_str(&man->record_filter, r->opts.record_filter))
+		goto cleanup;
+	man->filter_min_ns = r->opts.filter_min_ns;
 	if ((comm[0] && set_str(&man->process_name, comm)) || set_host_fields(man))
 		goto cleanup;
 	err = add_modules(r, man);
@@ -184,6 +187,7 @@ int rec_manifest_save(struct recorder *r, struct rec_process *p)
 	man->lost_events = lost.events;
 	man->lost_detail = lost.detail;
 	man->lost_records = lost.records;
+	rec_filtered_manifest(r, p);
 	if (p->end_reason && set_str(&man->end_reason, p->end_reason))
 		return -ENOMEM;
 	snprintf(path, sizeof(path), "%s/manifest.json", p->dir);
