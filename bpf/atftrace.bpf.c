@@ -161,27 +161,14 @@ static __always_inline bool tgid_traced(__u32 tgid)
 	return bpf_map_lookup_elem(&tgid_filter, &tgid) != NULL;
 }
 
-/* One index event into the ring. Returns false (and counts the drop) when the ring is full. */
-static __always_inline bool emit_event(__u32 kind, __u64 function_id, __u32 depth,
-				       __u64 pid_tgid, __u64 ts)
+static __always_inline struct task_state *current_state(bool create)
 {
-	struct rec_event *e = bpf_ringbuf_reserve(&rb, sizeof(*e), 0);
-
-	if (!e) {
-		count_event_lost(kind, pid_tgid);
-		return false;
-	}
-	e->type = REC_EVENT;
-	e->kind = kind;
-	e->pid = pid_tgid >> 32;
-	e->tid = (__u32)pid_tgid;
-	e->ts = ts;
-	e->function_id = function_id;
-	e->depth = depth;
-	e->flags = 0;
-	bpf_ringbuf_submit(e, wakeup_flag());
-	return true;
+	return bpf_task_storage_get(&task_states, bpf_get_current_task_btf(), NULL,
+				    create ? BPF_LOCAL_STORAGE_GET_F_CREATE : 0);
 }
+
+/* emit_event(): index events through the thread's batch. */
+#include "batch.bpf.h"
 
 /* Detail lane: emit_traced() = emit_event() plus registers and stack when wanted. */
 #include "detail.bpf.h"
@@ -237,7 +224,7 @@ static int close_one_dead_frame(__u32 i, void *data)
 
 	if (!frame_dead(f, c->sp, c->inclusive))
 		return 1;
-	emit_event(KIND_EXCEPTION, f->function_id, d - 1, c->pid_tgid, c->ts);
+	emit_event(st, KIND_EXCEPTION, f->function_id, d - 1, c->pid_tgid, c->ts);
 	st->depth = d - 1;
 	return 0;
 }
@@ -259,12 +246,6 @@ static __always_inline void close_dead_frames(struct task_state *st, __u64 sp, b
 			     .inclusive = inclusive };
 
 	bpf_loop(MAX_POPS, close_one_dead_frame, &c, 0);
-}
-
-static __always_inline struct task_state *current_state(bool create)
-{
-	return bpf_task_storage_get(&task_states, bpf_get_current_task_btf(), NULL,
-				    create ? BPF_LOCAL_STORAGE_GET_F_CREATE : 0);
 }
 
 /*
@@ -333,7 +314,7 @@ static __always_inline int on_entry(struct pt_regs *ctx)
 
 	__u32 depth = st->depth;
 
-	if (!emit_traced(ctx, KIND_CALL, function_id, depth, pid_tgid, ts))
+	if (!emit_traced(ctx, st, KIND_CALL, function_id, depth, pid_tgid, ts))
 		return 1;
 	if (depth < SHADOW_MAX) {
 		struct shadow_frame *f = frame_at(st, depth);
@@ -364,7 +345,7 @@ static __always_inline void on_return(struct pt_regs *ctx)
 	if (d == 0)
 		return;
 	if (d > SHADOW_MAX) {   /* not remembered: trust the cookie and the count */
-		emit_traced(ctx, KIND_RETURN, bpf_get_attach_cookie(ctx), d - 1, pid_tgid, ts);
+		emit_traced(ctx, st, KIND_RETURN, bpf_get_attach_cookie(ctx), d - 1, pid_tgid, ts);
 		st->depth = d - 1;
 		return;
 	}
@@ -372,7 +353,7 @@ static __always_inline void on_return(struct pt_regs *ctx)
 
 	if (f->entry_sp != entry_sp)    /* its CALL was not recorded (lost): no RETURN either */
 		return;
-	emit_traced(ctx, KIND_RETURN, f->function_id, d - 1, pid_tgid, ts);
+	emit_traced(ctx, st, KIND_RETURN, f->function_id, d - 1, pid_tgid, ts);
 	st->depth = d - 1;
 }
 
@@ -580,8 +561,14 @@ int atf_unwind_catch(struct pt_regs *ctx)
 
 	struct task_state *st = current_state(false);
 
-	if (st && st->depth)
+	/*
+	 * Not once the session is ending: the recorder takes every thread's batch after the holds
+	 * are off and none is in flight, and nothing may add to a batch after that.
+	 */
+	__sync_fetch_and_add(&unwind_inflight, 1);
+	if (st && st->depth && !*(volatile __u32 *)&unwind_holds_off)
 		close_dead_frames(st, PT_REGS_SP(ctx), true, pid_tgid, bpf_ktime_get_boot_ns());
+	__sync_fetch_and_add(&unwind_inflight, -1);
 #if defined(__TARGET_ARCH_x86)
 	hold_for_unwind(pid_tgid, true, PT_REGS_SP(ctx));
 #endif
@@ -644,6 +631,7 @@ int BPF_PROG(atf_exit, struct task_struct *p)
 
 	if (!tgid_traced(tgid))
 		return 0;
+	flush_exiting();        /* its last events before its exit record */
 	/* do_exit() has set exit_code: the signal that killed the group, or the exit status << 8 */
 	emit_task(REC_TASK_EXIT, tgid, (__u32)ids, (__u32)p->exit_code);
 	/* signal->live is decremented before this tracepoint: 0 means the whole group is dead. */
@@ -702,6 +690,7 @@ int BPF_PROG(atf_exec, struct task_struct *p, pid_t old_pid)
 	struct task_state *st = current_state(false);
 
 	if (st) {
+		flush_batch(st);        /* under the old ids; a full ring: at its next event */
 		st->depth = 0;
 		st->pid_tgid = ids;
 	}

@@ -108,7 +108,12 @@ int rec_on_record(void *ctx, void *data, size_t size);
 void rec_losses(const struct recorder *r, struct probe_losses *out);
 /** rec_thread_losses - @t's lost CALLs and RETURNs so far; @take at its end (they leave the probes' map). */
 void rec_thread_losses(struct recorder *r, struct rec_thread *t, bool take, uint64_t *calls, uint64_t *returns);
-/** rec_process_claim_losses - a thread of @p that lost events but recorded none gets its thread_<n>/. */
+/** rec_thread_take_parked - the events @t left in a batch the ring had no room for, before its end. */
+void rec_thread_take_parked(struct recorder *r, struct rec_thread *t);
+/**
+ * rec_process_claim_losses - a thread of @p that lost events, or left them parked, but has no
+ * files gets its thread_<n>/.
+ */
 void rec_process_claim_losses(struct recorder *r, struct rec_process *p);
 
 /* user/record/recorder_unwind.c: C++ exceptions through uretprobed frames */
