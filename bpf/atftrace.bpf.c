@@ -103,11 +103,11 @@ static __always_inline void count_lost(__u64 *counters)
 }
 
 /*
- * count_event_lost - an index event of kind @kind of the current thread was not written
+ * count_event_lost - an index event of kind @kind, made at @ts, of the current thread was not written
  * Per CPU (lost_events) and per thread (thread_losses). A lost CALL counts its RETURN too: the
  * frame is not pushed, so on_return never emits it (a session link does not even run it).
  */
-static __noinline void count_event_lost(__u32 kind, __u64 pid_tgid)
+static __noinline void count_event_lost(__u32 kind, __u64 pid_tgid, __u64 ts)
 {
 	struct thread_loss zero = { .pid = pid_tgid >> 32 }, *tl;
 	__u32 tid = (__u32)pid_tgid;
@@ -127,6 +127,11 @@ static __noinline void count_event_lost(__u32 kind, __u64 pid_tgid)
 		__sync_fetch_and_add(&tl->calls, 1);
 	else
 		__sync_fetch_and_add(&tl->returns, 1);
+	/* only the thread itself (or its exit, after it) loses its events: plain stores will do */
+	if (!tl->first_ts || ts < tl->first_ts)
+		tl->first_ts = ts;
+	if (ts > tl->last_ts)
+		tl->last_ts = ts;
 }
 
 /*
@@ -297,7 +302,7 @@ static __always_inline int on_entry(struct pt_regs *ctx)
 			return 1;
 		st = current_state(true);
 		if (!st) {      /* no memory for this thread's state: the call is lost, and counted */
-			count_event_lost(KIND_CALL, pid_tgid);
+			count_event_lost(KIND_CALL, pid_tgid, bpf_ktime_get_boot_ns());
 			return 1;
 		}
 		st->pid_tgid = pid_tgid;

@@ -101,6 +101,8 @@ struct thread_loss {
 	__u32 _pad;
 	__u64 calls;            /* CALLs not written (their RETURN is not written either) */
 	__u64 returns;          /* RETURN/EXCEPTION events not written although their CALL was */
+	__u64 first_ts;         /* the time of the first and of the last event not written */
+	__u64 last_ts;
 };
 
 /* Processes with entry trampolines that the registration guard stops (bpf/reg_guard.bpf.h). */

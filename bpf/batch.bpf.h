@@ -65,7 +65,7 @@ static __always_inline bool emit_event(struct task_state *st, __u32 kind, __u64 
 	/* full (the ring was full at its last try), or made under other ids (before an exec) */
 	if (n && (n >= REC_BATCH_MAX || b->tid != (__u32)pid_tgid || b->pid != pid_tgid >> 32)) {
 		if (!flush_batch(st)) {
-			count_event_lost(kind, pid_tgid);
+			count_event_lost(kind, pid_tgid, ts);
 			return false;
 		}
 		n = 0;
@@ -108,14 +108,15 @@ static __always_inline void discard_batch(struct task_state *st, __u64 pid_tgid)
 
 	for (__u32 i = 0; i < REC_BATCH_MAX && i < n; i++) {
 		__u32 kind = st->batch.ev[i].kind;
+		__u64 ts = st->batch.ev[i].ts;
 
 		if (kind == KIND_CALL) {
 			open++;
-			count_event_lost(KIND_CALL, pid_tgid);
+			count_event_lost(KIND_CALL, pid_tgid, ts);
 		} else if (open) {
 			open--;
 		} else {
-			count_event_lost(kind, pid_tgid);
+			count_event_lost(kind, pid_tgid, ts);
 		}
 	}
 	st->batch.count = 0;

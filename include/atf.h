@@ -233,6 +233,8 @@ struct atf_thread_info {
 	 */
 	uint64_t lost_calls;
 	uint64_t lost_returns;
+	/* when the first and the last of those were made (absolute, as time_start_ns), 0 if none */
+	uint64_t lost_first_ns, lost_last_ns;
 };
 
 struct atf_manifest {

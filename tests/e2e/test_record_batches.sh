@@ -4,8 +4,9 @@
 # by batching:
 #   1. -p ended with SIGINT while both threads' last batches are partly full: every call is in the
 #      session (the end's flush), in order, for the main thread and for a thread that exited.
-#   2. the recorder stopped with a 4 KiB ring, full, when a new thread exits: its last batch is
-#      parked and still recorded, with exact counts and nothing lost for that thread.
+#   2. the recorder stopped, its ring full, when a new thread exits: that thread's last batch is
+#      parked and still recorded, with exact counts and nothing lost for that thread; the
+#      manifest says when the main thread lost events, and report says so.
 #   3. kill -9: `recover` gets back every event except those still in the thread's batch, at
 #      most 15, and verify then accepts the session.
 #   4. threads at full rate together: each thread's events in order, the threads interleaved in
@@ -55,10 +56,10 @@ exec 3>&- 4>&-
 
 # ---- 2. a thread exits while the ring is full: its last batch is parked --------------------
 start() { script_start "$1" -f work "${@:2}"; }
-start parked --ring-size 4K
-script_run work 1000
+start parked --ring-size 64K
+script_run work 1000    # 2000 events, 50 KB: all in the ring even if the recorder does not run
 kill -STOP $REC
-script_run work 400     # 800 events: the 4 KiB ring holds about 150
+script_run work 4000    # 8000 events, 200 KB: the ring fills, and the rest is lost
 script_run thread 5     # 10 events, all in the new thread's batch when it exits
 kill -CONT $REC
 echo quit >&3
@@ -68,9 +69,20 @@ exec 3>&- 4<&-
 "$ATF" verify "$T/parked" >"$T/parked.verify" || { cat "$T/parked.verify" >&2; fail "parked: verify"; }
 read -r _ ev0 c0 r0 lc0 lr0 <<<"$(thread_counts "$T/parked" | sed -n 1p)"
 [ "$lc0" -gt 0 ] || fail "parked: the main thread lost nothing with the recorder stopped"
-assert_eq 1400 $((c0 + lc0)) "parked: main thread's calls $c0 + lost calls $lc0"
+assert_eq 5000 $((c0 + lc0)) "parked: main thread's calls $c0 + lost calls $lc0"
 assert_eq "$c0" $((r0 + lr0)) "parked: main thread's returns $r0 + lost returns $lr0"
 assert_eq "1 10 5 5 0 0" "$(thread_counts "$T/parked" | sed -n 2p)" "parked: the exited thread's batch"
+# the manifest keeps when the main thread lost events: after the first phase, within its events
+man=$(echo "$T"/parked/pid_*/manifest.json)
+read -r first last <<<"$(jq -r '.threads[0] | "\(.lost_first_ns) \(.lost_last_ns)"' "$man")"
+phase1_end=$("$TOOLS/atf_raw" "$(dirname "$man")/thread_0" | awk '$1 == "ev" && $2 == 1999 { print $7 }')
+[ -n "$phase1_end" ] && [ "$first" -gt "$phase1_end" ] && [ "$last" -ge "$first" ] &&
+	[ "$last" -le "$(jq .time_end_ns "$man")" ] ||
+	fail "parked: loss window $first..$last, want after $phase1_end and within the session"
+"$ATF" report "$T/parked" >/dev/null 2>"$T/parked.report"
+assert_contains "$T/parked.report" "^atftrace report: pid [0-9]+ thread_0 lost $((2 * lc0 + lr0)) events between [0-9.]+ [mun]?s and [0-9.]+ [mun]?s" \
+	"parked: report names the window with losses"
+[ "$(wc -l <"$T/parked.report")" = 1 ] || fail "parked: report noted more than the one thread"
 
 # ---- 3. kill -9: all but the last batch is recovered ----------------------------------------
 exec 4<>"$T/out3"

@@ -163,6 +163,8 @@ static void load_threads(struct loader *L, json_t *root, struct atf_manifest *m)
 		get_uint(L, t, where, "detail_events", UINT64_MAX, &ti->detail_events);
 		get_uint(L, t, where, "lost_calls", UINT64_MAX, &ti->lost_calls);
 		get_uint(L, t, where, "lost_returns", UINT64_MAX, &ti->lost_returns);
+		get_uint(L, t, where, "lost_first_ns", UINT64_MAX, &ti->lost_first_ns);
+		get_uint(L, t, where, "lost_last_ns", UINT64_MAX, &ti->lost_last_ns);
 		if (L->err)
 			return;
 	}

@@ -75,6 +75,10 @@ static json_t *build_thread(const struct atf_thread_info *t)
 	err = err ?: set_u64(o, "detail_events", t->detail_events);
 	err = err ?: set_u64(o, "lost_calls", t->lost_calls);
 	err = err ?: set_u64(o, "lost_returns", t->lost_returns);
+	if (t->lost_first_ns) {
+		err = err ?: set_u64(o, "lost_first_ns", t->lost_first_ns);
+		err = err ?: set_u64(o, "lost_last_ns", t->lost_last_ns);
+	}
 	if (err) {
 		json_decref(o);
 		return NULL;

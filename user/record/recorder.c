@@ -136,7 +136,7 @@ void rec_thread_end(struct recorder *r, struct rec_thread *t)
 	t->ended = true;
 	if (r->last_thread == t)
 		r->last_thread = NULL;
-	rec_thread_losses(r, t, true, &t->lost_calls, &t->lost_returns);
+	rec_thread_losses(r, t, true, &t->lost);
 	t->proc->manifest_dirty = true;
 	if (!t->w)
 		return;

@@ -12,6 +12,12 @@
 struct rec_process;
 
 /* One OS thread's files: thread_<dir_id>/ inside its process directory. */
+/* Events of a thread that were not written (struct thread_loss in bpf/atftrace.h). */
+struct rec_loss {
+	uint64_t calls, returns;
+	uint64_t first_ns, last_ns; /* when the first and the last of them were made; 0: none */
+};
+
 struct rec_thread {
 	struct rec_process *proc;
 	uint32_t dir_id;            /* == its index in proc->threads and in the manifest's threads */
@@ -21,7 +27,7 @@ struct rec_thread {
 	bool ended;                 /* finalized: a later event with this tid is a new thread */
 	uint64_t events, detail_events;
 	uint64_t first_ts, last_ts;
-	uint64_t lost_calls, lost_returns;  /* taken from the probes' per-thread counts at its end */
+	struct rec_loss lost;       /* taken from the probes' per-thread counts at its end */
 };
 
 enum rec_proc_state {
@@ -107,7 +113,7 @@ int rec_on_record(void *ctx, void *data, size_t size);
 /** rec_losses - the probes' loss counters: live, or as the session's manifests give them once finished. */
 void rec_losses(const struct recorder *r, struct probe_losses *out);
 /** rec_thread_losses - @t's lost CALLs and RETURNs so far; @take at its end (they leave the probes' map). */
-void rec_thread_losses(struct recorder *r, struct rec_thread *t, bool take, uint64_t *calls, uint64_t *returns);
+void rec_thread_losses(struct recorder *r, struct rec_thread *t, bool take, struct rec_loss *out);
 /** rec_thread_take_parked - the events @t left in a batch the ring had no room for, before its end. */
 void rec_thread_take_parked(struct recorder *r, struct rec_thread *t);
 /**

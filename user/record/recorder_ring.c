@@ -284,13 +284,12 @@ void rec_losses(const struct recorder *r, struct probe_losses *out)
 		probes__lost(r->opts.probes, out);
 }
 
-void rec_thread_losses(struct recorder *r, struct rec_thread *t, bool take, uint64_t *calls, uint64_t *returns)
+void rec_thread_losses(struct recorder *r, struct rec_thread *t, bool take, struct rec_loss *out)
 {
 	struct thread_loss tl;
 	int n;
 
-	*calls = t->lost_calls;
-	*returns = t->lost_returns;
+	*out = t->lost;
 	if (t->ended && !take)
 		return;         /* already taken at its end */
 	/* a tid reused by another process since is not this thread's: leave its counts alone */
@@ -299,8 +298,12 @@ void rec_thread_losses(struct recorder *r, struct rec_thread *t, bool take, uint
 		n = probes__thread_lost(r->opts.probes, t->tid, true, &tl);
 	if (n <= 0 || tl.pid != (uint32_t)t->proc->pid)
 		return;
-	*calls += tl.calls;
-	*returns += tl.returns;
+	out->calls += tl.calls;
+	out->returns += tl.returns;
+	if (tl.first_ts && (!out->first_ns || tl.first_ts < out->first_ns))
+		out->first_ns = tl.first_ts;
+	if (tl.last_ts > out->last_ns)
+		out->last_ns = tl.last_ts;
 }
 
 /* rec_thread_take_parked - the events @t left parked (bpf/batch.bpf.h), before its files close. */
