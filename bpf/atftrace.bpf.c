@@ -656,7 +656,16 @@ int BPF_PROG(atf_exit, struct task_struct *p)
 __u32 exec_hold;                /* written by the recorder (mmaped .bss): hold at exec */
 __u32 dl_hold;                  /* hold at ld.so's debug-state call (a library was mapped) */
 
-static __always_inline void emit_held_task(__u32 type, __u32 tgid, __u32 tid, bool want_hold)
+/*
+ * emit_held_task - a REC_TASK_EXEC / REC_DL_STATE record, holding the process when @want_hold.
+ * @stuck: the thread's batch that the ring had no room for at an exec (else NULL). The recorder
+ * ends the old image's threads at the exec record, so those events must not follow it in the
+ * ring: with the record in hand they are parked (the recorder takes them as it ends the
+ * thread, before it reads on); without it the recorder never learns of the exec, and they go
+ * with the thread's next events as usual.
+ */
+static __always_inline void emit_held_task(__u32 type, __u32 tgid, __u32 tid, bool want_hold,
+					   struct task_state *stuck)
 {
 	struct rec_task *r;
 
@@ -672,6 +681,8 @@ static __always_inline void emit_held_task(__u32 type, __u32 tgid, __u32 tid, bo
 	r->child_pid = 0;
 	r->ts = bpf_ktime_get_boot_ns();
 	bpf_get_current_comm(r->comm, sizeof(r->comm));
+	if (stuck && stuck->batch.count)
+		park_batch(stuck);
 	/* signal only with the record in hand: a held process always has its record */
 	if (want_hold && !*(volatile __u32 *)&unwind_holds_off && !bpf_send_signal_thread(ATF_SIGSTOP))
 		r->child_pid = REC_TASK_HELD;
@@ -693,13 +704,14 @@ int BPF_PROG(atf_exec, struct task_struct *p, pid_t old_pid)
 	 * thread other than the leader that calls exec takes the leader's pid (de_thread).
 	 */
 	struct task_state *st = current_state(false);
+	bool stuck = false;
 
 	if (st) {
-		flush_batch(st);        /* under the old ids; a full ring: at its next event */
+		stuck = !flush_batch(st);       /* under the old ids, before the exec record */
 		st->depth = 0;
 		st->pid_tgid = ids;
 	}
-	emit_held_task(REC_TASK_EXEC, tgid, (__u32)ids, exec_hold);
+	emit_held_task(REC_TASK_EXEC, tgid, (__u32)ids, exec_hold, stuck ? st : NULL);
 	announce_exec(ids);
 	return 0;
 }
@@ -713,6 +725,6 @@ int atf_dl_state(struct pt_regs *ctx)
 
 	if (!tgid_traced(pid_tgid >> 32))
 		return 0;
-	emit_held_task(REC_DL_STATE, pid_tgid >> 32, (__u32)pid_tgid, dl_hold);
+	emit_held_task(REC_DL_STATE, pid_tgid >> 32, (__u32)pid_tgid, dl_hold, NULL);
 	return 0;
 }
