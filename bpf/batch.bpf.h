@@ -28,6 +28,10 @@
 #ifndef ATFTRACE_BATCH_BPF_H
 #define ATFTRACE_BATCH_BPF_H
 
+#ifndef PF_EXITING
+#define PF_EXITING      0x00000004      /* task_struct.flags: in do_exit() (include/linux/sched.h) */
+#endif
+
 /* A batch whose first event is this old goes to the ring with the next event (1 ms). */
 #define BATCH_AGE_NS    1000000ull
 
@@ -182,7 +186,17 @@ int atf_flush_batches(struct bpf_iter__task *ctx)
 		else
 			__sync_fetch_and_add(&batches_left, 1);
 	}
-	st->flush_claim = 0;    /* links are closed: only the thread's exit can claim it now */
+	/* links are closed: only the thread's exit can claim it now (an atomic: a full barrier) */
+	__sync_fetch_and_and(&st->flush_claim, 0);
+	/*
+	 * An exit that found the batch claimed here has left it to us, and its task may be gone
+	 * before the next try: a batch still here once the thread is exiting is parked now.
+	 */
+	if (st->batch.count && (task->flags & PF_EXITING) && claim_batch(st)) {
+		if (st->batch.count)
+			park_batch(st);
+		__sync_fetch_and_and(&st->flush_claim, 0);
+	}
 	return 0;
 }
 
