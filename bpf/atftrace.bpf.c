@@ -634,9 +634,15 @@ int BPF_PROG(atf_exit, struct task_struct *p)
 	__u64 ids = task_pid_tgid(p);
 	__u32 tgid = ids >> 32;
 
+	/*
+	 * Its last events before its exit record, whether or not the filter still lists its
+	 * process: another thread of the group that ran this hook after the last decrement of
+	 * signal->live (below) may already have taken the tgid out while this one was between
+	 * its own decrement and here. A thread with a batch was traced.
+	 */
+	flush_exiting();
 	if (!tgid_traced(tgid))
 		return 0;
-	flush_exiting();        /* its last events before its exit record */
 	/* do_exit() has set exit_code: the signal that killed the group, or the exit status << 8 */
 	emit_task(REC_TASK_EXIT, tgid, (__u32)ids, (__u32)p->exit_code);
 	/* signal->live is decremented before this tracepoint: 0 means the whole group is dead. */
