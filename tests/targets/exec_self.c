@@ -4,10 +4,13 @@
  *   work N   call self_work N times
  *   exec M   exec this program again as "exec_self again M", which calls self_work M times
  *            and exits (no answer: the test waits for the recorder to end)
+ *   fork N   fork a child that calls self_work N times and exits; answered once it has
+ *   quit 0   exit
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 volatile int self_sink;
@@ -33,6 +36,19 @@ int main(int argc, char **argv)
 		if (!strcmp(op, "work")) {
 			for (long i = 0; i < n; i++)
 				self_work((int)i);
+		} else if (!strcmp(op, "fork")) {
+			pid_t pid = fork();
+			int status;
+
+			if (pid == 0) {
+				for (long i = 0; i < n; i++)
+					self_work((int)i);
+				_exit(0);
+			}
+			if (pid < 0 || waitpid(pid, &status, 0) != pid || status)
+				return 1;
+		} else if (!strcmp(op, "quit")) {
+			return 0;
 		} else if (!strcmp(op, "exec")) {
 			snprintf(line, sizeof(line), "%ld", n);
 			fflush(ack);

@@ -544,6 +544,7 @@ int recorder__finish(struct recorder *r, const char *end_reason)
 	rec_unwind_stop_holds(r);   /* so this last drain resumes every held target */
 	flush_batches(r);
 	err = drain(r);
+	rec_adopt_parked(r);
 	/* the counts every manifest and the summary give from here on, taken after the last drain */
 	probes__lost(r->opts.probes, &r->lost);
 	r->lost_final = true;

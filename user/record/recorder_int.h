@@ -121,6 +121,12 @@ void rec_thread_take_parked(struct recorder *r, struct rec_thread *t);
  * files gets its thread_<n>/.
  */
 void rec_process_claim_losses(struct recorder *r, struct rec_process *p);
+/**
+ * rec_adopt_parked - at the session's end, a process that left a parked batch but that the
+ * recorder never heard of (every record of it found the ring full) is added, so that its end
+ * takes the batch.
+ */
+void rec_adopt_parked(struct recorder *r);
 
 /* user/record/recorder_unwind.c: C++ exceptions through uretprobed frames */
 struct rec_unwind;

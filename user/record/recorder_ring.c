@@ -356,3 +356,20 @@ void rec_process_claim_losses(struct recorder *r, struct rec_process *p)
 			claim_thread(r, p, tid);
 	}
 }
+
+void rec_adopt_parked(struct recorder *r)
+{
+	uint32_t tid, prev = 0, pid;
+	struct rec_batch b;
+	bool first = true;
+
+	for (; !probes__parked_next(r->opts.probes, first ? NULL : &prev, &tid); prev = tid) {
+		first = false;
+		if (probes__parked_pid(r->opts.probes, tid, &pid) <= 0 || rec_proc_find(r, (pid_t)pid))
+			continue;
+		/* not announced (its fork record was lost): recorded anyway, as its events would be */
+		if (recorder__add_process(r, (pid_t)pid, NULL, 0, false) < 0 &&
+		    probes__take_parked(r->opts.probes, tid, &b) > 0)
+			r->st.write_errors += b.count;
+	}
+}
