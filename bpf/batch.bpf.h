@@ -4,7 +4,7 @@
  * task storage (struct task_state.batch, laid out as the ring record struct rec_batch) and
  * writes the whole batch to the ring with one bpf_ringbuf_output() when it holds REC_BATCH_MAX
  * events, when its first event is BATCH_AGE_NS old, before any other record of the thread that
- * the recorder must see after its events (a detail event, exec, an unwind hold), at the thread's
+ * the recorder must see after its events (a detail event, the exec record), at the thread's
  * exit, and at the end of the session (atf_flush_batches, a task iterator the recorder runs once
  * the function probes are gone). One ring operation per 16 events instead of one per event.
  *
@@ -15,9 +15,11 @@
  * tried again at the next event; only an event that then finds the batch full too is lost, and
  * counted exactly as before (a lost CALL takes its RETURN with it: its frame is not pushed).
  * Where no event of the thread can follow a batch that the ring has no room for (the thread's
- * exit; the session's end, after the recorder drained the ring and tried again), the batch is
- * parked in a map that the recorder reads when it ends the thread. Only when that map is full
- * are its events counted lost, a CALL whose RETURN is in the same batch as one lost call.
+ * exit; the session's end, after the recorder drained the ring and tried again), or where the
+ * next record must not precede it (an exec record, which ends the old image's threads), the
+ * batch is parked in a map that the recorder reads when it ends the thread (and, for a process
+ * it never heard of, at the session's end). Only when that map is full are its events counted
+ * lost, a CALL whose RETURN is in the same batch as one lost call.
  *
  * What a recorder killed with -9 cannot get: the events still in a batch, at most
  * REC_BATCH_MAX - 1 per thread, made within BATCH_AGE_NS before the thread's last traced call
