@@ -710,14 +710,20 @@ int BPF_PROG(atf_exec, struct task_struct *p, pid_t old_pid)
 	 * thread other than the leader that calls exec takes the leader's pid (de_thread).
 	 */
 	struct task_state *st = current_state(false);
-	bool stuck = false;
+	bool claimed = false, stuck = false;
 
 	if (st) {
-		stuck = !flush_batch(st);       /* under the old ids, before the exec record */
+		/* this hook outlives the function links: the session's end may be taking the batch
+		 * right now (atf_flush_batches), and only one of the two may write it */
+		claimed = st->batch.count && claim_batch(st);
+		if (claimed)
+			stuck = !flush_batch(st);       /* under the old ids, before the exec record */
 		st->depth = 0;
 		st->pid_tgid = ids;
 	}
 	emit_held_task(REC_TASK_EXEC, tgid, (__u32)ids, exec_hold, stuck ? st : NULL);
+	if (claimed && st)
+		__sync_fetch_and_and(&st->flush_claim, 0);
 	announce_exec(ids);
 	return 0;
 }

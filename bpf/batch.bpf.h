@@ -94,10 +94,10 @@ static __always_inline bool emit_event(struct task_state *st, __u32 kind, __u64 
 }
 
 /*
- * claim_batch - take @st's batch for a flush from outside the thread's probes (its exit, the
- * session's end); false when the other one took it already. The probes themselves never
- * claim: at the exit no probe of the thread runs any more, and at the session's end the links
- * are closed.
+ * claim_batch - take @st's batch for a flush from outside the thread's function probes (its
+ * exit, its exec, the session's end): the hooks that outlive the function links; false when
+ * another one took it already. The function probes themselves never claim: at the exit no
+ * probe of the thread runs any more, and at the session's end the links are closed.
  */
 static __always_inline bool claim_batch(struct task_state *st)
 {
