@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Recorder figures (printed, never asserted): two threads calling a traced function at full rate
-# for 10 s on the default ring (8 MiB), then
+# for 10 s on the default ring (16 MiB per CPU), then
 #   - lost events (goal 0), from the manifest
 #   - recorder CPU time / traced threads' CPU time (goal < 10%), from getrusage and /proc/PID/stat
 #   - events recorded per second

@@ -42,7 +42,12 @@ static double now_ms(void)
 
 static int count_record(void *ctx, void *data, size_t len)
 {
-	events += ((const struct rec_event *)data)->type == REC_EVENT;
+	const struct rec_batch *b = data;
+
+	if (b->type == REC_EVENT_BATCH && len >= REC_BATCH_HDR_SIZE)
+		events += b->count;
+	else
+		events += b->type == REC_EVENT;
 	return 0;
 }
 

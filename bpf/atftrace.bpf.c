@@ -103,11 +103,11 @@ static __always_inline void count_lost(__u64 *counters)
 }
 
 /*
- * count_event_lost - an index event of kind @kind of the current thread was not written
+ * count_event_lost - an index event of kind @kind, made at @ts, of the current thread was not written
  * Per CPU (lost_events) and per thread (thread_losses). A lost CALL counts its RETURN too: the
  * frame is not pushed, so on_return never emits it (a session link does not even run it).
  */
-static __noinline void count_event_lost(__u32 kind, __u64 pid_tgid)
+static __noinline void count_event_lost(__u32 kind, __u64 pid_tgid, __u64 ts)
 {
 	struct thread_loss zero = { .pid = pid_tgid >> 32 }, *tl;
 	__u32 tid = (__u32)pid_tgid;
@@ -127,6 +127,11 @@ static __noinline void count_event_lost(__u32 kind, __u64 pid_tgid)
 		__sync_fetch_and_add(&tl->calls, 1);
 	else
 		__sync_fetch_and_add(&tl->returns, 1);
+	/* only the thread itself (or its exit, after it) loses its events: plain stores will do */
+	if (!tl->first_ts || ts < tl->first_ts)
+		tl->first_ts = ts;
+	if (ts > tl->last_ts)
+		tl->last_ts = ts;
 }
 
 /*
@@ -162,27 +167,14 @@ static __always_inline bool tgid_traced(__u32 tgid)
 	return bpf_map_lookup_elem(&tgid_filter, &tgid) != NULL;
 }
 
-/* One index event into the ring. Returns false (and counts the drop) when the ring is full. */
-static __always_inline bool emit_event(__u32 kind, __u64 function_id, __u32 depth,
-				       __u64 pid_tgid, __u64 ts)
+static __always_inline struct task_state *current_state(bool create)
 {
-	struct rec_event *e = bpf_ringbuf_reserve(&rb, sizeof(*e), 0);
-
-	if (!e) {
-		count_event_lost(kind, pid_tgid);
-		return false;
-	}
-	e->type = REC_EVENT;
-	e->kind = kind;
-	e->pid = pid_tgid >> 32;
-	e->tid = (__u32)pid_tgid;
-	e->ts = ts;
-	e->function_id = function_id;
-	e->depth = depth;
-	e->flags = 0;
-	bpf_ringbuf_submit(e, wakeup_flag());
-	return true;
+	return bpf_task_storage_get(&task_states, bpf_get_current_task_btf(), NULL,
+				    create ? BPF_LOCAL_STORAGE_GET_F_CREATE : 0);
 }
+
+/* emit_event(): index events through the thread's batch. */
+#include "batch.bpf.h"
 
 /* Detail lane: emit_traced() = emit_event() plus registers and stack when wanted. */
 #include "detail.bpf.h"
@@ -244,7 +236,7 @@ static int close_one_dead_frame(__u32 i, void *data)
 	if (call_filter_on)
 		filter_end(NULL, st, d - 1, KIND_EXCEPTION, f->function_id, c->pid_tgid, c->ts);
 	else
-		emit_event(KIND_EXCEPTION, f->function_id, d - 1, c->pid_tgid, c->ts);
+		emit_event(st, KIND_EXCEPTION, f->function_id, d - 1, c->pid_tgid, c->ts);
 	st->depth = d - 1;
 	return 0;
 }
@@ -266,12 +258,6 @@ static __always_inline void close_dead_frames(struct task_state *st, __u64 sp, b
 			     .inclusive = inclusive };
 
 	bpf_loop(MAX_POPS, close_one_dead_frame, &c, 0);
-}
-
-static __always_inline struct task_state *current_state(bool create)
-{
-	return bpf_task_storage_get(&task_states, bpf_get_current_task_btf(), NULL,
-				    create ? BPF_LOCAL_STORAGE_GET_F_CREATE : 0);
 }
 
 /*
@@ -323,7 +309,7 @@ static __always_inline int on_entry(struct pt_regs *ctx)
 			return 1;
 		st = current_state(true);
 		if (!st) {      /* no memory for this thread's state: the call is lost, and counted */
-			count_event_lost(KIND_CALL, pid_tgid);
+			count_event_lost(KIND_CALL, pid_tgid, bpf_ktime_get_boot_ns());
 			return 1;
 		}
 		st->pid_tgid = pid_tgid;
@@ -342,7 +328,7 @@ static __always_inline int on_entry(struct pt_regs *ctx)
 
 	if (call_filter_on)
 		return filter_entry(ctx, st, depth, function_id, sp, pid_tgid, ts);
-	if (!emit_traced(ctx, KIND_CALL, function_id, depth, pid_tgid, ts))
+	if (!emit_traced(ctx, st, KIND_CALL, function_id, depth, pid_tgid, ts))
 		return 1;
 	if (depth < SHADOW_MAX) {
 		struct shadow_frame *f = frame_at(st, depth);
@@ -373,7 +359,7 @@ static __always_inline void on_return(struct pt_regs *ctx)
 	if (d == 0)
 		return;
 	if (d > SHADOW_MAX && !call_filter_on) {   /* not remembered: trust the cookie and the count */
-		emit_traced(ctx, KIND_RETURN, bpf_get_attach_cookie(ctx), d - 1, pid_tgid, ts);
+		emit_traced(ctx, st, KIND_RETURN, bpf_get_attach_cookie(ctx), d - 1, pid_tgid, ts);
 		st->depth = d - 1;
 		return;
 	}
@@ -384,7 +370,7 @@ static __always_inline void on_return(struct pt_regs *ctx)
 	if (call_filter_on)
 		filter_end(ctx, st, d - 1, KIND_RETURN, f->function_id, pid_tgid, ts);
 	else
-		emit_traced(ctx, KIND_RETURN, f->function_id, d - 1, pid_tgid, ts);
+		emit_traced(ctx, st, KIND_RETURN, f->function_id, d - 1, pid_tgid, ts);
 	st->depth = d - 1;
 }
 
@@ -596,8 +582,14 @@ int atf_unwind_catch(struct pt_regs *ctx)
 
 	struct task_state *st = current_state(false);
 
-	if (st && st->depth)
+	/*
+	 * Not once the session is ending: the recorder takes every thread's batch after the holds
+	 * are off and none is in flight, and nothing may add to a batch after that.
+	 */
+	__sync_fetch_and_add(&unwind_inflight, 1);
+	if (st && st->depth && !*(volatile __u32 *)&unwind_holds_off)
 		close_dead_frames(st, PT_REGS_SP(ctx), true, pid_tgid, bpf_ktime_get_boot_ns());
+	__sync_fetch_and_add(&unwind_inflight, -1);
 #if defined(__TARGET_ARCH_x86)
 	hold_for_unwind(pid_tgid, true, PT_REGS_SP(ctx));
 #endif
@@ -658,6 +650,13 @@ int BPF_PROG(atf_exit, struct task_struct *p)
 	__u64 ids = task_pid_tgid(p);
 	__u32 tgid = ids >> 32;
 
+	/*
+	 * Its last events before its exit record, whether or not the filter still lists its
+	 * process: another thread of the group that ran this hook after the last decrement of
+	 * signal->live (below) may already have taken the tgid out while this one was between
+	 * its own decrement and here. A thread with a batch was traced.
+	 */
+	flush_exiting();
 	if (!tgid_traced(tgid))
 		return 0;
 	/* do_exit() has set exit_code: the signal that killed the group, or the exit status << 8 */
@@ -679,7 +678,16 @@ int BPF_PROG(atf_exit, struct task_struct *p)
 __u32 exec_hold;                /* written by the recorder (mmaped .bss): hold at exec */
 __u32 dl_hold;                  /* hold at ld.so's debug-state call (a library was mapped) */
 
-static __always_inline void emit_held_task(__u32 type, __u32 tgid, __u32 tid, bool want_hold)
+/*
+ * emit_held_task - a REC_TASK_EXEC / REC_DL_STATE record, holding the process when @want_hold.
+ * @stuck: the thread's batch that the ring had no room for at an exec (else NULL). The recorder
+ * ends the old image's threads at the exec record, so those events must not follow it in the
+ * ring: with the record in hand they are parked (the recorder takes them as it ends the
+ * thread, before it reads on); without it the recorder never learns of the exec, and they go
+ * with the thread's next events as usual.
+ */
+static __always_inline void emit_held_task(__u32 type, __u32 tgid, __u32 tid, bool want_hold,
+					   struct task_state *stuck)
 {
 	struct rec_task *r;
 
@@ -695,6 +703,8 @@ static __always_inline void emit_held_task(__u32 type, __u32 tgid, __u32 tid, bo
 	r->child_pid = 0;
 	r->ts = bpf_ktime_get_boot_ns();
 	bpf_get_current_comm(r->comm, sizeof(r->comm));
+	if (stuck && stuck->batch.count)
+		park_batch(stuck);
 	/* signal only with the record in hand: a held process always has its record */
 	if (want_hold && !*(volatile __u32 *)&unwind_holds_off &&
 	    hold_begin(bpf_get_current_task_btf(), tgid) && !bpf_send_signal_thread(ATF_SIGSTOP))
@@ -717,12 +727,20 @@ int BPF_PROG(atf_exec, struct task_struct *p, pid_t old_pid)
 	 * thread other than the leader that calls exec takes the leader's pid (de_thread).
 	 */
 	struct task_state *st = current_state(false);
+	bool claimed = false, stuck = false;
 
 	if (st) {
+		/* this hook outlives the function links: the session's end may be taking the batch
+		 * right now (atf_flush_batches), and only one of the two may write it */
+		claimed = st->batch.count && claim_batch(st);
+		if (claimed)
+			stuck = !flush_batch(st);       /* under the old ids, before the exec record */
 		st->depth = 0;
 		st->pid_tgid = ids;
 	}
-	emit_held_task(REC_TASK_EXEC, tgid, (__u32)ids, exec_hold);
+	emit_held_task(REC_TASK_EXEC, tgid, (__u32)ids, exec_hold, stuck ? st : NULL);
+	if (claimed && st)
+		__sync_fetch_and_and(&st->flush_claim, 0);
 	announce_exec(ids);
 	return 0;
 }
@@ -736,6 +754,6 @@ int atf_dl_state(struct pt_regs *ctx)
 
 	if (!tgid_traced(pid_tgid >> 32))
 		return 0;
-	emit_held_task(REC_DL_STATE, pid_tgid >> 32, (__u32)pid_tgid, dl_hold);
+	emit_held_task(REC_DL_STATE, pid_tgid >> 32, (__u32)pid_tgid, dl_hold, NULL);
 	return 0;
 }

@@ -32,6 +32,8 @@ struct task_state {
 	__u32 traced;   /* 1: this thread's process passed the tgid filter (cached, see on_entry) */
 	__u64 pid_tgid; /* current_pid_tgid() of the thread, taken when traced was set */
 	__u64 trampoline;   /* the uretprobe trampoline address, seen while an exception unwinds */
+	__u64 flush_claim;  /* 1 while the thread's exit or the session's end has the batch */
+	struct rec_batch batch;  /* events not yet in the ring (bpf/batch.bpf.h) */
 	struct shadow_frame frames[SHADOW_MAX];  /* frames[i] was called at depth i */
 };
 

@@ -24,6 +24,7 @@ enum {
 				 * comm: its name); bpf/reg_guard.bpf.h */
 	REC_FORK_HOLD   = 9,    /* struct rec_task: a process on trampolines forked child_pid,
 				 * which is stopped until its trampoline sites are fixed */
+	REC_EVENT_BATCH = 10,   /* struct rec_batch: up to REC_BATCH_MAX index events of one thread */
 	REC_PROC_INFO   = 16,   /* struct rec_proc_info: who a thread is, at its first event (-a) */
 };
 
@@ -55,6 +56,30 @@ struct rec_event {
 	__u32 flags;            /* detail flags (ATF_DETAIL_F_*) for REC_EVENT_DETAIL */
 };
 
+/*
+ * Index events of one thread, batched in its task storage and written to the ring in one
+ * record (bpf/batch.bpf.h): one ring operation per REC_BATCH_MAX events instead of one each.
+ * Only the first 16 + count * 24 bytes of the record are in the ring.
+ */
+#define REC_BATCH_MAX   16
+
+struct rec_batch_event {
+	__u64 ts;               /* bpf_ktime_get_boot_ns() */
+	__u64 function_id;
+	__u32 depth;
+	__u32 kind;             /* ATF_KIND_CALL / RETURN / EXCEPTION */
+};
+
+struct rec_batch {
+	__u32 type;             /* REC_EVENT_BATCH */
+	__u32 count;            /* events in ev[], 1..REC_BATCH_MAX in the ring */
+	__u32 pid;              /* tgid in the recorder's pid namespace, as in struct rec_event */
+	__u32 tid;
+	struct rec_batch_event ev[REC_BATCH_MAX];
+};
+
+#define REC_BATCH_HDR_SIZE 16u
+
 /* Detail payload in the ring: the ATF payload image (NOTES.md §6) minus the function id. */
 struct rec_detail {
 	__u64 gp[8];
@@ -77,6 +102,8 @@ struct thread_loss {
 	__u32 _pad;
 	__u64 calls;            /* CALLs not written (their RETURN is not written either) */
 	__u64 returns;          /* RETURN/EXCEPTION events not written although their CALL was */
+	__u64 first_ts;         /* the time of the first and of the last event not written */
+	__u64 last_ts;
 };
 
 /*

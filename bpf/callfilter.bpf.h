@@ -148,7 +148,7 @@ static int flush_one(__u32 i, void *data)
 	ff->kdepth -= c->shift;
 	if (ff->state != FRAME_PENDING)
 		return 0;
-	if (emit_event(KIND_CALL, frame_at(c->st, j)->function_id, ff->kdepth, c->pid_tgid, ff->ts)) {
+	if (emit_event(c->st, KIND_CALL, frame_at(c->st, j)->function_id, ff->kdepth, c->pid_tgid, ff->ts)) {
 		ff->state = FRAME_WRITTEN;
 	} else {
 		ff->state = FRAME_LOST;
@@ -193,7 +193,7 @@ static __always_inline int filter_entry(struct pt_regs *ctx, struct task_state *
 	struct filter_fn *fn = NULL;
 
 	if (!fs) {      /* no memory for the thread's filter state: lost, and counted */
-		count_event_lost(KIND_CALL, pid_tgid);
+		count_event_lost(KIND_CALL, pid_tgid, ts);
 		return 1;
 	}
 	if (d >= SHADOW_MAX) {  /* not remembered: its return could not be decided */
@@ -259,7 +259,7 @@ static __always_inline int filter_entry(struct pt_regs *ctx, struct task_state *
 	if (filter_min_ns) {
 		state = FRAME_PENDING;
 	} else {
-		if (!emit_traced(ctx, KIND_CALL, function_id, kdepth, pid_tgid, ts))
+		if (!emit_traced(ctx, st, KIND_CALL, function_id, kdepth, pid_tgid, ts))
 			return 1;       /* lost, counted; not pushed (as without filters) */
 		state = FRAME_WRITTEN;
 	}
@@ -307,15 +307,15 @@ static __always_inline void filter_end(struct pt_regs *ctx, struct task_state *s
 			goto out;
 		}
 		write_pending(st, fs, i, pid_tgid);
-		if (!emit_event(KIND_CALL, function_id, ff->kdepth, pid_tgid, ff->ts))
+		if (!emit_event(st, KIND_CALL, function_id, ff->kdepth, pid_tgid, ff->ts))
 			goto out;       /* counted lost with its end */
 		ff->state = FRAME_WRITTEN;
 	}
 	if (ff->state == FRAME_WRITTEN) {
 		if (ctx)
-			emit_traced(ctx, kind, function_id, ff->kdepth, pid_tgid, ts);
+			emit_traced(ctx, st, kind, function_id, ff->kdepth, pid_tgid, ts);
 		else
-			emit_event(kind, function_id, ff->kdepth, pid_tgid, ts);
+			emit_event(st, kind, function_id, ff->kdepth, pid_tgid, ts);
 	}
 out:
 	filter_pop(fs, i);

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: (MIT OR GPL-2.0) */
 /*
  * The detail lane: registers and a stack snapshot next to an index event.
- * Included by bpf/atftrace.bpf.c after emit_event(), which it builds on; nothing else includes it.
+ * Included by bpf/atftrace.bpf.c after emit_event() (bpf/batch.bpf.h), which it builds on; nothing else includes it.
  *
  * When is an event recorded with detail?
  *   - detail_switch (.bss) is on: every event of every traced thread. The recorder writes it
@@ -193,21 +193,24 @@ static __always_inline __u32 detail_fill(struct pt_regs *ctx, __u32 kind, struct
  * One index event with its detail record (and, with @spec, its argument strings); falls back to
  * a plain event when the ring is full.
  */
-static __always_inline bool emit_detail(struct pt_regs *ctx, __u32 kind, __u64 function_id,
-					__u32 depth, __u64 pid_tgid, __u64 ts,
+static __always_inline bool emit_detail(struct pt_regs *ctx, struct task_state *st, __u32 kind,
+					__u64 function_id, __u32 depth, __u64 pid_tgid, __u64 ts,
 					const struct arg_fn_spec *spec)
 {
-	struct rec_event_detail *r;
+	struct rec_event_detail *r = NULL;
 
 	if (spec && !args_has_strings(spec, kind))
 		spec = NULL;    /* registers only: the plain detail record holds them */
-	if (spec)
-		r = bpf_ringbuf_reserve(&rb, sizeof(*r) + ARGS_OFF + ARGS_BYTES, 0);
-	else
-		r = bpf_ringbuf_reserve(&rb, sizeof(*r) + stack_bytes, 0);
+	/* the thread's batched events go first; while they cannot, this one joins them plain */
+	if (flush_batch(st)) {
+		if (spec)
+			r = bpf_ringbuf_reserve(&rb, sizeof(*r) + ARGS_OFF + ARGS_BYTES, 0);
+		else
+			r = bpf_ringbuf_reserve(&rb, sizeof(*r) + stack_bytes, 0);
+	}
 	if (!r) {
 		count_lost(lost_detail);
-		return emit_event(kind, function_id, depth, pid_tgid, ts);
+		return emit_event(st, kind, function_id, depth, pid_tgid, ts);
 	}
 	r->ev.type = REC_EVENT_DETAIL;
 	r->ev.kind = kind;
@@ -226,8 +229,8 @@ static __always_inline bool emit_detail(struct pt_regs *ctx, __u32 kind, __u64 f
  * emit_traced - record a CALL or RETURN of a probe hit, with detail when it is wanted
  * Returns false when nothing could be recorded (counted in lost_events), like emit_event().
  */
-static __always_inline bool emit_traced(struct pt_regs *ctx, __u32 kind, __u64 function_id,
-					__u32 depth, __u64 pid_tgid, __u64 ts)
+static __always_inline bool emit_traced(struct pt_regs *ctx, struct task_state *st, __u32 kind,
+					__u64 function_id, __u32 depth, __u64 pid_tgid, __u64 ts)
 {
 	bool want = *(volatile bool *)&detail_switch;
 	const struct arg_fn_spec *spec = args_lookup(function_id);   /* -A/-R/--auto-args */
@@ -237,8 +240,8 @@ static __always_inline bool emit_traced(struct pt_regs *ctx, __u32 kind, __u64 f
 	if (detail_on && detail_window_step(kind, function_id, depth, ts))
 		want = true;
 	if (!want && !spec)
-		return emit_event(kind, function_id, depth, pid_tgid, ts);
-	return emit_detail(ctx, kind, function_id, depth, pid_tgid, ts, spec);
+		return emit_event(st, kind, function_id, depth, pid_tgid, ts);
+	return emit_detail(ctx, st, kind, function_id, depth, pid_tgid, ts, spec);
 }
 
 #endif

@@ -249,6 +249,8 @@ struct atf_thread_info {
 	 * by reason (ATF_FILTERED_*): not losses, and nothing of them is in the files.
 	 */
 	uint64_t filtered[ATF_FILTERED_REASONS];
+	/* when the first and the last of those were made (absolute, as time_start_ns), 0 if none */
+	uint64_t lost_first_ns, lost_last_ns;
 };
 
 struct atf_manifest {

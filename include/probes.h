@@ -176,6 +176,28 @@ int probes__filtered_thread_next(struct probes *p, const uint32_t *prev, uint32_
 /** probes__filtered_unattributed - filtered calls of threads the per-thread map had no room for. */
 uint64_t probes__filtered_unattributed(const struct probes *p);
 
+/**
+ * probes__flush_batches - once the function links are closed: every thread's batch of events
+ * (bpf/batch.bpf.h) into the ring. Returns how many batches the ring had no room for (drain
+ * it and call again), or a negative errno. On the @last try, those are counted lost instead.
+ */
+int probes__flush_batches(struct probes *p, bool last);
+
+struct rec_batch;
+
+/**
+ * probes__take_parked - the batch of events that thread @tid left when the ring had no room
+ * (bpf/batch.bpf.h), into @out, and out of the map. 1 if there was one, 0 if not, or a
+ * negative errno.
+ */
+int probes__take_parked(struct probes *p, uint32_t tid, struct rec_batch *out);
+
+/** probes__parked_pid - the process of thread @tid's parked batch, left in the map: 1, 0 or -errno. */
+int probes__parked_pid(struct probes *p, uint32_t tid, uint32_t *pid);
+
+/** probes__parked_next - the tid after @prev (NULL: the first) with a parked batch; -ENOENT at the end. */
+int probes__parked_next(struct probes *p, const uint32_t *prev, uint32_t *tid);
+
 /** probes__link_kind - what probes__attach_module used. */
 enum probe_link_kind probes__link_kind(const struct probes *p);
 

@@ -58,8 +58,12 @@ assert_contains "$T/small.verify" "; $lost events lost and counted \(" "small: v
 assert_contains "$T/small.err" "^atftrace record: $lost events could not enter the ring buffer" "small: exit line"
 
 # 2. the recorder stopped for exactly M of the target's calls, between two recorded phases
+# A 1 MiB ring: the phase's 400000 events take about 10 MB in batches of 16, which the default
+# ring (16 MiB per CPU) would hold. No entry trampolines: their registration guard stops the
+# target whenever another tool on the host registers a probe, and the stopped recorder could
+# not resume it.
 M=200000
-start stopped --no-trampolines
+start stopped --ring-size 1M --no-trampolines
 run work 1000
 kill -STOP $REC
 run work $M

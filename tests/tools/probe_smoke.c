@@ -54,6 +54,31 @@ static const char *fn_name(uint64_t id)
 	return mod->funcs[idx - 1].name;
 }
 
+static void count_event(uint32_t pid, uint32_t kind, uint64_t function_id, uint32_t depth)
+{
+	if (kind < 1 || kind > 3) {
+		bad++;
+		return;
+	}
+	if (pid != (uint32_t)child)
+		return;
+	totals[kind]++;
+	if (sequence) {
+		printf("%s %s %u\n", kind_str(kind), fn_name(function_id), depth);
+		return;
+	}
+	for (size_t i = 0; i < nkeys; i++) {
+		if (keys[i].kind == kind && keys[i].depth == depth && keys[i].function_id == function_id) {
+			keys[i].count++;
+			return;
+		}
+	}
+	if (nkeys < MAX_KEYS)
+		keys[nkeys++] = (struct key_count){ kind, depth, function_id, 1 };
+	else
+		bad++;
+}
+
 static int on_record(void *ctx, void *data, size_t len)
 {
 	const struct rec_event *e = data;
@@ -66,28 +91,22 @@ static int on_record(void *ctx, void *data, size_t len)
 	}
 	if (len >= sizeof(struct rec_task) && (e->type == REC_TASK_EXEC || e->type == REC_TASK_FORK))
 		return 0;
-	if (len < sizeof(*e) || e->type != REC_EVENT || e->kind < 1 || e->kind > 3) {
-		bad++;
-		return 0;
-	}
-	if (e->pid != (uint32_t)child)
-		return 0;
-	totals[e->kind]++;
-	if (sequence) {
-		printf("%s %s %u\n", kind_str(e->kind), fn_name(e->function_id), e->depth);
-		return 0;
-	}
-	for (size_t i = 0; i < nkeys; i++) {
-		if (keys[i].kind == e->kind && keys[i].depth == e->depth &&
-		    keys[i].function_id == e->function_id) {
-			keys[i].count++;
+	if (len >= REC_BATCH_HDR_SIZE && e->type == REC_EVENT_BATCH) {
+		const struct rec_batch *b = data;
+
+		if (b->count > REC_BATCH_MAX || len < REC_BATCH_HDR_SIZE + b->count * sizeof(b->ev[0])) {
+			bad++;
 			return 0;
 		}
+		for (uint32_t i = 0; i < b->count; i++)
+			count_event(b->pid, b->ev[i].kind, b->ev[i].function_id, b->ev[i].depth);
+		return 0;
 	}
-	if (nkeys < MAX_KEYS)
-		keys[nkeys++] = (struct key_count){ e->kind, e->depth, e->function_id, 1 };
-	else
+	if (len < sizeof(*e) || e->type != REC_EVENT) {
 		bad++;
+		return 0;
+	}
+	count_event(e->pid, e->kind, e->function_id, e->depth);
 	return 0;
 }
 

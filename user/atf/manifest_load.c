@@ -166,6 +166,8 @@ static void load_threads(struct loader *L, json_t *root, struct atf_manifest *m)
 		get_uint(L, t, where, "lost_returns", UINT64_MAX, &ti->lost_returns);
 		for (unsigned r = 0; r < ATF_FILTERED_REASONS; r++)
 			get_uint(L, t, where, atf_filtered_key(r), UINT64_MAX, &ti->filtered[r]);
+		get_uint(L, t, where, "lost_first_ns", UINT64_MAX, &ti->lost_first_ns);
+		get_uint(L, t, where, "lost_last_ns", UINT64_MAX, &ti->lost_last_ns);
 		if (L->err)
 			return;
 	}

@@ -77,6 +77,10 @@ static json_t *build_thread(const struct atf_thread_info *t, bool filters)
 	err = err ?: set_u64(o, "lost_returns", t->lost_returns);
 	for (unsigned i = 0; filters && i < ATF_FILTERED_REASONS; i++)
 		err = err ?: set_u64(o, atf_filtered_key(i), t->filtered[i]);
+	if (t->lost_first_ns) {
+		err = err ?: set_u64(o, "lost_first_ns", t->lost_first_ns);
+		err = err ?: set_u64(o, "lost_last_ns", t->lost_last_ns);
+	}
 	if (err) {
 		json_decref(o);
 		return NULL;

@@ -257,6 +257,38 @@ void cmd_selection_free(struct cmd_selection *sel)
 	*sel = (struct cmd_selection){ 0 };
 }
 
+/*
+ * note_losses - one line per selected thread that lost events within the selected range: its
+ * figures there are not whole (the manifest keeps when its first and last loss happened).
+ */
+static void note_losses(const char *cmd, const struct cmd_selection *sel)
+{
+	char from[TIMEFMT_LEN], to[TIMEFMT_LEN];
+
+	for (size_t i = 0; i < sel->n; i++) {
+		const struct atf_manifest *m = sel->s[i]->manifest;
+
+		for (size_t j = 0; j < m->nthreads; j++) {
+			const struct atf_thread_info *ti = &m->threads[j];
+			uint64_t lost = 2 * ti->lost_calls + ti->lost_returns;
+
+			if (!lost || (sel->thread_id >= 0 && ti->id != (uint64_t)sel->thread_id))
+				continue;
+			if (ti->lost_first_ns && (ti->lost_last_ns < sel->from_ns || ti->lost_first_ns > sel->to_ns))
+				continue;
+			if (!ti->lost_first_ns || ti->lost_first_ns < sel->start_ns) {   /* no window recorded */
+				fprintf(stderr, "atftrace %s: pid %u thread_%u lost %" PRIu64 " events; its "
+					"figures are not whole\n", cmd, m->pid, ti->id, lost);
+				continue;
+			}
+			fprintf(stderr, "atftrace %s: pid %u thread_%u lost %" PRIu64 " events between %s and %s "
+				"(since the session start); its figures there are not whole\n", cmd, m->pid, ti->id,
+				lost, timefmt_format(from, sizeof(from), ti->lost_first_ns - sel->start_ns),
+				timefmt_format(to, sizeof(to), ti->lost_last_ns - sel->start_ns));
+		}
+	}
+}
+
 struct calltree *cmd_select_calltree(const char *cmd, const char *session, const struct cmd_select_args *a,
 				     unsigned flags, struct cmd_selection *sel)
 {
@@ -278,5 +310,6 @@ struct calltree *cmd_select_calltree(const char *cmd, const char *session, const
 		cmd_selection_free(sel);
 		return NULL;
 	}
+	note_losses(cmd, sel);
 	return ct;
 }

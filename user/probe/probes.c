@@ -918,6 +918,30 @@ int probes__thread_lost(struct probes *p, uint32_t tid, bool take, struct thread
 	return 1;
 }
 
+int probes__take_parked(struct probes *p, uint32_t tid, struct rec_batch *out)
+{
+	int fd = bpf_map__fd(p->skel->maps.batch_parked);
+
+	if (bpf_map_lookup_and_delete_elem(fd, &tid, out))
+		return errno == ENOENT ? 0 : -errno;
+	return 1;
+}
+
+int probes__parked_pid(struct probes *p, uint32_t tid, uint32_t *pid)
+{
+	struct rec_batch b;
+
+	if (bpf_map_lookup_elem(bpf_map__fd(p->skel->maps.batch_parked), &tid, &b))
+		return errno == ENOENT ? 0 : -errno;
+	*pid = b.pid;
+	return 1;
+}
+
+int probes__parked_next(struct probes *p, const uint32_t *prev, uint32_t *tid)
+{
+	return bpf_map_get_next_key(bpf_map__fd(p->skel->maps.batch_parked), prev, tid) ? -errno : 0;
+}
+
 int probes__lost_thread_next(struct probes *p, const uint32_t *prev, uint32_t *tid)
 {
 	return bpf_map_get_next_key(bpf_map__fd(p->skel->maps.thread_losses), prev, tid) ? -errno : 0;
@@ -946,6 +970,33 @@ uint64_t probes__filtered_unattributed(const struct probes *p)
 	for (size_t i = 0; i < sizeof(b->filtered_unattributed) / sizeof(b->filtered_unattributed[0]); i++)
 		n += __atomic_load_n(&b->filtered_unattributed[i], __ATOMIC_RELAXED);
 	return n;
+}
+
+int probes__flush_batches(struct probes *p, bool last)
+{
+	struct bpf_link *link;
+	char buf[64];
+	int fd, n, err = 0;
+
+	__atomic_store_n(&p->skel->bss->batches_left, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&p->skel->bss->batches_discard, last, __ATOMIC_RELAXED);
+	link = bpf_program__attach_iter(p->skel->progs.atf_flush_batches, NULL);
+	if (!link)
+		return -errno;
+	fd = bpf_iter_create(bpf_link__fd(link));
+	if (fd < 0) {
+		err = -errno;
+		goto cleanup;
+	}
+	/* the program writes nothing: reading to the end runs it over every task */
+	while ((n = read(fd, buf, sizeof(buf))) > 0)
+		;
+	if (n < 0)
+		err = -errno;
+	close(fd);
+cleanup:
+	bpf_link__destroy(link);
+	return err ?: (int)__atomic_load_n(&p->skel->bss->batches_left, __ATOMIC_RELAXED);
 }
 
 void probes__detail_set(struct probes *p, bool on)

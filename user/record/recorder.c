@@ -133,10 +133,11 @@ void rec_thread_end(struct recorder *r, struct rec_thread *t)
 
 	if (t->ended)
 		return;
+	rec_thread_take_parked(r, t);
 	t->ended = true;
 	if (r->last_thread == t)
 		r->last_thread = NULL;
-	rec_thread_losses(r, t, true, &t->lost_calls, &t->lost_returns);
+	rec_thread_losses(r, t, true, &t->lost);
 	rec_thread_filtered(r, t, true, t->filtered);
 	t->proc->manifest_dirty = true;
 	if (!t->w)
@@ -533,6 +534,27 @@ static void session_sync(struct recorder *r)
 		close(fd);
 }
 
+/*
+ * flush_batches - the events still batched in the threads' task storage into the ring, after
+ * the function probes are closed and no hook adds any. A full ring is drained and the rest
+ * tried again; on the last try what still finds no room is counted lost.
+ */
+static void flush_batches(struct recorder *r)
+{
+	enum { TRIES = 16 };
+	int left = 0;
+
+	for (int i = 0; i < TRIES; i++) {
+		left = probes__flush_batches(r->opts.probes, i == TRIES - 1);
+		if (left <= 0)
+			break;
+		ring_buffer__consume(r->rb);
+	}
+	if (left < 0)
+		fprintf(stderr, "atftrace record: cannot collect the threads' last batched events: %s\n",
+			strerror(-left));
+}
+
 int recorder__finish(struct recorder *r, const char *end_reason)
 {
 	struct rec_detach *detach;
@@ -546,7 +568,9 @@ int recorder__finish(struct recorder *r, const char *end_reason)
 	detach = rec_detach_freeze(r);
 	t_freeze = clock_mono_ns();
 	rec_unwind_stop_holds(r);   /* so this last drain resumes every held target */
+	flush_batches(r);
 	err = drain(r, 0);         /* the probes are closed: what is left in the ring is finite */
+	rec_adopt_parked(r);
 	t_drain = clock_mono_ns();
 	/* the counts every manifest and the summary give from here on, taken after the last drain */
 	probes__lost(r->opts.probes, &r->lost);

@@ -12,6 +12,12 @@
 struct rec_process;
 
 /* One OS thread's files: thread_<dir_id>/ inside its process directory. */
+/* Events of a thread that were not written (struct thread_loss in bpf/atftrace.h). */
+struct rec_loss {
+	uint64_t calls, returns;
+	uint64_t first_ns, last_ns; /* when the first and the last of them were made; 0: none */
+};
+
 struct rec_thread {
 	struct rec_process *proc;
 	uint32_t dir_id;            /* == its index in proc->threads and in the manifest's threads */
@@ -21,7 +27,7 @@ struct rec_thread {
 	bool ended;                 /* finalized: a later event with this tid is a new thread */
 	uint64_t events, detail_events;
 	uint64_t first_ts, last_ts;
-	uint64_t lost_calls, lost_returns;  /* taken from the probes' per-thread counts at its end */
+	struct rec_loss lost;       /* taken from the probes' per-thread counts at its end */
 	uint64_t filtered[ATF_FILTERED_REASONS];    /* calls the record-time filters left out, likewise */
 };
 
@@ -114,7 +120,7 @@ int rec_on_record(void *ctx, void *data, size_t size);
 /** rec_losses - the probes' loss counters: live, or as the session's manifests give them once finished. */
 void rec_losses(const struct recorder *r, struct probe_losses *out);
 /** rec_thread_losses - @t's lost CALLs and RETURNs so far; @take at its end (they leave the probes' map). */
-void rec_thread_losses(struct recorder *r, struct rec_thread *t, bool take, uint64_t *calls, uint64_t *returns);
+void rec_thread_losses(struct recorder *r, struct rec_thread *t, bool take, struct rec_loss *out);
 /**
  * rec_thread_filtered - @t's calls left out by the record-time filters so far, by reason, into
  * @out; @take at its end (they leave the probes' map). user/record/recorder_filter.c
@@ -124,8 +130,19 @@ void rec_thread_filtered(struct recorder *r, struct rec_thread *t, bool take, ui
 void rec_process_claim_filtered(struct recorder *r, struct rec_process *p);
 /** rec_filtered_manifest - the filter fields of @p's manifest, from its threads. */
 void rec_filtered_manifest(struct recorder *r, struct rec_process *p);
-/** rec_process_claim_losses - a thread of @p that lost events but recorded none gets its thread_<n>/. */
+/** rec_thread_take_parked - the events @t left in a batch the ring had no room for, before its end. */
+void rec_thread_take_parked(struct recorder *r, struct rec_thread *t);
+/**
+ * rec_process_claim_losses - a thread of @p that lost events, or left them parked, but has no
+ * files gets its thread_<n>/.
+ */
 void rec_process_claim_losses(struct recorder *r, struct rec_process *p);
+/**
+ * rec_adopt_parked - at the session's end, a process that left a parked batch but that the
+ * recorder never heard of (every record of it found the ring full) is added, so that its end
+ * takes the batch.
+ */
+void rec_adopt_parked(struct recorder *r);
 
 /* user/record/recorder_unwind.c: C++ exceptions through uretprobed frames */
 struct rec_unwind;

@@ -173,7 +173,13 @@ int rec_manifest_save(struct recorder *r, struct rec_process *p)
 		ti->index_events = t->events;
 		ti->detail_events = t->detail_events;
 		ti->has_detail = t->detail_events > 0;
-		rec_thread_losses(r, t, false, &ti->lost_calls, &ti->lost_returns);
+		struct rec_loss l;
+
+		rec_thread_losses(r, t, false, &l);
+		ti->lost_calls = l.calls;
+		ti->lost_returns = l.returns;
+		ti->lost_first_ns = l.first_ns;
+		ti->lost_last_ns = l.last_ns;
 		if (!t->events)
 			continue;
 		if (!t0 || t->first_ts < t0)

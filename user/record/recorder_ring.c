@@ -14,56 +14,101 @@
 #include "proc.h"
 #include "recorder_int.h"
 
+/*
+ * event_thread - the thread that @n events of (@pid, @tid) go to, made at its first event; NULL
+ * when they are not recorded (counted, or on purpose: see below).
+ */
+static struct rec_thread *event_thread(struct recorder *r, uint32_t pid, uint32_t tid, uint32_t n)
+{
+	struct rec_thread *t = r->last_thread;
+	struct rec_process *p;
+
+	if (t && t->tid == tid && !t->ended)
+		return t;
+	t = rec_tid_lookup(r, tid);
+	if (!t || t->ended || t->proc->pid != (pid_t)pid) {
+		p = rec_proc_find(r, (pid_t)pid);
+		if (!p) {
+			/* not announced (e.g. a fork record was lost): record it anyway */
+			if (recorder__add_process(r, (pid_t)pid, NULL, 0, false) < 0) {
+				r->st.write_errors += n;
+				return NULL;
+			}
+			p = rec_proc_find(r, (pid_t)pid);
+		}
+		if (p->state == REC_PROC_ENDED) {
+			r->st.ignored_events += n;
+			return NULL;
+		}
+		if (p->expect_exec) {
+			/*
+			 * The gated child before its exec is still atftrace's launcher (its libc
+			 * read/close of the gate): not the target, whose events start at the exec.
+			 * They are ours, not the user's: dropped on purpose, not counted.
+			 */
+			return NULL;
+		}
+		t = rec_thread_new(r, p, tid);
+		if (!t) {
+			r->st.write_errors += n;
+			return NULL;
+		}
+	}
+	r->last_thread = t;
+	return t;
+}
+
+/* append_event - one event (@dp: its detail, or NULL) to thread @t's writer, and the counts. */
+static void append_event(struct recorder *r, struct rec_thread *t, uint64_t ts, uint64_t function_id,
+			 uint32_t kind, uint32_t depth, const struct atf_detail_in *dp)
+{
+	struct atf_index_event ev;
+	int64_t seq;
+
+	if (!t->w) {
+		r->st.write_errors++;
+		return;
+	}
+	ev = (struct atf_index_event){ .timestamp_ns = ts, .function_id = function_id,
+				       .thread_id = t->tid, .event_kind = (uint8_t)kind,
+				       .call_depth = depth };
+	seq = atf_thread_writer__append(t->w, &ev, dp);
+	if (seq < 0) {
+		rec_report_write_error(r, "cannot write events in", t->proc->dir, (int)seq);
+		r->st.write_errors++;   /* this event; earlier buffered ones are counted at finalize */
+		return;
+	}
+	if (!t->events)
+		t->first_ts = ts;
+	t->last_ts = ts;
+	t->events++;
+	r->st.events++;
+	if (dp) {
+		t->detail_events++;
+		r->st.detail_events++;
+	}
+	if (!r->st.time_start_ns || ts < r->st.time_start_ns)
+		r->st.time_start_ns = ts;
+	if (ts > r->st.time_end_ns)
+		r->st.time_end_ns = ts;
+	rec_mark_dirty(r, t);
+}
+
 static void on_event(struct recorder *r, const void *data, size_t size, bool with_detail)
 {
 	struct rec_event re;
 	struct rec_detail rd;
-	struct rec_thread *t = r->last_thread;
-	struct rec_process *p;
-	struct atf_index_event ev;
+	struct rec_thread *t;
 	struct atf_detail_in din, *dp = NULL;
 	uint8_t payload[ATF_DETAIL_PAYLOAD_SIZE + ATF_DETAIL_MAX_STACK + ATF_ARGS_STR_HDR +
 			ARGS_MAX_STR * (ATF_ARGS_STR_ENTRY_HDR + ARGS_MAX_STR_BYTES)];
 	int ext;
-	int64_t seq;
 
 	if (size < sizeof(re)) {
 		r->st.bad_records++;
 		return;
 	}
 	memcpy(&re, data, sizeof(re));
-	if (!t || t->tid != re.tid || t->ended) {
-		t = rec_tid_lookup(r, re.tid);
-		if (!t || t->ended || t->proc->pid != (pid_t)re.pid) {
-			p = rec_proc_find(r, (pid_t)re.pid);
-			if (!p) {
-				/* not announced (e.g. a fork record was lost): record it anyway */
-				if (recorder__add_process(r, (pid_t)re.pid, NULL, 0, false) < 0) {
-					r->st.write_errors++;
-					return;
-				}
-				p = rec_proc_find(r, (pid_t)re.pid);
-			}
-			if (p->state == REC_PROC_ENDED) {
-				r->st.ignored_events++;
-				return;
-			}
-			if (p->expect_exec) {
-				/*
-				 * The gated child before its exec is still atftrace's launcher (its libc
-				 * read/close of the gate): not the target, whose events start at the exec.
-				 * They are ours, not the user's: dropped on purpose, not counted.
-				 */
-				return;
-			}
-			t = rec_thread_new(r, p, re.tid);
-			if (!t) {
-				r->st.write_errors++;
-				return;
-			}
-		}
-		r->last_thread = t;
-	}
 	if (with_detail) {
 		if (size < sizeof(re) + sizeof(rd)) {
 			r->st.bad_records++;
@@ -74,6 +119,11 @@ static void on_event(struct recorder *r, const void *data, size_t size, bool wit
 			r->st.bad_records++;
 			return;
 		}
+	}
+	t = event_thread(r, re.pid, re.tid, 1);
+	if (!t)
+		return;
+	if (with_detail) {
 		struct atf_detail_payload pl = { .function_id = re.function_id, .lr = rd.lr,
 						 .fp = rd.fp, .sp = rd.sp,
 						 .stack_size = (uint16_t)rd.stack_size };
@@ -95,33 +145,31 @@ static void on_event(struct recorder *r, const void *data, size_t size, bool wit
 		};
 		dp = &din;
 	}
-	if (!t->w) {
-		r->st.write_errors++;
+	append_event(r, t, re.ts, re.function_id, re.kind, re.depth, dp);
+}
+
+/* A batch of one thread's events (bpf/batch.bpf.h), in the order the thread made them. */
+static void on_batch(struct recorder *r, const void *data, size_t size)
+{
+	struct rec_batch b;
+	struct rec_thread *t;
+
+	if (size < REC_BATCH_HDR_SIZE) {
+		r->st.bad_records++;
 		return;
 	}
-	ev = (struct atf_index_event){ .timestamp_ns = re.ts, .function_id = re.function_id,
-				       .thread_id = re.tid, .event_kind = re.kind,
-				       .call_depth = re.depth };
-	seq = atf_thread_writer__append(t->w, &ev, dp);
-	if (seq < 0) {
-		rec_report_write_error(r, "cannot write events in", t->proc->dir, (int)seq);
-		r->st.write_errors++;   /* this event; earlier buffered ones are counted at finalize */
+	memcpy(&b, data, REC_BATCH_HDR_SIZE);
+	if (b.count == 0 || b.count > REC_BATCH_MAX ||
+	    size < REC_BATCH_HDR_SIZE + b.count * sizeof(b.ev[0])) {
+		r->st.bad_records++;
 		return;
 	}
-	if (!t->events)
-		t->first_ts = re.ts;
-	t->last_ts = re.ts;
-	t->events++;
-	r->st.events++;
-	if (dp) {
-		t->detail_events++;
-		r->st.detail_events++;
-	}
-	if (!r->st.time_start_ns || re.ts < r->st.time_start_ns)
-		r->st.time_start_ns = re.ts;
-	if (re.ts > r->st.time_end_ns)
-		r->st.time_end_ns = re.ts;
-	rec_mark_dirty(r, t);
+	memcpy(b.ev, (const uint8_t *)data + REC_BATCH_HDR_SIZE, b.count * sizeof(b.ev[0]));
+	t = event_thread(r, b.pid, b.tid, b.count);
+	if (!t)
+		return;
+	for (uint32_t i = 0; i < b.count; i++)
+		append_event(r, t, b.ev[i].ts, b.ev[i].function_id, b.ev[i].kind, b.ev[i].depth, NULL);
 }
 
 static void on_task(struct recorder *r, const void *data, size_t size)
@@ -222,6 +270,9 @@ int rec_on_record(void *ctx, void *data, size_t size)
 	case REC_EVENT_DETAIL:
 		on_event(r, data, size, true);
 		break;
+	case REC_EVENT_BATCH:
+		on_batch(r, data, size);
+		break;
 	case REC_TASK_EXIT:
 	case REC_TASK_FORK:
 	case REC_TASK_EXEC:
@@ -260,13 +311,12 @@ void rec_losses(const struct recorder *r, struct probe_losses *out)
 		probes__lost(r->opts.probes, out);
 }
 
-void rec_thread_losses(struct recorder *r, struct rec_thread *t, bool take, uint64_t *calls, uint64_t *returns)
+void rec_thread_losses(struct recorder *r, struct rec_thread *t, bool take, struct rec_loss *out)
 {
 	struct thread_loss tl;
 	int n;
 
-	*calls = t->lost_calls;
-	*returns = t->lost_returns;
+	*out = t->lost;
 	if (t->ended && !take)
 		return;         /* already taken at its end */
 	/* a tid reused by another process since is not this thread's: leave its counts alone */
@@ -275,28 +325,78 @@ void rec_thread_losses(struct recorder *r, struct rec_thread *t, bool take, uint
 		n = probes__thread_lost(r->opts.probes, t->tid, true, &tl);
 	if (n <= 0 || tl.pid != (uint32_t)t->proc->pid)
 		return;
-	*calls += tl.calls;
-	*returns += tl.returns;
+	out->calls += tl.calls;
+	out->returns += tl.returns;
+	if (tl.first_ts && (!out->first_ns || tl.first_ts < out->first_ns))
+		out->first_ns = tl.first_ts;
+	if (tl.last_ts > out->last_ns)
+		out->last_ns = tl.last_ts;
+}
+
+/* rec_thread_take_parked - the events @t left parked (bpf/batch.bpf.h), before its files close. */
+void rec_thread_take_parked(struct recorder *r, struct rec_thread *t)
+{
+	struct rec_batch b;
+	uint32_t pid;
+
+	/* a tid reused by another process since is not this thread's: leave its batch alone */
+	if (probes__parked_pid(r->opts.probes, t->tid, &pid) <= 0 || pid != (uint32_t)t->proc->pid ||
+	    probes__take_parked(r->opts.probes, t->tid, &b) <= 0)
+		return;
+	if (b.count > REC_BATCH_MAX) {
+		r->st.bad_records++;
+		return;
+	}
+	for (uint32_t i = 0; i < b.count; i++)
+		append_event(r, t, b.ev[i].ts, b.ev[i].function_id, b.ev[i].kind, b.ev[i].depth, NULL);
+}
+
+/* claim_thread - thread @tid of @p left counts or events in a map but has no files yet: make them. */
+static void claim_thread(struct recorder *r, struct rec_process *p, uint32_t tid)
+{
+	struct rec_thread *t = rec_tid_lookup(r, tid);
+
+	if (t && t->proc == p && !t->ended)
+		return;         /* it has its files: rec_thread_end takes its counts and batch */
+	if (!rec_thread_new(r, p, tid))
+		r->st.write_errors++;
 }
 
 void rec_process_claim_losses(struct recorder *r, struct rec_process *p)
 {
-	uint32_t tid, prev = 0;
+	uint32_t tid, prev = 0, pid;
 	bool first = true;
 
 	while (!probes__lost_thread_next(r->opts.probes, first ? NULL : &prev, &tid)) {
 		struct thread_loss tl;
-		struct rec_thread *t;
 
 		first = false;
 		prev = tid;
-		if (probes__thread_lost(r->opts.probes, tid, false, &tl) <= 0 || tl.pid != (uint32_t)p->pid)
-			continue;
-		t = rec_tid_lookup(r, tid);
-		if (t && t->proc == p && !t->ended)
-			continue;       /* it has its files: rec_thread_end takes its counts */
 		/* every event of this thread was lost: it still gets a directory, listing its losses */
-		if (!rec_thread_new(r, p, tid))
-			r->st.write_errors++;
+		if (probes__thread_lost(r->opts.probes, tid, false, &tl) > 0 && tl.pid == (uint32_t)p->pid)
+			claim_thread(r, p, tid);
+	}
+	/* every event of this thread waited in a batch the ring had no room for */
+	for (first = true; !probes__parked_next(r->opts.probes, first ? NULL : &prev, &tid); prev = tid) {
+		first = false;
+		if (probes__parked_pid(r->opts.probes, tid, &pid) > 0 && pid == (uint32_t)p->pid)
+			claim_thread(r, p, tid);
+	}
+}
+
+void rec_adopt_parked(struct recorder *r)
+{
+	uint32_t tid, prev = 0, pid;
+	struct rec_batch b;
+	bool first = true;
+
+	for (; !probes__parked_next(r->opts.probes, first ? NULL : &prev, &tid); prev = tid) {
+		first = false;
+		if (probes__parked_pid(r->opts.probes, tid, &pid) <= 0 || rec_proc_find(r, (pid_t)pid))
+			continue;
+		/* not announced (its fork record was lost): recorded anyway, as its events would be */
+		if (recorder__add_process(r, (pid_t)pid, NULL, 0, false) < 0 &&
+		    probes__take_parked(r->opts.probes, tid, &b) > 0)
+			r->st.write_errors += b.count;
 	}
 }
