@@ -465,7 +465,8 @@ static int drain(struct recorder *r, uint64_t budget_ns)
 	rec_watch_resume(r);    /* and every module it was held for is attached */
 	if (n < 0 && n != -EINTR)
 		return n;
-	for (size_t i = 0; i < r->nprocs; i++)
+	/* a process that exited is ended once the ring holds none of its events: not after a cut */
+	for (size_t i = 0; i < r->nprocs && !r->drain_cut; i++)
 		if (r->procs[i]->state == REC_PROC_GONE)
 			rec_process_end(r, r->procs[i], gone_reason(r->procs[i]));
 	for (size_t i = 0; i < r->ndirty; i++) {
