@@ -46,7 +46,7 @@ start() {
 	timeout 60 cat "$T/$1.ready" >/dev/null || { cat "$T/$1.err" >&2; fail "$1: never ready"; }
 	read -r -t 60 -u 4 _ target || fail "$1: no pid from attach_loop"
 	EXIT_PIDS+=("$target")
-	assert_contains "$T/$1.err" "^atftrace record: 1 functions entered through trampolines" \
+	assert_contains "$T/$1.err" "^atftrace record: 1 function entered through trampolines" \
 		"$1: loop_work is entered through a trampoline"
 	exec 3>"$T/$1.cmd"
 }
