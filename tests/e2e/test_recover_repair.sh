@@ -25,7 +25,7 @@ d=$(awk '$6 != "-"' "$T/a.want" | wc -l)
 truncate -s $((64 + k * 32 + 5)) "$th/index.atf"
 "$ATF" recover "$T/a" >"$T/out" 2>"$T/err" || { cat "$T/err" >&2; fail "recover after an index cut"; }
 "$ATF" verify "$T/a" >"$T/out" 2>"$T/err" || { cat "$T/err" >&2; fail "verify after recover of an index cut"; }
-assert_eq "OK $T/a/pid_1: 1 threads, $k events, $d detail events" "$(cat "$T/out")" "verify after an index cut"
+assert_eq "OK $T/a/pid_1: 1 thread, $k events, $d detail events" "$(cat "$T/out")" "verify after an index cut"
 evs "$th" >"$T/a.got"
 cmp -s "$T/a.want" "$T/a.got" || fail "the whole events before the cut changed"
 assert_eq "detail records $d" "$("$TOOLS/atf_raw" "$th" | grep '^detail')" "detail records kept"
@@ -38,7 +38,7 @@ truncate -s $((64 + 80 * 156 + 10)) "$th/detail.atf"
 awk '{ if ($6 != "-" && $6 >= 80) $6 = "-"; print }' "$T/b.ev" >"$T/b.want"
 "$ATF" recover "$T/b" >"$T/out" 2>"$T/err" || { cat "$T/err" >&2; fail "recover after a detail cut"; }
 "$ATF" verify "$T/b" >"$T/out" 2>"$T/err" || { cat "$T/err" >&2; fail "verify after recover of a detail cut"; }
-assert_eq "OK $T/b/pid_1: 1 threads, $n events, 80 detail events" "$(cat "$T/out")" "verify after a detail cut"
+assert_eq "OK $T/b/pid_1: 1 thread, $n events, 80 detail events" "$(cat "$T/out")" "verify after a detail cut"
 evs "$th" >"$T/b.got"
 cmp -s "$T/b.want" "$T/b.got" || fail "index events changed beyond losing their links to cut detail"
 
