@@ -24,38 +24,13 @@
 #include "args.h"
 #include "atftrace.h"
 #include "atftrace.skel.h"
-#include "probes.h"
+#include "probes_int.h"
 #include "container.h"
 #include "pidns.h"
 #include "uprobe_multi.h"
 #include "textfmt.h"
 
 #define DEFAULT_RING_SIZE (4u << 20)
-
-struct link_list {
-	struct bpf_link **v;
-	size_t n, cap;
-};
-
-/* Session / multi links, as file descriptors. */
-struct link_fds {
-	int *fd;                    /* -1 once closed */
-	const void **owner;         /* what each was attached for (a module, a trampoline file) */
-	size_t n, cap;
-};
-
-struct probes {
-	struct atftrace_bpf *skel;
-	enum probe_link_kind kind;
-	struct link_fds function_fds;   /* traced functions (session / multi) */
-	struct link_fds hook_fds;       /* the C++ unwind and ld.so hooks (multi) */
-	struct link_list functions; /* perf uprobes and uretprobes of traced functions */
-	struct link_list hooks;     /* the hooks, as perf uprobes (kernels without multi links) */
-	struct atftrace_bpf *unwind;    /* the C++ unwind hooks' programs, loaded when first needed */
-	bool unwind_wanted;         /* probe_opts.unwind_hooks */
-	bool guard;                 /* the registration guard is loaded */
-	bool guard_tp;              /* on the syscalls' own tracepoints (not the raw ones) */
-};
 
 static bool libbpf_verbose;
 
@@ -242,52 +217,6 @@ static int configure(struct probes *p, const struct probe_opts *opts)
 	return 0;
 }
 
-/*
- * The C++ unwind hooks' two programs, loaded on first use: about 18 ms of verifier time that a
- * session whose target never maps an unwinder does not pay. They are a second instance of the
- * same object whose maps are all the first one's (ring, filters, task storage, .bss with the
- * hold flags and counters; the frozen .rodata with this session's configuration): libbpf
- * neither creates nor fills a map given an fd, so both instances see one state.
- */
-static int load_unwind(struct probes *p)
-{
-	struct atftrace_bpf *u;
-	struct bpf_program *prog;
-	struct bpf_map *map;
-	int err;
-
-	if (p->unwind)
-		return 0;
-	if (!p->unwind_wanted)
-		return -EOPNOTSUPP;     /* probe_opts.unwind_hooks was false */
-	u = atftrace_bpf__open();
-	if (!u)
-		return -errno;
-	bpf_object__for_each_map(map, u->obj) {
-		struct bpf_map *own = bpf_object__find_map_by_name(p->skel->obj, bpf_map__name(map));
-
-		err = own ? bpf_map__reuse_fd(map, bpf_map__fd(own)) : -ENOENT;
-		if (err)
-			goto cleanup;
-	}
-	bpf_object__for_each_program(prog, u->obj)
-		bpf_program__set_autoload(prog, prog == u->progs.atf_unwind_catch ||
-						prog == u->progs.atf_unwind_raise);
-	if (p->kind != PROBE_LINK_PERF) {
-		bpf_program__set_expected_attach_type(u->progs.atf_unwind_catch, ATF_BPF_TRACE_UPROBE_MULTI);
-		bpf_program__set_expected_attach_type(u->progs.atf_unwind_raise, ATF_BPF_TRACE_UPROBE_MULTI);
-	}
-	err = atftrace_bpf__load(u);
-	if (err)
-		goto cleanup;
-	p->unwind = u;
-	return 0;
-cleanup:
-	fprintf(stderr, "atftrace: cannot load the C++ unwind hooks: %s\n", strerror(-err));
-	atftrace_bpf__destroy(u);
-	return err;
-}
-
 /* The --detail-on trigger functions, into the map the entry probe looks them up in. */
 static int fill_detail_triggers(struct probes *p, const struct probe_opts *opts)
 {
@@ -336,6 +265,7 @@ int probes__open(struct probes **out, const struct probe_opts *opts)
 	p = calloc(1, sizeof(*p));
 	if (!p)
 		return -ENOMEM;
+	p->verbose = opts->verbose;
 	err = choose_kind(&p->kind);
 	if (err)
 		goto cleanup;
@@ -444,8 +374,8 @@ static void destroy_links(struct link_list *l)
 	*l = (struct link_list){ 0 };
 }
 
-static int attach_multi_link(struct link_fds *to, const void *owner, int prog_fd, uint32_t type,
-			     const char *path, const uint64_t *offsets, const uint64_t *cookies,
+int probes_attach_multi_link(struct link_fds *to, const void *owner, int prog_fd, uint32_t type,
+			      const char *path, const uint64_t *offsets, const uint64_t *cookies,
 			     uint32_t n, uint32_t flags, pid_t pid)
 {
 	int fd = uprobe_multi_link_create(prog_fd, type, path, offsets, cookies, n, flags, pid);
@@ -460,7 +390,7 @@ static int attach_multi_link(struct link_fds *to, const void *owner, int prog_fd
 }
 
 /* One perf uprobe (or uretprobe) of @prog at @offset, cookie @cookie, kept in @to. */
-static int attach_perf(struct link_list *to, struct bpf_program *prog, const char *path,
+int probes_attach_perf(struct link_list *to, struct bpf_program *prog, const char *path,
 		       uint64_t offset, uint64_t cookie, bool ret, pid_t pid)
 {
 	LIBBPF_OPTS(bpf_uprobe_opts, o, .bpf_cookie = cookie, .retprobe = ret);
@@ -513,23 +443,23 @@ static int attach_offsets(struct probes *p, const void *owner, const char *path,
 
 	switch (p->kind) {
 	case PROBE_LINK_SESSION:
-		err = attach_multi_link(&p->function_fds, owner, bpf_program__fd(s->progs.atf_session),
+		err = probes_attach_multi_link(&p->function_fds, owner, bpf_program__fd(s->progs.atf_session),
 					ATF_BPF_TRACE_UPROBE_SESSION, path, offsets, cookies, n, 0, pid);
 		break;
 	case PROBE_LINK_MULTI:
-		err = attach_multi_link(&p->function_fds, owner, bpf_program__fd(s->progs.atf_multi_entry),
+		err = probes_attach_multi_link(&p->function_fds, owner, bpf_program__fd(s->progs.atf_multi_entry),
 					ATF_BPF_TRACE_UPROBE_MULTI, path, offsets, cookies, n, 0, pid);
 		if (!err)
-			err = attach_multi_link(&p->function_fds, owner, bpf_program__fd(s->progs.atf_multi_return),
+			err = probes_attach_multi_link(&p->function_fds, owner, bpf_program__fd(s->progs.atf_multi_return),
 						ATF_BPF_TRACE_UPROBE_MULTI, path, offsets, cookies, n,
 						ATF_BPF_F_UPROBE_MULTI_RETURN, pid);
 		break;
 	case PROBE_LINK_PERF:
 		for (uint32_t i = 0; i < n && !err; i++) {
-			err = attach_perf(&p->functions, s->progs.atf_uprobe, path, offsets[i],
+			err = probes_attach_perf(&p->functions, s->progs.atf_uprobe, path, offsets[i],
 					  cookies[i], false, pid);
 			if (!err)
-				err = attach_perf(&p->functions, s->progs.atf_uretprobe, path, offsets[i],
+				err = probes_attach_perf(&p->functions, s->progs.atf_uretprobe, path, offsets[i],
 						  cookies[i], true, pid);
 		}
 		break;
@@ -583,7 +513,7 @@ int probes__attach_module(struct probes *p, const struct sym_module *m, pid_t pi
 			continue;
 		if (!sym_plain_probe_ok(f)) {
 			nostep++;
-			if (libbpf_verbose)
+			if (p->verbose)
 				fprintf(stderr, "atftrace record: %s: %s: not traced (its first "
 					"instruction is EVEX)\n", m->path, f->name);
 			continue;
@@ -627,427 +557,6 @@ cleanup:
 	free(func);
 	free(refused);
 	return err ? err : (int)n;
-}
-
-#define MAX_HOOK_SITES 8
-
-/*
- * Attach @prog at the entry of each of @names (at most MAX_HOOK_SITES) found in @path: one
- * uprobe_multi link for them all, or perf uprobes on kernels without. Returns how many, or -errno.
- */
-static int attach_entry_hooks(struct probes *p, struct bpf_program *prog, const char *path,
-			      const char *const *names, size_t nnames, pid_t pid)
-{
-	uint64_t offsets[MAX_HOOK_SITES], cookies[MAX_HOOK_SITES];
-	struct sym_module *m = NULL;
-	const char *first = NULL;
-	uint32_t n = 0;
-	int err;
-
-	err = sym_module__open(&m, path, -1);
-	if (err)
-		return err;
-	for (size_t i = 0; i < m->nfuncs && n < MAX_HOOK_SITES; i++) {
-		const struct sym_func *f = &m->funcs[i];
-
-		for (size_t k = 0; k < nnames && f->skip == SYM_OK && n < MAX_HOOK_SITES; k++) {
-			if (strcmp(f->name, names[k]))
-				continue;
-			first = first ? first : f->name;
-			offsets[n] = f->probe_offset;
-			cookies[n++] = (uint64_t)m->module_id << 32 | f->symbol_index;
-		}
-	}
-	if (n && p->kind == PROBE_LINK_PERF) {
-		for (uint32_t i = 0; i < n && !err; i++)
-			err = attach_perf(&p->hooks, prog, path, offsets[i], cookies[i], false, pid);
-	} else if (n) {
-		err = attach_multi_link(&p->hook_fds, NULL, bpf_program__fd(prog),
-					ATF_BPF_TRACE_UPROBE_MULTI, path, offsets, cookies, n, 0, pid);
-	}
-	if (err)
-		fprintf(stderr, "atftrace: attach %s%s in %s: %s\n", first, n > 1 ? " and others" : "",
-			path, strerror(-err));
-	sym_module__free(m);
-	return err ? err : (int)n;
-}
-
-/*
- * libgcc_s, which holds the unwinder: next to libstdc++, in the process, or on the host.
- * A libstdc++ given as "/proc/self/fd/N" belongs to a container (user/probe/container.c): its
- * libgcc_s is then opened the same way, from the process's own mappings, never by a host path;
- * the caller closes that fd once the hooks are attached.
- */
-static char *find_libgcc_s(const char *libstdcxx_path, pid_t pid)
-{
-	const char *slash = strrchr(libstdcxx_path, '/');
-	char *path = NULL;
-
-	if (pid > 0 && !strncmp(libstdcxx_path, "/proc/self/fd/", 14)) {
-		int fd = container_open_file(pid, "libgcc_s.so.1", NULL, "atftrace");
-
-		if (fd >= 0 && asprintf(&path, "/proc/self/fd/%d", fd) < 0) {
-			close(fd);
-			path = NULL;
-		}
-		return path;
-	}
-	if (slash && asprintf(&path, "%.*s/libgcc_s.so.1", (int)(slash - libstdcxx_path),
-			      libstdcxx_path) > 0 && access(path, R_OK) == 0)
-		return path;
-	free(path);
-	path = pid > 0 ? sym_resolve_library(pid, "libgcc_s.so.1") : NULL;
-	return path ? path : sym_resolve_library(0, "libgcc_s.so.1");
-}
-
-/*
- * The unwinder's entry points: where an unwind starts (the unwinder must not meet a uretprobe
- * trampoline), then the C++ runtime's catch.
- */
-static const char *const unwind_names[] = {
-	"_Unwind_RaiseException", "_Unwind_ForcedUnwind", "_Unwind_Resume_or_Rethrow",
-	"__cxa_begin_catch",
-};
-#define UNWIND_NRAISE 3
-
-int probes__attach_unwind_hooks(struct probes *p, const char *libstdcxx_path, pid_t pid)
-{
-	char *libgcc = NULL;
-	int n = load_unwind(p);
-
-	if (n < 0)
-		return n;
-	n = attach_entry_hooks(p, p->unwind->progs.atf_unwind_catch, libstdcxx_path,
-			       unwind_names + UNWIND_NRAISE, 1, pid);
-	if (n <= 0)
-		return n < 0 ? n : -ENOENT;
-	libgcc = find_libgcc_s(libstdcxx_path, pid);
-	n = libgcc ? attach_entry_hooks(p, p->unwind->progs.atf_unwind_raise, libgcc, unwind_names,
-					UNWIND_NRAISE, pid) : -ENOENT;
-	if (n == 0)
-		n = -ENOENT;
-	if (n < 0)
-		fprintf(stderr, "atftrace: %s: no unwinder entry points (%s): a C++ exception thrown "
-			"through a traced function will terminate the program\n",
-			libgcc ? libgcc : "libgcc_s.so.1", strerror(-n));
-	if (libgcc && !strncmp(libgcc, "/proc/self/fd/", 14))
-		close(atoi(libgcc + 14));       /* the links hold the inode now */
-	free(libgcc);
-	return n < 0 ? n : 0;
-}
-
-int probes__attach_unwinder(struct probes *p, const char *path, pid_t pid)
-{
-	uint32_t has;
-	int raise = 0, caught = 0;
-
-	if (!p->unwind_wanted)
-		return -EOPNOTSUPP;     /* probe_opts.unwind_hooks was false */
-	/* the file's own symbols first: most files a process maps have none of these */
-	has = sym_elf_defines(path, unwind_names, sizeof(unwind_names) / sizeof(unwind_names[0]));
-	if (!has)
-		return 0;
-	raise = load_unwind(p);
-	if (raise < 0)
-		return raise;
-	if (has & ((1u << UNWIND_NRAISE) - 1))
-		raise = attach_entry_hooks(p, p->unwind->progs.atf_unwind_raise, path, unwind_names,
-					   UNWIND_NRAISE, pid);
-	if (raise >= 0 && (has & (1u << UNWIND_NRAISE)))
-		caught = attach_entry_hooks(p, p->unwind->progs.atf_unwind_catch, path,
-					    unwind_names + UNWIND_NRAISE, 1, pid);
-	return raise < 0 ? raise : caught < 0 ? caught : raise + caught;
-}
-
-int probes__attach_dl_hook(struct probes *p, const char *ldso_path, pid_t pid)
-{
-	static const char *const names[] = { "_dl_debug_state" };
-	int n = attach_entry_hooks(p, p->skel->progs.atf_dl_state, ldso_path, names, 1, pid);
-
-	return n < 0 ? n : n == 0 ? -ENOENT : 0;
-}
-
-void probes__set_holds(struct probes *p, bool at_exec, bool at_dl_state)
-{
-	/* .bss is mmap'ed: the hooks read these on their next hit */
-	__atomic_store_n(&p->skel->bss->exec_hold, at_exec, __ATOMIC_SEQ_CST);
-	__atomic_store_n(&p->skel->bss->dl_hold, at_dl_state, __ATOMIC_SEQ_CST);
-}
-
-int probes__stop_unwind_holds(struct probes *p)
-{
-	struct timespec pause = { 0, 20 * 1000 };
-	/* A hook is in flight for microseconds; a second means something is badly wrong. */
-	for (int i = 0; i < 50000; i++) {
-		/* seq_cst store, then load: pairs with the hook's atomic add, then flag load */
-		__atomic_store_n(&p->skel->bss->unwind_holds_off, 1, __ATOMIC_SEQ_CST);
-		if (__atomic_load_n(&p->skel->bss->unwind_inflight, __ATOMIC_SEQ_CST) == 0)
-			return 0;
-		nanosleep(&pause, NULL);
-	}
-	return -ETIMEDOUT;
-}
-
-#if defined(__x86_64__)
-int probes__guard_pid(struct probes *p, pid_t pid, bool on)
-{
-	struct atftrace_bpf__bss *b = p->skel->bss;
-	pid_t host;
-	uint32_t want;
-	int err;
-
-	err = on ? probes__guard_ready(p) : p->guard ? 0 : -EOPNOTSUPP;
-	if (err)
-		return err;
-	err = pidns_host_pid(pid, &host);
-	if (err)
-		return on ? err : 0;
-	want = on ? 0 : (uint32_t)host;
-	pid = host;
-	/* .bss is mmap'ed: the next syscall's guard sees the slot */
-	for (size_t i = 0; i < GUARD_MAX_PIDS; i++) {
-		if (__atomic_load_n(&b->guard_pids[i], __ATOMIC_RELAXED) != want)
-			continue;
-		__atomic_store_n(&b->guard_pids[i], on ? (uint32_t)pid : 0, __ATOMIC_SEQ_CST);
-		return 0;
-	}
-	return on ? -ENOSPC : 0;
-}
-
-int probes__guard_ready(struct probes *p)
-{
-	struct atftrace_bpf *s = p->skel;
-	struct bpf_program *progs[] = { s->progs.atf_fork_hold, s->progs.atf_reg_enter_bpf,
-					s->progs.atf_reg_enter_perf, s->progs.atf_reg_exit_bpf,
-					s->progs.atf_reg_exit_perf, s->progs.atf_reg_enter,
-					s->progs.atf_reg_exit };
-	struct bpf_link **links[] = { &s->links.atf_fork_hold, &s->links.atf_reg_enter_bpf,
-				      &s->links.atf_reg_enter_perf, &s->links.atf_reg_exit_bpf,
-				      &s->links.atf_reg_exit_perf, &s->links.atf_reg_enter,
-				      &s->links.atf_reg_exit };
-
-	bool attached = false;
-
-	if (!p->guard)
-		return -EOPNOTSUPP;
-	for (size_t i = 0; i < sizeof(progs) / sizeof(progs[0]); i++) {
-		if (bpf_program__fd(progs[i]) < 0)
-			continue;       /* the other way in: not loaded */
-		if (*links[i])
-			continue;
-		*links[i] = bpf_program__attach(progs[i]);
-		if (!*links[i])
-			return -errno;
-		attached = true;
-	}
-	if (attached && libbpf_verbose)
-		fprintf(stderr, "atftrace record: registration guard on the %s\n", p->guard_tp ?
-			"bpf and perf_event_open syscall tracepoints" :
-			"raw sys_enter/sys_exit tracepoints");
-	return 0;
-}
-
-uint64_t probes__guard_unannounced(const struct probes *p)
-{
-	return p->guard ? __atomic_load_n(&p->skel->bss->guard_unannounced, __ATOMIC_ACQUIRE) : 0;
-}
-
-int probes__guard_settle(struct probes *p, unsigned int timeout_ms)
-{
-	struct timespec pause = { 0, 50 * 1000 };
-
-	for (unsigned int i = 0; p->guard && i < timeout_ms * 20; i++) {
-		if (__atomic_load_n(&p->skel->bss->reg_inflight, __ATOMIC_SEQ_CST) == 0)
-			return 0;
-		nanosleep(&pause, NULL);
-	}
-	return p->guard ? -ETIMEDOUT : 0;
-}
-#else
-int probes__guard_pid(struct probes *p, pid_t pid, bool on)
-{
-	(void)p; (void)pid; (void)on;
-	return -EOPNOTSUPP;
-}
-
-int probes__guard_ready(struct probes *p)
-{
-	(void)p;
-	return -EOPNOTSUPP;
-}
-
-uint64_t probes__guard_unannounced(const struct probes *p)
-{
-	(void)p;
-	return 0;
-}
-
-int probes__guard_settle(struct probes *p, unsigned int timeout_ms)
-{
-	(void)p; (void)timeout_ms;
-	return 0;
-}
-#endif
-
-int probes__ring_fd(const struct probes *p)
-{
-	return bpf_map__fd(p->skel->maps.rb);
-}
-
-void probes__lost(const struct probes *p, struct probe_losses *out)
-{
-	const struct atftrace_bpf__bss *b = p->skel->bss;
-
-	memset(out, 0, sizeof(*out));
-	/* .bss is mmap'ed: these are the live per-CPU counters. */
-	for (size_t i = 0; i < sizeof(b->lost_events) / sizeof(b->lost_events[0]); i++) {
-		out->events += __atomic_load_n(&b->lost_events[i], __ATOMIC_RELAXED);
-		out->detail += __atomic_load_n(&b->lost_detail[i], __ATOMIC_RELAXED);
-		out->records += __atomic_load_n(&b->lost_records[i], __ATOMIC_RELAXED);
-		out->unattributed += __atomic_load_n(&b->lost_unattributed[i], __ATOMIC_RELAXED);
-	}
-}
-
-int probes__thread_lost(struct probes *p, uint32_t tid, bool take, struct thread_loss *out)
-{
-	int fd = bpf_map__fd(p->skel->maps.thread_losses);
-	int err = take ? bpf_map_lookup_and_delete_elem(fd, &tid, out) : bpf_map_lookup_elem(fd, &tid, out);
-
-	if (err)
-		return errno == ENOENT ? 0 : -errno;
-	return 1;
-}
-
-int probes__take_parked(struct probes *p, uint32_t tid, struct rec_batch *out)
-{
-	int fd = bpf_map__fd(p->skel->maps.batch_parked);
-
-	if (bpf_map_lookup_and_delete_elem(fd, &tid, out))
-		return errno == ENOENT ? 0 : -errno;
-	return 1;
-}
-
-int probes__parked_pid(struct probes *p, uint32_t tid, uint32_t *pid)
-{
-	struct rec_batch b;
-
-	if (bpf_map_lookup_elem(bpf_map__fd(p->skel->maps.batch_parked), &tid, &b))
-		return errno == ENOENT ? 0 : -errno;
-	*pid = b.pid;
-	return 1;
-}
-
-int probes__parked_next(struct probes *p, const uint32_t *prev, uint32_t *tid)
-{
-	return bpf_map_get_next_key(bpf_map__fd(p->skel->maps.batch_parked), prev, tid) ? -errno : 0;
-}
-
-int probes__lost_thread_next(struct probes *p, const uint32_t *prev, uint32_t *tid)
-{
-	return bpf_map_get_next_key(bpf_map__fd(p->skel->maps.thread_losses), prev, tid) ? -errno : 0;
-}
-
-int probes__thread_filtered(struct probes *p, uint32_t tid, bool take, struct thread_filtered *out)
-{
-	int fd = bpf_map__fd(p->skel->maps.thread_filtered);
-	int err = take ? bpf_map_lookup_and_delete_elem(fd, &tid, out) : bpf_map_lookup_elem(fd, &tid, out);
-
-	if (err)
-		return errno == ENOENT ? 0 : -errno;
-	return 1;
-}
-
-int probes__filtered_thread_next(struct probes *p, const uint32_t *prev, uint32_t *tid)
-{
-	return bpf_map_get_next_key(bpf_map__fd(p->skel->maps.thread_filtered), prev, tid) ? -errno : 0;
-}
-
-uint64_t probes__filtered_unattributed(const struct probes *p)
-{
-	const struct atftrace_bpf__bss *b = p->skel->bss;
-	uint64_t n = 0;
-
-	for (size_t i = 0; i < sizeof(b->filtered_unattributed) / sizeof(b->filtered_unattributed[0]); i++)
-		n += __atomic_load_n(&b->filtered_unattributed[i], __ATOMIC_RELAXED);
-	return n;
-}
-
-int probes__flush_batches(struct probes *p, bool last)
-{
-	struct bpf_link *link;
-	char buf[64];
-	int fd, n, err = 0;
-
-	__atomic_store_n(&p->skel->bss->batches_left, 0, __ATOMIC_RELAXED);
-	__atomic_store_n(&p->skel->bss->batches_discard, last, __ATOMIC_RELAXED);
-	link = bpf_program__attach_iter(p->skel->progs.atf_flush_batches, NULL);
-	if (!link)
-		return -errno;
-	fd = bpf_iter_create(bpf_link__fd(link));
-	if (fd < 0) {
-		err = -errno;
-		goto cleanup;
-	}
-	/* the program writes nothing: reading to the end runs it over every task */
-	while ((n = read(fd, buf, sizeof(buf))) > 0)
-		;
-	if (n < 0)
-		err = -errno;
-	close(fd);
-cleanup:
-	bpf_link__destroy(link);
-	return err ?: (int)__atomic_load_n(&p->skel->bss->batches_left, __ATOMIC_RELAXED);
-}
-
-void probes__detail_set(struct probes *p, bool on)
-{
-	/* .bss is mmap'ed: the probes read the switch on their next hit */
-	__atomic_store_n(&p->skel->bss->detail_switch, on, __ATOMIC_RELAXED);
-}
-
-int probes__arg_spec_set(struct probes *p, uint64_t id, const struct arg_fn_spec *s)
-{
-	if (bpf_map__update_elem(p->skel->maps.arg_specs, &id, sizeof(id), s, sizeof(*s), BPF_ANY))
-		return -errno;
-	return 0;
-}
-
-bool probes__detail_get(const struct probes *p)
-{
-	return __atomic_load_n(&p->skel->bss->detail_switch, __ATOMIC_RELAXED);
-}
-
-enum probe_link_kind probes__link_kind(const struct probes *p)
-{
-	return p->kind;
-}
-
-uint64_t *probes__held_pids(const struct probes *p, size_t *n)
-{
-	*n = HELD_MAX_PIDS;
-	return (uint64_t *)p->skel->bss->held_pids;    /* __u64 is unsigned long long */
-}
-
-int probes__function_link_ids(const struct probes *p, uint32_t **ids, size_t *n)
-{
-	uint32_t *v = calloc(p->function_fds.n ? p->function_fds.n : 1, sizeof(*v));
-
-	*ids = NULL;
-	*n = 0;
-	if (!v)
-		return -ENOMEM;
-	for (size_t i = 0; i < p->function_fds.n; i++) {
-		struct bpf_link_info info;
-		__u32 len = sizeof(info);
-
-		memset(&info, 0, sizeof(info));
-		if (p->function_fds.fd[i] < 0 ||
-		    bpf_obj_get_info_by_fd(p->function_fds.fd[i], &info, &len) < 0)
-			continue;
-		v[(*n)++] = info.id;
-	}
-	*ids = v;
-	return 0;
 }
 
 void probes__detach_functions(struct probes *p)
