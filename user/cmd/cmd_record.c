@@ -37,10 +37,11 @@
 #include "recorder.h"
 #include "recorder_args.h"
 #include "recorder_detail.h"
+#include "record_outdir.h"
+#include "record_run.h"
 #include "timefmt.h"
 #include "trampoline.h"
 
-#define TICK_MS 5
 
 struct record_args {
 	bool attach_cmd;            /* invoked as `atftrace attach` */
@@ -265,255 +266,6 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 	return 0;
 }
 
-/* ---- session directory ---------------------------------------------------------------------- */
-
-/* -o may name a new or empty directory, or a session (pid_* directories, session.json): nothing else. */
-static int check_outdir_contents(int fd, const char *dir)
-{
-	DIR *d = fdopendir(fd);
-	struct dirent *de;
-	int err = 0;
-
-	if (!d) {
-		fprintf(stderr, "atftrace record: %s: %s\n", dir, strerror(errno));
-		close(fd);
-		return -errno;
-	}
-	while (!err && (de = readdir(d))) {
-		unsigned pid;
-		char tail;
-
-		size_t n = strlen(de->d_name);
-
-		/* ".session.json.<random>.tmp": a temporary a killed recorder left (atf_file.h) */
-		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, "..") ||
-		    !strcmp(de->d_name, "session.json") || sscanf(de->d_name, "pid_%u%c", &pid, &tail) == 1 ||
-		    (!strncmp(de->d_name, ".session.json.", 14) && n > 18 && !strcmp(de->d_name + n - 4, ".tmp")))
-			continue;
-		fprintf(stderr, "atftrace record: -o %s: not empty and not a session (it holds '%s'); "
-			"give a new or empty directory\n", dir, de->d_name);
-		err = -EEXIST;
-	}
-	closedir(d);
-	return err;
-}
-
-/* Delete @name inside the directory open as @dirfd, and all below it; links are removed, never followed. */
-static int remove_tree_at(int parent, const char *name)
-{
-	struct dirent *de;
-	DIR *d;
-	int fd, err = 0;
-
-	if (!unlinkat(parent, name, 0) || errno == ENOENT)
-		return 0;
-	if (errno != EISDIR && errno != EPERM)
-		return -errno;
-	fd = openat(parent, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	d = fdopendir(fd);
-	if (!d) {
-		close(fd);
-		return -errno;
-	}
-	while (!err && (de = readdir(d)))
-		if (strcmp(de->d_name, ".") && strcmp(de->d_name, ".."))
-			err = remove_tree_at(dirfd(d), de->d_name);
-	closedir(d);
-	if (!err && unlinkat(parent, name, AT_REMOVEDIR) < 0 && errno != ENOENT)
-		err = -errno;
-	return err;
-}
-
-/*
- * -o DIR naming an earlier session (it holds pid_* directories or a session.json) is refused,
- * so a second recording never mixes its processes into the first; with --force, those are
- * deleted first. Anything else in DIR is left alone. An existing DIR is opened and checked as
- * every directory atftrace writes in (atf_dir_create), before anything in it is read or deleted,
- * and deletions go relative to that fd: a planted link can neither redirect nor widen them.
- */
-static int check_outdir(const char *outdir, bool force)
-{
-	struct atf_diag diag = { 0 };
-	struct stat st;
-	struct dirent *de;
-	DIR *d;
-	int fd, err = 0;
-
-	if (stat(outdir, &st) < 0 || !S_ISDIR(st.st_mode))
-		return 0;       /* absent (created later), or not a directory (creation says why) */
-	fd = atf_dir_create(outdir, 0, &diag);
-	if (fd < 0) {
-		fprintf(stderr, "atftrace record: -o %s: %s\n", outdir, diag.msg);
-		return fd;
-	}
-	d = fdopendir(fd);
-	if (!d) {
-		close(fd);
-		return -errno;
-	}
-	while (!err && (de = readdir(d))) {
-		if (strncmp(de->d_name, "pid_", 4) && strcmp(de->d_name, "session.json"))
-			continue;
-		if (!force) {
-			fprintf(stderr, "atftrace record: -o %s: holds an earlier session (%s); choose "
-				"another directory, or add --force to replace it\n", outdir, de->d_name);
-			err = -EEXIST;
-			break;
-		}
-		err = remove_tree_at(dirfd(d), de->d_name);
-		if (err)
-			fprintf(stderr, "atftrace record: --force: cannot delete %s/%s: %s\n", outdir,
-				de->d_name, strerror(-err));
-	}
-	closedir(d);
-	return err;
-}
-
-/* -o DIR as given, or a fresh ada_traces/session_YYYYMMDD_HHMMSS[_N]; created safely (atf_file.h). */
-static char *make_session_dir(const char *outdir)
-{
-	struct atf_diag diag = { 0 };
-	char base[64], *dir = NULL;
-	time_t now = time(NULL);
-	struct tm tm;
-	int fd;
-
-	if (outdir) {
-		fd = atf_dir_create(outdir, 0, &diag);
-		if (fd < 0) {
-			fprintf(stderr, "atftrace record: -o %s: %s\n", outdir, diag.msg);
-			return NULL;
-		}
-		return check_outdir_contents(fd, outdir) ? NULL : strdup(outdir);
-	}
-	localtime_r(&now, &tm);
-	strftime(base, sizeof(base), "ada_traces/session_%Y%m%d_%H%M%S", &tm);
-	for (int n = 1; n < 1000; n++) {
-		free(dir);
-		if ((n == 1 ? asprintf(&dir, "%s", base) : asprintf(&dir, "%s_%d", base, n)) < 0)
-			return NULL;
-		fd = atf_dir_create(dir, ATF_DIR_NEW, &diag);
-		if (fd >= 0) {
-			close(fd);
-			return dir;
-		}
-		if (fd != -EEXIST)
-			break;
-	}
-	fprintf(stderr, "atftrace record: %s\n", diag.msg);
-	free(dir);
-	return NULL;
-}
-
-/* ---- the drain loop ------------------------------------------------------------------------- */
-
-static double mono_s(void)
-{
-	return (double)clock_mono_ns() / 1e9;
-}
-
-static void status_line(const struct recorder *r, double now, double *last_t, uint64_t *last_ev)
-{
-	struct recorder_stats st;
-
-	recorder__stats(r, &st);
-	fprintf(stderr, "\r\033[K  %llu events (%.0f/s), %u threads, %u processes, %llu lost",
-		(unsigned long long)st.events, (double)(st.events - *last_ev) / (now - *last_t),
-		st.threads, st.processes, (unsigned long long)st.lost_events);
-	*last_t = now;
-	*last_ev = st.events;
-}
-
-/* Returns the end reason, or NULL on a recorder error. @ready: a --ready-file FIFO still waiting. */
-static const char *record_loop(struct recorder *r, int sigfd, double duration,
-			       struct detail_args *detail, struct probes *probes, bool until_stopped,
-			       const char *ready, bool force)
-{
-	bool tty = isatty(STDERR_FILENO);
-	double start = mono_s(), last_status = start;
-	uint64_t last_events = 0;
-	const char *reason = NULL;
-
-	while (!reason) {
-		struct signalfd_siginfo si;
-		double now;
-		int err = recorder__tick(r, TICK_MS);
-
-		if (err < 0) {
-			fprintf(stderr, "atftrace record: draining the ring buffer: %s\n", strerror(-err));
-			return NULL;
-		}
-		while (!reason && read(sigfd, &si, sizeof(si)) == (ssize_t)sizeof(si)) {
-			sigset_t set;
-
-			if (si.ssi_signo == SIGUSR1) {  /* not an end: flips detail */
-				detail_toggle(detail, probes);
-				continue;
-			}
-			/* a second Ctrl-C/SIGTERM now ends us at once; files are flushed every tick */
-			sigemptyset(&set);
-			sigaddset(&set, SIGINT);
-			sigaddset(&set, SIGTERM);
-			sigprocmask(SIG_UNBLOCK, &set, NULL);
-			reason = "signal";
-		}
-		/* a system-wide session (-a) goes on without processes, until stopped */
-		if (!reason && !until_stopped && !recorder__live_processes(r))
-			reason = "target exited";
-		if (ready && ready_file_signal(ready, force) != 1)
-			ready = NULL;   /* its reader came (or it failed, as said): not tried again */
-		now = mono_s();
-		detail_tick(detail, probes, now - start);
-		if (!reason && duration > 0 && now - start >= duration)
-			reason = "duration";
-		if (tty && now - last_status >= 1.0)
-			status_line(r, now, &last_status, &last_events);
-	}
-	if (tty)
-		fprintf(stderr, "\r\033[K");
-	return reason;
-}
-
-static void print_summary(const struct recorder *r, const char *session_dir, const char *reason,
-			  double seconds)
-{
-	struct recorder_stats st;
-
-	recorder__stats(r, &st);
-	fprintf(stderr, "atftrace record: %llu events (%llu with detail) from %u thread%s in %u "
-		"process%s, %llu lost, %.3f s, ended by %s; output in %s\n",
-		(unsigned long long)st.events, (unsigned long long)st.detail_events, st.threads,
-		st.threads == 1 ? "" : "s", st.processes, st.processes == 1 ? "" : "es",
-		(unsigned long long)st.lost_events, seconds, reason, session_dir);
-	if (st.lost_events)
-		fprintf(stderr, "atftrace record: %llu events could not enter the ring buffer; "
-			"a larger --ring-size may help\n", (unsigned long long)st.lost_events);
-	if (st.lost_unattributed)
-		fprintf(stderr, "atftrace record: %llu of them are in no thread's count (too many threads "
-			"lost events)\n", (unsigned long long)st.lost_unattributed);
-	if (st.lost_records)
-		fprintf(stderr, "atftrace record: %llu %s of a thread's exit, a fork, an exec or a "
-			"thread's name %s lost (the ring buffer was full), so some threads may show no end "
-			"or no name; a larger --ring-size may help\n", (unsigned long long)st.lost_records,
-			st.lost_records == 1 ? "notice" : "notices", st.lost_records == 1 ? "was" : "were");
-	/* a detail record that did not fit left its event in the index without detail */
-	if (st.lost_detail)
-		fprintf(stderr, "atftrace record: %llu detail records could not enter the ring buffer "
-			"(their events were recorded without detail); a larger --ring-size or a smaller "
-			"--stack-bytes may help\n", (unsigned long long)st.lost_detail);
-	if (st.bad_records)
-		fprintf(stderr, "atftrace record: %llu malformed ring records were skipped\n",
-			(unsigned long long)st.bad_records);
-	if (st.ignored_events)
-		fprintf(stderr, "atftrace record: %llu events after an exec were not recorded\n",
-			(unsigned long long)st.ignored_events);
-	if (st.write_errors)
-		fprintf(stderr, "atftrace record: %llu events could not be written\n",
-			(unsigned long long)st.write_errors);
-}
-
 static void raise_nofile_limit(void)
 {
 	struct rlimit rl;
@@ -632,7 +384,7 @@ static int record_main(struct record_args *a)
 		fprintf(stderr, "atftrace record: -p %d: no such process\n", (int)a->pid);
 		goto cleanup;
 	}
-	if (a->outdir && check_outdir(a->outdir, a->force) < 0)
+	if (a->outdir && record_outdir_check(a->outdir, a->force) < 0)
 		goto cleanup;
 	/* symbols first: a bad -f fails before anything is created */
 	if (rm_modules_open(&mods, &a->spec, a->pid, a->cmd ? a->cmd[0] : NULL, a->verbose) < 0)
@@ -678,7 +430,7 @@ static int record_main(struct record_args *a)
 	} else {
 		target = a->pid;
 	}
-	session_dir = make_session_dir(a->outdir);
+	session_dir = record_session_dir(a->outdir);
 	if (!session_dir)
 		goto cleanup;
 	struct recorder_opts ro = { .session_dir = session_dir, .probes = probes, .wake_fd = sigfd,
@@ -747,7 +499,7 @@ static int record_main(struct record_args *a)
 	if (ready && (err = ready_file_signal(ready, a->force)) < 0)
 		goto cleanup;
 	if (!err)
-		ready = NULL;           /* done; else record_loop() waits for the FIFO's reader */
+		ready = NULL;           /* done; else record_run() waits for the FIFO's reader */
 	if (a->sys.all)
 		fprintf(stderr, "atftrace record: system-wide%s%s: %zu function%s in %zu module%s; "
 			"recording to %s\n", a->sys.cgroup_dir[0] ? ", cgroup " : "", a->sys.cgroup_dir,
@@ -762,14 +514,14 @@ static int record_main(struct record_args *a)
 		fprintf(stderr, "atftrace record: %s %d: %zu function%s in %zu module%s; recording to %s\n",
 			a->cmd ? "launched" : "attached to", (int)target, mods.attached,
 			mods.attached == 1 ? "" : "s", mods.n, mods.n == 1 ? "" : "s", session_dir);
-	t0 = mono_s();
-	reason = record_loop(rec, sigfd, a->duration, &a->detail, probes, a->sys.all, ready, a->force);
+	t0 = (double)clock_mono_ns() / 1e9;
+	reason = record_run(rec, sigfd, a->duration, &a->detail, probes, a->sys.all, ready, a->force);
 	/* the target's text is the file's again before the session ends */
 	restore_trampolines(tp);
 	err = recorder__finish(rec, reason ? reason : "recorder error");
 	if (!reason || err < 0)
 		goto cleanup;
-	print_summary(rec, session_dir, reason, mono_s() - t0);
+	record_summary(rec, session_dir, reason, (double)clock_mono_ns() / 1e9 - t0);
 	if (probes__filtered_unattributed(probes))
 		fprintf(stderr, "atftrace record: %llu calls left out by the record-time filters are in no "
 			"thread's count (too many threads)\n",
