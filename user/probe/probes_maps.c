@@ -16,6 +16,7 @@
 #include "atftrace.h"
 #include "atftrace.skel.h"
 #include "probes_int.h"
+#include "bpf_iter.h"
 
 int probes__ring_fd(const struct probes *p)
 {
@@ -102,28 +103,12 @@ uint64_t probes__filtered_unattributed(const struct probes *p)
 
 int probes__flush_batches(struct probes *p, bool last)
 {
-	struct bpf_link *link;
-	char buf[64];
-	int fd, n, err = 0;
+	int err;
 
 	__atomic_store_n(&p->skel->bss->batches_left, 0, __ATOMIC_RELAXED);
 	__atomic_store_n(&p->skel->bss->batches_discard, last, __ATOMIC_RELAXED);
-	link = bpf_program__attach_iter(p->skel->progs.atf_flush_batches, NULL);
-	if (!link)
-		return -errno;
-	fd = bpf_iter_create(bpf_link__fd(link));
-	if (fd < 0) {
-		err = -errno;
-		goto cleanup;
-	}
 	/* the program writes nothing: reading to the end runs it over every task */
-	while ((n = read(fd, buf, sizeof(buf))) > 0)
-		;
-	if (n < 0)
-		err = -errno;
-	close(fd);
-cleanup:
-	bpf_link__destroy(link);
+	err = bpf_iter_run(p->skel->progs.atf_flush_batches, NULL, NULL);
 	return err ?: (int)__atomic_load_n(&p->skel->bss->batches_left, __ATOMIC_RELAXED);
 }
 

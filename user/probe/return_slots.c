@@ -13,6 +13,7 @@
 #include "pidns.h"
 #include "return_instances.h"
 #include "return_instances.skel.h"
+#include "bpf_iter.h"
 
 struct return_slots {
 	struct return_instances_bpf *skel;
@@ -46,53 +47,16 @@ cleanup:
 	return err;
 }
 
-/* Read the whole iterator output into *@buf (malloc'ed), *@len bytes. */
-static int read_all(int fd, char **buf, size_t *len)
-{
-	size_t cap = 0;
-
-	*buf = NULL;
-	*len = 0;
-	for (;;) {
-		ssize_t n;
-
-		if (cap - *len < 4096) {
-			char *nb = realloc(*buf, cap = cap ? cap * 2 : 16384);
-
-			if (!nb)
-				return -ENOMEM;
-			*buf = nb;
-		}
-		n = read(fd, *buf + *len, cap - *len);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			return -errno;
-		if (n == 0)
-			return 0;
-		*len += (size_t)n;
-	}
-}
-
 int return_slots__read(struct return_slots *rs, struct return_slot **out, size_t *n)
 {
-	struct bpf_link *link;
 	struct return_slot *slots = NULL;
 	char *buf = NULL;
 	size_t len = 0, count;
-	int fd = -1, err;
+	int err;
 
 	*out = NULL;
 	*n = 0;
-	link = bpf_program__attach_iter(rs->skel->progs.atf_return_slots, NULL);
-	if (!link)
-		return -errno;
-	fd = bpf_iter_create(bpf_link__fd(link));
-	if (fd < 0) {
-		err = -errno;
-		goto cleanup;
-	}
-	err = read_all(fd, &buf, &len);
+	err = bpf_iter_run(rs->skel->progs.atf_return_slots, &buf, &len);
 	if (err)
 		goto cleanup;
 	count = len / sizeof(struct rec_return_slot);
@@ -115,47 +79,22 @@ int return_slots__read(struct return_slots *rs, struct return_slot **out, size_t
 	*out = slots;
 	*n = count;
 cleanup:
-	if (fd >= 0)
-		close(fd);
-	bpf_link__destroy(link);
 	free(buf);
 	return err;
 }
 
 int return_slots__own_links(struct return_slots *rs, const uint32_t *link_ids, size_t n)
 {
-	int map = bpf_map__fd(rs->skel->maps.own_links), fd = -1, err = 0;
-	struct bpf_link *link;
-	char buf[64];
+	int map = bpf_map__fd(rs->skel->maps.own_links), err;
 	__u8 one = 1;
 
 	for (size_t i = 0; i < n; i++)
 		if (bpf_map_update_elem(map, &link_ids[i], &one, BPF_ANY) < 0)
 			return -errno;
-	link = bpf_program__attach_iter(rs->skel->progs.atf_own_consumers, NULL);
-	if (!link)
-		return -errno;
-	fd = bpf_iter_create(bpf_link__fd(link));
-	if (fd < 0) {
-		err = -errno;
-		goto cleanup;
-	}
-	for (;;) {     /* the iterator writes nothing: reading runs it over every link */
-		ssize_t r = read(fd, buf, sizeof(buf));
-
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r < 0)
-			err = -errno;
-		if (r <= 0)
-			break;
-	}
+	/* the iterator writes nothing: reading runs it over every link */
+	err = bpf_iter_run(rs->skel->progs.atf_own_consumers, NULL, NULL);
 	if (!err)
 		err = rs->skel->bss->own_probes > INT32_MAX ? INT32_MAX : (int)rs->skel->bss->own_probes;
-cleanup:
-	if (fd >= 0)
-		close(fd);
-	bpf_link__destroy(link);
 	return err;
 }
 
