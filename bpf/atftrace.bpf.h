@@ -33,6 +33,8 @@ struct task_state {
 	__u64 pid_tgid; /* current_pid_tgid() of the thread, taken when traced was set */
 	__u64 trampoline;   /* the uretprobe trampoline address, seen while an exception unwinds */
 	__u64 flush_claim;  /* 1 while the thread's exit or the session's end has the batch */
+	__u32 flushed;      /* 1 once a batch of this thread went to the ring */
+	__u32 _pad;
 	struct rec_batch batch;  /* events not yet in the ring (bpf/batch.bpf.h) */
 	struct shadow_frame frames[SHADOW_MAX];  /* frames[i] was called at depth i */
 };

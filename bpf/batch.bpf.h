@@ -58,6 +58,7 @@ static __always_inline bool flush_batch(struct task_state *st)
 			       BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP))
 		return false;
 	st->batch.count = 0;
+	st->flushed = 1;
 	return true;
 }
 
@@ -88,7 +89,11 @@ static __always_inline bool emit_event(struct task_state *st, __u32 kind, __u64 
 	e->depth = depth;
 	e->kind = kind;
 	b->count = ++n;
-	if (n == REC_BATCH_MAX || ts - b->ev[0].ts >= BATCH_AGE_NS)
+	/*
+	 * A thread's first event goes at once: the recorder numbers thread directories in the order
+	 * their first events arrive, so the thread that called first stays thread_0.
+	 */
+	if (n == REC_BATCH_MAX || ts - b->ev[0].ts >= BATCH_AGE_NS || !st->flushed)
 		flush_batch(st);        /* a full ring keeps it for the next event */
 	return true;
 }
