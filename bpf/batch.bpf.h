@@ -113,23 +113,37 @@ static __always_inline bool claim_batch(struct task_state *st)
  * discard_batch - the exiting thread's batch cannot enter the ring: count its events lost. A
  * RETURN or EXCEPTION whose CALL is in the batch too is part of that CALL's count (two events).
  */
+struct discard_ctx {
+	struct task_state *st;
+	__u64 pid_tgid;
+	__u32 open;             /* CALLs of the batch whose RETURN has not come yet */
+};
+
+/* bpf_loop body, verified once (a plain loop made the verifier walk every branch 16 times over). */
+static int discard_one(__u32 i, void *data)
+{
+	struct discard_ctx *c = data;
+	struct rec_batch_event *e;
+
+	if (i >= c->st->batch.count)
+		return 1;
+	e = &c->st->batch.ev[i & (REC_BATCH_MAX - 1)];
+	if (e->kind == KIND_CALL) {
+		c->open++;
+		count_event_lost(KIND_CALL, c->pid_tgid, e->ts);
+	} else if (c->open) {
+		c->open--;
+	} else {
+		count_event_lost(e->kind, c->pid_tgid, e->ts);
+	}
+	return 0;
+}
+
 static __always_inline void discard_batch(struct task_state *st, __u64 pid_tgid)
 {
-	__u32 n = st->batch.count, open = 0;
+	struct discard_ctx c = { .st = st, .pid_tgid = pid_tgid };
 
-	for (__u32 i = 0; i < REC_BATCH_MAX && i < n; i++) {
-		__u32 kind = st->batch.ev[i].kind;
-		__u64 ts = st->batch.ev[i].ts;
-
-		if (kind == KIND_CALL) {
-			open++;
-			count_event_lost(KIND_CALL, pid_tgid, ts);
-		} else if (open) {
-			open--;
-		} else {
-			count_event_lost(kind, pid_tgid, ts);
-		}
-	}
+	bpf_loop(REC_BATCH_MAX, discard_one, &c, 0);
 	st->batch.count = 0;
 }
 
