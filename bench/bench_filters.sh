@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Record-time filters (record -t, -D): what they save on sqlite3 with every libsqlite3 function
 # traced. The workload: 20,000 single-row INSERTs in one transaction, then queries. Per run: the
-# session's size on disk, the index events, the ring bytes they took (a REC_EVENT record is 40
-# bytes plus the ring's 8-byte header), the calls filtered, sqlite3's own run time (.timer) and the
+# session's size on disk, the index events, the ring bytes they took (events travel 16 to a
+# REC_EVENT_BATCH record of 16 + 16 x 24 bytes plus the ring's 8-byte header: 25.5 bytes an
+# event), the calls filtered, sqlite3's own run time (.timer) and the
 # recorder's wall time, for no filter, -t 10us and -D 3. Figures only; nothing asserts a time.
 #   bench/bench_filters.sh      FILTER_BENCH_ROWS=20000 FILTER_BENCH_RING=64M
 set -u
@@ -43,5 +44,5 @@ for f in none "-t 10us" "-D 3"; do
 		"$tmp"/rec/pid_*/manifest.json)
 	lost=$(sed -n 's/.*record: [0-9]* events (.*, \([0-9]*\) lost,.*/\1/p' "$tmp/err" | head -1)
 	printf '%-10s %10s %12s %12s %12s %9s %9s %9s\n' "$f" "$(du -sh "$tmp/rec" | cut -f1)" "$ev" \
-		"$((ev * 48))" "$filtered" "$lost" "$(runtime "$tmp/sq.out")" "$(cat "$tmp/wall")"
+		"$((ev * 408 / 16))" "$filtered" "$lost" "$(runtime "$tmp/sq.out")" "$(cat "$tmp/wall")"
 done
