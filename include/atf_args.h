@@ -138,6 +138,9 @@ int atf_args_detail_text(const struct atf_args *set, const struct atf_detail_eve
 
 const struct atf_arg_spec *atf_args_find(const struct atf_args *set, uint64_t function_id);
 const struct atf_enum *atf_args_enum(const struct atf_args *set, const char *name);
+
+/** atf_args_enum_add - a new enum @name with no values yet, at the end of @set; NULL on ENOMEM. */
+struct atf_enum *atf_args_enum_add(struct atf_args *set, const char *name);
 void atf_args_free(struct atf_args *set);
 
 #endif

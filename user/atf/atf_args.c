@@ -440,20 +440,29 @@ const struct atf_arg_spec *atf_args_find(const struct atf_args *set, uint64_t fu
 	return NULL;
 }
 
-static int parse_enum(struct atf_args *set, char *name, char *list)
+struct atf_enum *atf_args_enum_add(struct atf_args *set, const char *name)
 {
 	struct atf_enum *n = realloc(set->enums, (set->nenums + 1) * sizeof(*n));
 	struct atf_enum *e;
-	char *save = NULL;
 
 	if (!n)
-		return -ENOMEM;
+		return NULL;
 	set->enums = n;
 	e = &set->enums[set->nenums];
 	*e = (struct atf_enum){ .name = strdup(name) };
 	if (!e->name)
-		return -ENOMEM;
+		return NULL;
 	set->nenums++;
+	return e;
+}
+
+static int parse_enum(struct atf_args *set, char *name, char *list)
+{
+	struct atf_enum *e = atf_args_enum_add(set, name);
+	char *save = NULL;
+
+	if (!e)
+		return -ENOMEM;
 	for (char *tok = strtok_r(list, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
 		char *eq = strchr(tok, '='), *end;
 		int64_t *v;

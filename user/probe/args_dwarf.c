@@ -125,20 +125,13 @@ static Dwarf_Word byte_size(Dwarf_Die *t)
 /* The enum @t's values into @set, once per name. */
 static int add_enum(struct atf_args *set, Dwarf_Die *t, const char *name)
 {
-	struct atf_enum *n, *e;
+	struct atf_enum *e;
 	Dwarf_Die c;
 
 	if (atf_args_enum(set, name))
 		return 0;
-	n = realloc(set->enums, (set->nenums + 1) * sizeof(*n));
-	if (!n)
+	if (!(e = atf_args_enum_add(set, name)))
 		return -ENOMEM;
-	set->enums = n;
-	e = &set->enums[set->nenums];
-	*e = (struct atf_enum){ .name = strdup(name) };
-	if (!e->name)
-		return -ENOMEM;
-	set->nenums++;
 	if (dwarf_child(t, &c))
 		return 0;
 	do {
