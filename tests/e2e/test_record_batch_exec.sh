@@ -10,13 +10,7 @@
 source "$(dirname "$0")/lib.sh"
 need_bpf
 
-cleanup() {
-	[ -n "${REC:-}" ] && { kill -CONT "$REC" 2>/dev/null; kill -9 "$REC" 2>/dev/null; }
-	[ -n "${TGT:-}" ] && kill -9 "$TGT" 2>/dev/null
-	wait 2>/dev/null
-	rm -rf "$T"
-}
-trap cleanup EXIT
+kill_on_exit   # the recorder, the target, stopped or not, on failure too
 
 mkfifo "$T/cmd" "$T/ack"
 exec 3<>"$T/cmd" 4<>"$T/ack"
@@ -36,6 +30,7 @@ attempt() {
 	REC=$!
 	run work 1000           # 2000 events, 125 whole batches: all in the ring, drained
 	TGT=$(pgrep -P "$REC" -x exec_self) || fail "no target process"
+	EXIT_PIDS+=("$TGT")
 	kill -STOP $REC
 	run work 4000           # 8000 events, 200 KB: the ring fills, the thread's batch stays
 	echo "exec 7" >&3       # the new image calls self_work 7 times

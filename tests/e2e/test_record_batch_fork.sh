@@ -7,12 +7,7 @@
 source "$(dirname "$0")/lib.sh"
 need_bpf
 
-cleanup() {
-	[ -n "${REC:-}" ] && { kill -CONT "$REC" 2>/dev/null; kill -9 "$REC" 2>/dev/null; }
-	wait 2>/dev/null
-	rm -rf "$T"
-}
-trap cleanup EXIT
+kill_on_exit   # the recorder, the target, stopped or not, on failure too
 
 mkfifo "$T/cmd" "$T/ack"
 exec 3<>"$T/cmd" 4<>"$T/ack"
@@ -29,6 +24,7 @@ run() {
 REC=$!
 run work 1000           # 2000 events, 125 whole batches: all in the ring, drained
 TGT=$(pgrep -P "$REC" -x exec_self) || fail "no target process"
+EXIT_PIDS+=("$TGT")
 kill -STOP $REC
 run work 4000           # 8000 events, 200 KB: the ring fills
 for _ in $(seq 10); do

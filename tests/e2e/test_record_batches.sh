@@ -18,13 +18,7 @@ source "$(dirname "$0")/lib.sh"
 need_bpf
 K=1005                  # 2010 events: 125 whole batches and 10 events in a last one
 
-cleanup() {
-	[ -n "${REC:-}" ] && { kill -CONT "$REC" 2>/dev/null; kill -9 "$REC" 2>/dev/null; }
-	[ -n "${TGT:-}" ] && kill -9 "$TGT" 2>/dev/null
-	wait 2>/dev/null
-	rm -rf "$T"
-}
-trap cleanup EXIT
+kill_on_exit   # the recorder, the target, stopped or not, on failure too
 
 # thread_counts SESSION: "TID-ORDER EVENTS CALLS RETURNS LOST_CALLS LOST_RETURNS" per thread
 thread_counts() {
@@ -96,6 +90,7 @@ exec 4<>"$T/out3"
 REC=$!
 timeout 60 cat "$T/ready" >/dev/null || { cat "$T/k.err" >&2; fail "kill -9: never ready"; }
 read -t 30 -r -u 4 _ TGT || fail "kill -9: no pid from attach_loop"
+EXIT_PIDS+=("$TGT")
 exec 3<>"$T/lcmd"
 echo "$K" >&3
 read -t 60 -r -u 4 line || fail "kill -9: no reply"; assert_eq "done $K" "$line" "kill -9: calls"
