@@ -148,3 +148,22 @@ kill_on_exit() {
 	for _p in "${EXIT_PIDS[@]}"; do kill -KILL "$_p" 2>/dev/null || true; done
 	wait 2>/dev/null || true; rm -rf "$T"' EXIT
 }
+
+# check_throw_session NAME N: session $T/NAME traced three functions of a C++ throw, each called
+# and unwound exactly N times: verify passes, 3N calls, no return, 3N exceptions, nothing lost or
+# left open (record_stats' output stays in $T/NAME.stats)
+check_throw_session() {
+	local s=$1 n=$2 fn
+	"$ATF" verify "$T/$s" >/dev/null || fail "$s: verify"
+	"$TOOLS/record_stats" "$T/$s" >"$T/$s.stats"
+	assert_eq "$((3 * n)) 0 $((3 * n)) 0 0" "$(awk '$1 == "process" { c += $8; r += $10; e += $12; l += $16 }
+		$1 == "unbalanced" { u += $3 } END { print c + 0, r + 0, e + 0, l + 0, u + 0 }' "$T/$s.stats")" \
+		"$s: calls returns exceptions lost unbalanced"
+	assert_eq 3 "$(awk '$1 == "call" { print $3 }' "$T/$s.stats" | sort -u | wc -l)" "$s: functions called"
+	for fn in $(awk '$1 == "call" { print $3 }' "$T/$s.stats" | sort -u); do
+		for kind in call exception; do
+			assert_eq "$n" "$(awk -v k=$kind -v f="$fn" '$1 == k && $3 == f { n += $4 }
+				END { print n + 0 }' "$T/$s.stats")" "$s: ${kind}s of $fn"
+		done
+	done
+}

@@ -15,17 +15,6 @@ LIB=$TARGETS/libcxxthrow.so
 printf '#!/bin/sh\nexec "%s" "$@"\n' "$CXX" >"$T/wrap.sh"
 chmod +x "$T/wrap.sh"
 
-# totals NAME: "calls returns exceptions lost unbalanced" over every process of the session
-totals() {
-	awk '$1 == "process" { c += $8; r += $10; e += $12; l += $16 }
-	     $1 == "unbalanced" { u += $3 }
-	     END { print c + 0, r + 0, e + 0, l + 0, u + 0 }' "$T/$1.stats"
-}
-# count NAME KIND FUNC: CALL or EXCEPTION events of FUNC (name or demangled name prefix)
-count() {
-	awk -v k="$2" -v f="$3" '$1 == k && ($3 == f || index($3, f "(") == 1) { n += $4 }
-				 END { print n + 0 }' "$T/$1.stats"
-}
 
 # case NAME "FUNCS" [record options] -- CMD...: record CMD with -f FUNCS (each a traced function
 # of the throw, outermost last) under both trampoline settings
@@ -47,17 +36,7 @@ case_() {
 			fail "$s: the target died, or record failed (status $st)"
 		fi
 		assert_eq "$want" "$(cat "$T/$s.out")" "$s: target output"
-		"$ATF" verify "$T/$s" >/dev/null || fail "$s: verify"
-		"$TOOLS/record_stats" "$T/$s" >"$T/$s.stats"
-		assert_eq "$((3 * N)) 0 $((3 * N)) 0 0" "$(totals "$s")" \
-			"$s: calls returns exceptions lost unbalanced"
-		# three functions of the throw, each called and unwound N times
-		assert_eq 3 "$(awk '$1 == "call" { print $3 }' "$T/$s.stats" | sort -u | wc -l)" \
-			"$s: functions called"
-		for fn in $(awk '$1 == "call" { print $3 }' "$T/$s.stats" | sort -u); do
-			assert_eq $N "$(count "$s" call "$fn")" "$s: calls of $fn"
-			assert_eq $N "$(count "$s" exception "$fn")" "$s: exceptions of $fn"
-		done
+		check_throw_session "$s" $N
 	done
 }
 
