@@ -310,6 +310,8 @@ static int attach_trampolines(const struct record_args *a, struct rm_modules *mo
 	size_t ntramp = 0;
 	int n = tramp_process__attach(tp, probes, mods->m, mods->n, target, &to, &ntramp);
 
+	if (n == -ESRCH && !proc_alive(target))
+		return 0;       /* killed while we attached: the session ends with "target exited" */
 	if (n < 0) {
 		fprintf(stderr, "atftrace record: cannot attach probes: %s\n", strerror(-n));
 		return n;

@@ -504,6 +504,8 @@ int rm_modules_attach(struct rm_modules *mods, struct probes *p, pid_t pid)
 	rm_modules_attach_hooks(mods, p, pid);
 	for (size_t i = 0; i < mods->n; i++) {
 		int n = probes__attach_module(p, mods->m[i], pid);
+		if (n == -ESRCH && pid > 0 && !proc_alive(pid))
+			return 0;       /* the target exited meanwhile: the session ends as it does */
 		if (n < 0) {
 			fprintf(stderr, "atftrace record: %s: cannot attach probes: %s\n",
 				mods->m[i]->path, strerror(-n));
