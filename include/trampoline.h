@@ -127,13 +127,19 @@ int tramp_process__check(struct tramp_process *tp);
 size_t tramp_process__pids(const struct tramp_process *tp, pid_t *out, size_t cap);
 
 /**
- * tramp_process__fix_child - @child was forked by the process (or by one of its traced
- * children) and is held stopped before its first instruction: over each probe site that the
- * kernel optimised into a call to the parent's [uprobes-trampoline] page (which the child does
- * not have), write the int3 the kernel put there first. Returns the number of sites fixed, or a
- * negative errno.
+ * tramp_process__add_child - @child was forked by the process (or by one of its children) and
+ * runs the same patched text: guard it, and restore its text at the end.
  */
-int tramp_process__fix_child(struct tramp_process *tp, pid_t child);
+void tramp_process__add_child(struct tramp_process *tp, pid_t child);
+
+/**
+ * nop5_sites_unoptimise - process @pid, a forked child held stopped before its first
+ * instruction: over each probe site of @mods' selected functions that start with a 5-byte nop
+ * and that the kernel optimised into a call to the parent's [uprobes-trampoline] page (which
+ * the child does not have), write the int3 the kernel put there first. Returns the number of
+ * sites fixed, or a negative errno.
+ */
+int nop5_sites_unoptimise(pid_t pid, const struct sym_module *const *mods, size_t nmods);
 
 /**
  * tramp_process__attach_module - module @m of the process, mapped after tramp_process__attach()

@@ -12,10 +12,13 @@
  * a plain probe of ours; a child keeps what the session's links give it.
  *
  * Children. A child forked while the process is patched runs the same text: the same jmps and
- * trampolines, and copies of the probe sites that the kernel optimised into calls to a page
- * the child does not have. It is stopped before its first instruction, the kernel's int3 goes
- * back over those calls, and it joins the guarded processes; at the end its text is restored
+ * trampolines, whose probe sites the kernel emulates (nothing to fix). BPF notes it
+ * (bpf/fork_hold.bpf.h) and it joins the guarded processes; at the end its text is restored
  * like the parent's, as long as it still maps the module where the parent did (no exec since).
+ * Functions that start with a 5-byte nop are probed where they are, and the kernel optimises
+ * those sites into calls to a page the child does not have: a child forked after one was
+ * optimised is stopped before its first instruction and gets the kernel's int3 back over
+ * them (nop5_sites_unoptimise), in any session, with or without trampolines.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -231,41 +234,49 @@ static bool unoptimise(struct pt_target *pt, uint64_t addr)
 	       !pt_write(pt, addr, int3_nop5, sizeof(int3_nop5));
 }
 
-int tramp_process__fix_child(struct tramp_process *tp, pid_t child)
+int nop5_sites_unoptimise(pid_t pid, const struct sym_module *const *mods, size_t nmods)
 {
-	struct pt_target pt = { .pid = child };
+	struct pt_target pt = { .pid = pid };
 	struct ta_maps maps;
 	char path[32];
-	int n = 0;
+	int n = 0, err;
 
-	if (!tp || tp->restored)
-		return 0;
-	snprintf(path, sizeof(path), "/proc/%d/mem", (int)child);
+	snprintf(path, sizeof(path), "/proc/%d/mem", (int)pid);
 	pt.mem_fd = open(path, O_RDWR | O_CLOEXEC);
 	if (pt.mem_fd < 0)
 		return errno == ENOENT ? 0 : -errno;
-	if (ta_maps_read(child, &maps) < 0)
-		memset(&maps, 0, sizeof(maps));
-	for (size_t i = 0; i < tp->nmods; i++) {
-		const struct tramp_mod *tm = &tp->mods[i];
-		const struct sym_module *m = tm->m;
+	err = ta_maps_read(pid, &maps);
+	if (err < 0) {
+		close(pt.mem_fd);
+		return err == -ENOENT || err == -ESRCH ? 0 : err;   /* gone: nothing to fix */
+	}
+	for (size_t i = 0; i < nmods; i++) {
+		const struct sym_module *m = mods[i];
 		struct stat st;
 
-		/* the trampolines' probe sites */
-		for (size_t j = 0; j < tm->nfns; j++)
-			n += unoptimise(&pt, tm->area + (uint64_t)tm->fns[j].slot * TRAMP_SLOT);
-		/* and the functions that start with a 5-byte nop, probed where they are */
 		if (stat(tramp_module_file(m), &st))
 			continue;
-		for (size_t j = 0; j < m->nfuncs; j++)
-			if (m->funcs[j].tramp == TRAMP_NOT_NEEDED)
+		for (size_t j = 0; j < m->nfuncs; j++) {
+			const struct sym_func *f = &m->funcs[j];
+
+			if (f->selected && !f->via_tramp && f->insn == SYM_INSN_NOP5)
 				n += unoptimise(&pt, ta_file_addr(&maps, st.st_dev, st.st_ino,
-								  m->funcs[j].probe_offset));
+								  f->probe_offset));
+		}
 	}
 	ta_maps_free(&maps);
 	close(pt.mem_fd);
-	add_child(tp, child);
 	return n;
+}
+
+void tramp_process__add_child(struct tramp_process *tp, pid_t child)
+{
+	if (!tp || tp->restored)
+		return;
+	for (size_t i = 0; i < tp->nchildren; i++)
+		if (tp->children[i].pid == child)
+			return;
+	add_child(tp, child);
 }
 
 void tramp_children_restore(struct tramp_process *tp)

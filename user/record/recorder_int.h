@@ -186,10 +186,18 @@ int rec_unwind_write_slot(pid_t pid, const struct rec_unwind_slot *s, bool *chan
 /* user/record/record_tramp_guard.c: another tool registering a uprobe during the session */
 /** rec_tramp_guard_on_record - REC_REG_GUARD: the trampolines are checked after this drain. */
 void rec_tramp_guard_on_record(struct recorder *r, const void *data, size_t size);
-/** rec_tramp_guard_on_fork - REC_FORK_HOLD: fix the held child's probe sites; stays held. */
-void rec_tramp_guard_on_fork(struct recorder *r, const void *data, size_t size);
 /** rec_tramp_guard_after_drain - check (and resume) the process the guard stopped. */
 void rec_tramp_guard_after_drain(struct recorder *r);
+
+/* user/record/record_forks.c: forked children noted by BPF (bpf/fork_hold.bpf.h) */
+/**
+ * rec_forks_take - take every child waiting in fork_notes: fix and hold (resumed after this
+ * drain) the stopped ones, guard the ones with entry trampolines. At every drain, and at
+ * REC_FORK_HOLD (a wakeup).
+ */
+void rec_forks_take(struct recorder *r);
+/** rec_forks_report - at the end: the children BPF could not note (fork_notes was full). */
+void rec_forks_report(struct recorder *r);
 
 /* user/record/recorder_detach.c: detach without leaving uretprobe trampolines in the target */
 struct rec_detach;
