@@ -141,6 +141,20 @@ void tramp_process__add_child(struct tramp_process *tp, pid_t child);
  */
 int nop5_sites_unoptimise(pid_t pid, const struct sym_module *const *mods, size_t nmods);
 
+/* A probe site at a 5-byte nop: file offset @offset of the file (@dev, @ino). */
+struct nop5_site {
+	uint64_t dev, ino, offset;
+};
+
+/**
+ * nop5_sites_orphan_fix - for the recorder's watchdog, once the recorder is dead (its probes
+ * gone with it), in process @pid that it held stopped: each of @sites that the kernel
+ * optimised into a call to a page @pid does not have (a child stopped at its fork and not
+ * fixed yet) gets its 5-byte nop back, so that the process can run on without the probe.
+ * A call into a page it has is left alone. Returns the number written, or a negative errno.
+ */
+int nop5_sites_orphan_fix(pid_t pid, const struct nop5_site *sites, size_t n);
+
 /**
  * tramp_process__attach_module - module @m of the process, mapped after tramp_process__attach()
  * (a library loaded with dlopen, while ld.so holds it at its debug-state call; a program's

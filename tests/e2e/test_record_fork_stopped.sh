@@ -9,6 +9,8 @@
 #      its site is optimised in the parent, so each child is stopped at its fork and noted in
 #      a BPF map (not in the full ring); once the recorder runs again it gives each child its
 #      int3 back and resumes it.
+#   3. the same, but the recorder is killed (-9) while the children wait: its watchdog gives
+#      each child its 5-byte nop back (the probes are gone with the recorder) and resumes it.
 # tests/targets/fork_calls: DIR/ready, then a line on the fifo DIR/go makes it fork; each child
 # writes DIR/child.<i> and exits 0 when its results were right; DIR/forked once all are forked,
 # DIR/done ("children N ok OK calls HOT 1") once all are reaped. Synchronised on those files.
@@ -71,4 +73,17 @@ done
 finish $((1 + NCHILD * NCALLS))
 assert_eq $NCHILD "$(grep -cE 'forked [0-9]+: 1 probe sites given back their int3' "$T/nop5.err")" \
 	"nop5: children given their int3 back"
-echo "ok: $NCHILD children forked with the recorder stopped and the ring full, on trampolines and at a 5-byte nop; every event recorded or counted"
+# 3. the recorder dies while the children wait: the watchdog fixes and resumes them
+start nop5kill --no-trampolines -f fc_nop5 -f fc_hot
+wait_file "$D/forked" "nop5kill: children forked"
+for pid in $(cat "$D/pids"); do
+	assert_eq T "$(awk '{ print $3 }' /proc/"$pid"/stat)" "nop5kill: child $pid stopped at its fork"
+done
+target=$(cat /proc/$REC/task/*/children)
+EXIT_PIDS+=($target)        # no longer a job's descendant once the recorder is gone
+kill -KILL $REC
+wait $REC 2>/dev/null || true
+wait_file "$D/done" "nop5kill: target done after the recorder's death"
+read -r _ n _ ok _ <"$D/done"
+assert_eq "$NCHILD $NCHILD" "$n $ok" "nop5kill: children that exited 0"
+echo "ok: $NCHILD children forked with the recorder stopped and the ring full, on trampolines and at a 5-byte nop; every event recorded or counted; a killed recorder's watchdog resumes them fixed"

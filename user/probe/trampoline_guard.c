@@ -269,6 +269,51 @@ int nop5_sites_unoptimise(pid_t pid, const struct sym_module *const *mods, size_
 	return n;
 }
 
+/* Is @addr inside one of @maps' mappings? */
+static bool mapped(const struct ta_maps *maps, uint64_t addr)
+{
+	for (size_t i = 0; i < maps->n; i++)
+		if (addr >= maps->v[i].lo && addr < maps->v[i].hi)
+			return true;
+	return false;
+}
+
+int nop5_sites_orphan_fix(pid_t pid, const struct nop5_site *sites, size_t n)
+{
+	static const uint8_t nop5[TRAMP_JMP_LEN] = { 0x0f, 0x1f, 0x44, 0x00, 0x00 };
+	struct pt_target pt = { .pid = pid };
+	struct ta_maps maps;
+	char path[32];
+	int fixed = 0;
+
+	if (!n)
+		return 0;
+	snprintf(path, sizeof(path), "/proc/%d/mem", (int)pid);
+	pt.mem_fd = open(path, O_RDWR | O_CLOEXEC);
+	if (pt.mem_fd < 0)
+		return -errno;
+	if (ta_maps_read(pid, &maps) < 0) {
+		close(pt.mem_fd);
+		return -ESRCH;
+	}
+	for (size_t i = 0; i < n; i++) {
+		uint64_t addr = ta_file_addr(&maps, sites[i].dev, sites[i].ino, sites[i].offset);
+		uint8_t now[TRAMP_JMP_LEN];
+		int32_t rel;
+
+		if (!addr || pt_read(&pt, addr, now, sizeof(now)) || now[0] != 0xe8)
+			continue;
+		memcpy(&rel, now + 1, sizeof(rel));
+		/* a call into a page the process has is the kernel's, and works: left alone */
+		if (mapped(&maps, addr + TRAMP_JMP_LEN + (uint64_t)(int64_t)rel))
+			continue;
+		fixed += !pt_write(&pt, addr, nop5, sizeof(nop5));
+	}
+	ta_maps_free(&maps);
+	close(pt.mem_fd);
+	return fixed;
+}
+
 void tramp_process__add_child(struct tramp_process *tp, pid_t child)
 {
 	if (!tp || tp->restored)

@@ -398,6 +398,7 @@ int recorder__add_module(struct recorder *r, const struct sym_module *m)
 		return -ENOMEM;
 	r->modules = nm;
 	r->modules[r->nmodules++] = m;
+	rec_holds_add_sites(r, m);
 	/* a module attached while recording (exec, dlopen): every live manifest lists it */
 	for (size_t i = 0; i < r->nprocs; i++) {
 		struct rec_process *p = r->procs[i];
@@ -646,6 +647,7 @@ void recorder__free(struct recorder *r)
 	free(r->procs);
 	return_slots__free(r->slots);
 	rec_unwind_free(r);
+	rec_holds_free(r);
 	rec_watch_free(r);
 	ring_buffer__free(r->rb);
 	if (r->epfd >= 0)

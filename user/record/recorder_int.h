@@ -90,6 +90,7 @@ struct recorder {
 	uint64_t guard_unannounced;     /* the guard's stops without a record, when last looked */
 	struct rec_watch *watch;    /* modules that appear later (user/record/record_watch.c), lazily */
 	pid_t watchdog;             /* resumes what we hold if we die (user/record/record_holds.c) */
+	struct nop5_sites *nop5_sites;  /* the probed 5-byte nops, shared with the watchdog */
 	struct return_slots *slots; /* pending return instances, for the detach (recorder_detach.c) */
 	uint64_t drain_deadline_ns; /* a tick's drain stops here (0: reads until the ring is empty) */
 	uint64_t drain_records;
@@ -160,6 +161,13 @@ bool rec_watch_holding(const struct recorder *r);
  * any hold can happen). 0, or a negative errno.
  */
 int rec_holds_start(struct recorder *r);
+/**
+ * rec_holds_add_sites - list @m's probed functions that start with a 5-byte nop for the
+ * watchdog, which fixes a held child's copies of them before it resumes it (recorder dead).
+ */
+void rec_holds_add_sites(struct recorder *r, const struct sym_module *m);
+/** rec_holds_free - release the watchdog's shared list (the watchdog keeps its own mapping). */
+void rec_holds_free(struct recorder *r);
 /** rec_holds_ours - is @pid in the held set (stopped by a hold of ours, not resumed yet)? */
 bool rec_holds_ours(struct recorder *r, pid_t pid);
 /**
