@@ -132,14 +132,7 @@ size_t tramp_process__pids(const struct tramp_process *tp, pid_t *out, size_t ca
  */
 void tramp_process__add_child(struct tramp_process *tp, pid_t child);
 
-/**
- * nop5_sites_unoptimise - process @pid, a forked child held stopped before its first
- * instruction: over each probe site of @mods' selected functions that start with a 5-byte nop
- * and that the kernel optimised into a call to the parent's [uprobes-trampoline] page (which
- * the child does not have), write the int3 the kernel put there first. Returns the number of
- * sites fixed, or a negative errno.
- */
-int nop5_sites_unoptimise(pid_t pid, const struct sym_module *const *mods, size_t nmods);
+
 
 /* A probe site at a 5-byte nop: file offset @offset of the file (@dev, @ino). */
 struct nop5_site {
@@ -147,13 +140,14 @@ struct nop5_site {
 };
 
 /**
- * nop5_sites_orphan_fix - for the recorder's watchdog, once the recorder is dead (its probes
- * gone with it), in process @pid that it held stopped: each of @sites that the kernel
- * optimised into a call to a page @pid does not have (a child stopped at its fork and not
- * fixed yet) gets its 5-byte nop back, so that the process can run on without the probe.
- * A call into a page it has is left alone. Returns the number written, or a negative errno.
+ * nop5_sites_fix - process @pid, a forked child held stopped: each of @sites (mapped where
+ * its file is) that the kernel optimised into a call to a [uprobes-trampoline] page @pid
+ * does not have (the parent's) gets back the int3 the kernel put there first, with @probed
+ * (the recorder: our probe still handles it), or its 5-byte nop without (the watchdog: the
+ * probes died with the recorder). A call into a page @pid has is left alone. Returns the
+ * number of sites written, or a negative errno.
  */
-int nop5_sites_orphan_fix(pid_t pid, const struct nop5_site *sites, size_t n);
+int nop5_sites_fix(pid_t pid, const struct nop5_site *sites, size_t n, bool probed);
 
 /**
  * tramp_process__attach_module - module @m of the process, mapped after tramp_process__attach()

@@ -18,7 +18,7 @@
  * Functions that start with a 5-byte nop are probed where they are, and the kernel optimises
  * those sites into calls to a page the child does not have: a child forked after one was
  * optimised is stopped before its first instruction and gets the kernel's int3 back over
- * them (nop5_sites_unoptimise), in any session, with or without trampolines.
+ * them (nop5_sites_fix), in any session, with or without trampolines.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -223,52 +223,6 @@ static void add_child(struct tramp_process *tp, pid_t child)
 	}
 }
 
-static const uint8_t int3_nop5[TRAMP_JMP_LEN] = { 0xcc, 0x1f, 0x44, 0x00, 0x00 };
-
-/* The kernel's optimised site at @addr (`call [uprobes-trampoline]`) back to its int3. */
-static bool unoptimise(struct pt_target *pt, uint64_t addr)
-{
-	uint8_t now[TRAMP_JMP_LEN];
-
-	return addr && !pt_read(pt, addr, now, sizeof(now)) && now[0] == 0xe8 &&
-	       !pt_write(pt, addr, int3_nop5, sizeof(int3_nop5));
-}
-
-int nop5_sites_unoptimise(pid_t pid, const struct sym_module *const *mods, size_t nmods)
-{
-	struct pt_target pt = { .pid = pid };
-	struct ta_maps maps;
-	char path[32];
-	int n = 0, err;
-
-	snprintf(path, sizeof(path), "/proc/%d/mem", (int)pid);
-	pt.mem_fd = open(path, O_RDWR | O_CLOEXEC);
-	if (pt.mem_fd < 0)
-		return errno == ENOENT ? 0 : -errno;
-	err = ta_maps_read(pid, &maps);
-	if (err < 0) {
-		close(pt.mem_fd);
-		return err == -ENOENT || err == -ESRCH ? 0 : err;   /* gone: nothing to fix */
-	}
-	for (size_t i = 0; i < nmods; i++) {
-		const struct sym_module *m = mods[i];
-		struct stat st;
-
-		if (stat(tramp_module_file(m), &st))
-			continue;
-		for (size_t j = 0; j < m->nfuncs; j++) {
-			const struct sym_func *f = &m->funcs[j];
-
-			if (f->selected && !f->via_tramp && f->insn == SYM_INSN_NOP5)
-				n += unoptimise(&pt, ta_file_addr(&maps, st.st_dev, st.st_ino,
-								  f->probe_offset));
-		}
-	}
-	ta_maps_free(&maps);
-	close(pt.mem_fd);
-	return n;
-}
-
 /* Is @addr inside one of @maps' mappings? */
 static bool mapped(const struct ta_maps *maps, uint64_t addr)
 {
@@ -278,36 +232,41 @@ static bool mapped(const struct ta_maps *maps, uint64_t addr)
 	return false;
 }
 
-int nop5_sites_orphan_fix(pid_t pid, const struct nop5_site *sites, size_t n)
+int nop5_sites_fix(pid_t pid, const struct nop5_site *sites, size_t n, bool probed)
 {
+	/* the kernel's own int3 over the nop, or the nop itself */
+	static const uint8_t int3_nop5[TRAMP_JMP_LEN] = { 0xcc, 0x1f, 0x44, 0x00, 0x00 };
 	static const uint8_t nop5[TRAMP_JMP_LEN] = { 0x0f, 0x1f, 0x44, 0x00, 0x00 };
+	const uint8_t *put = probed ? int3_nop5 : nop5;
 	struct pt_target pt = { .pid = pid };
 	struct ta_maps maps;
 	char path[32];
-	int fixed = 0;
+	int fixed = 0, err;
 
 	if (!n)
 		return 0;
 	snprintf(path, sizeof(path), "/proc/%d/mem", (int)pid);
 	pt.mem_fd = open(path, O_RDWR | O_CLOEXEC);
 	if (pt.mem_fd < 0)
-		return -errno;
-	if (ta_maps_read(pid, &maps) < 0) {
+		return errno == ENOENT ? 0 : -errno;
+	err = ta_maps_read(pid, &maps);
+	if (err < 0) {
 		close(pt.mem_fd);
-		return -ESRCH;
+		return err == -ENOENT || err == -ESRCH ? 0 : err;   /* gone: nothing to fix */
 	}
 	for (size_t i = 0; i < n; i++) {
 		uint64_t addr = ta_file_addr(&maps, sites[i].dev, sites[i].ino, sites[i].offset);
 		uint8_t now[TRAMP_JMP_LEN];
 		int32_t rel;
 
+		/* the kernel's optimised site: `call [uprobes-trampoline]` */
 		if (!addr || pt_read(&pt, addr, now, sizeof(now)) || now[0] != 0xe8)
 			continue;
 		memcpy(&rel, now + 1, sizeof(rel));
-		/* a call into a page the process has is the kernel's, and works: left alone */
+		/* a call into a page the process has works: left alone */
 		if (mapped(&maps, addr + TRAMP_JMP_LEN + (uint64_t)(int64_t)rel))
 			continue;
-		fixed += !pt_write(&pt, addr, nop5, sizeof(nop5));
+		fixed += !pt_write(&pt, addr, put, TRAMP_JMP_LEN);
 	}
 	ta_maps_free(&maps);
 	close(pt.mem_fd);

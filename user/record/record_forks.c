@@ -5,7 +5,7 @@
  *  - FORK_NOTE_HELD: the child of a process in which the kernel optimised a probe site of ours
  *    (a function that starts with a 5-byte nop) was stopped before its first instruction. Its
  *    copies of those sites call a [uprobes-trampoline] page it does not have: the kernel's
- *    int3 goes back over them (nop5_sites_unoptimise), and it runs again after this drain,
+ *    int3 goes back over them (nop5_sites_fix), and it runs again after this drain,
  *    like every hold (rec_hold).
  *  - FORK_NOTE_PATCHED: the child of a process with entry trampolines runs the same patched
  *    text: it is guarded, and its text restored at the end (tramp_process__add_child).
@@ -25,6 +25,7 @@
 /* One held child: wait for its stop, then fix its optimised sites; it stays held. */
 static void fix_held(struct recorder *r, pid_t child, uint32_t parent)
 {
+	size_t n;
 	int err;
 
 	/* BPF stopped the child: it runs again after this drain, whatever happens here */
@@ -38,8 +39,9 @@ static void fix_held(struct recorder *r, pid_t child, uint32_t parent)
 			"nop before it execs)\n", parent, (int)child);
 		return;
 	}
-	err = nop5_sites_unoptimise(child, (const struct sym_module *const *)r->modules,
-				    r->nmodules);
+	const struct nop5_site *sites = rec_holds_sites(r, &n);
+
+	err = nop5_sites_fix(child, sites, n, true);
 	if (err < 0)
 		fprintf(stderr, "atftrace record: process %u's child %d: cannot give its probe sites "
 			"their int3 back (%s); it dies if it calls a traced function that starts with "

@@ -18,8 +18,8 @@
  *    (bpf/fork_hold.bpf.h) has copies of the parent's optimised 5-byte nop sites, calls into
  *    a page it does not have. The recorder lists every probed 5-byte nop of its modules in a
  *    shared mapping (nop5_sites) that the watchdog sees; before its SIGCONT the watchdog puts
- *    the nop back over each such call in that process (nop5_sites_orphan_fix): its probes are
- *    gone with the recorder anyway.
+ *    the nop back over each such call in that process (nop5_sites_fix): its probes are gone
+ *    with the recorder anyway. The recorder fixes its held children from the same list.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -72,9 +72,8 @@ static void __attribute__((noreturn)) watchdog_run(int pidfd, uint64_t *held, si
 
 		if (!pid)
 			continue;
-		if (sites)
-			nop5_sites_orphan_fix((pid_t)pid, sites->v,
-					      __atomic_load_n(&sites->n, __ATOMIC_ACQUIRE));
+		nop5_sites_fix((pid_t)pid, sites->v, __atomic_load_n(&sites->n, __ATOMIC_ACQUIRE),
+			       false);
 		kill((pid_t)pid, SIGCONT);
 	}
 	_exit(0);
@@ -89,11 +88,15 @@ int rec_holds_start(struct recorder *r)
 
 	if (pidfd < 0)
 		return -errno;
-	/* no list: the watchdog resumes as before (the sites are best effort) */
 	r->nop5_sites = mmap(NULL, sizeof(*r->nop5_sites), PROT_READ | PROT_WRITE,
 			     MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-	if (r->nop5_sites == MAP_FAILED)
+	if (r->nop5_sites == MAP_FAILED) {
+		int err = -errno;
+
 		r->nop5_sites = NULL;
+		close(pidfd);
+		return err;
+	}
 	fflush(NULL);
 	pid = fork();
 	if (pid < 0) {
@@ -157,14 +160,20 @@ void rec_holds_add_sites(struct recorder *r, const struct sym_module *m)
 			continue;
 		if (k == NOP5_SITES_MAX) {
 			fprintf(stderr, "atftrace record: more than %d probed functions start with a "
-				"5-byte nop: if the recorder dies, a child stopped at its fork may crash "
-				"at one of the others\n", NOP5_SITES_MAX);
+				"5-byte nop: a child forked after the kernel optimised one of the others "
+				"crashes if it calls it before it execs\n", NOP5_SITES_MAX);
 			return;
 		}
 		s->v[k] = (struct nop5_site){ .dev = st.st_dev, .ino = st.st_ino,
 					      .offset = m->funcs[i].probe_offset };
 		__atomic_store_n(&s->n, k + 1, __ATOMIC_RELEASE);
 	}
+}
+
+const struct nop5_site *rec_holds_sites(const struct recorder *r, size_t *n)
+{
+	*n = r->nop5_sites ? __atomic_load_n(&r->nop5_sites->n, __ATOMIC_ACQUIRE) : 0;
+	return r->nop5_sites ? r->nop5_sites->v : NULL;
 }
 
 void rec_holds_free(struct recorder *r)

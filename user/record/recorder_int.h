@@ -162,10 +162,13 @@ bool rec_watch_holding(const struct recorder *r);
  */
 int rec_holds_start(struct recorder *r);
 /**
- * rec_holds_add_sites - list @m's probed functions that start with a 5-byte nop for the
- * watchdog, which fixes a held child's copies of them before it resumes it (recorder dead).
+ * rec_holds_add_sites - list @m's probed functions that start with a 5-byte nop, where the
+ * recorder fixes a child held at its fork, and the watchdog too if the recorder dies.
  */
 void rec_holds_add_sites(struct recorder *r, const struct sym_module *m);
+struct nop5_site;
+/** rec_holds_sites - that list, *@n sites. */
+const struct nop5_site *rec_holds_sites(const struct recorder *r, size_t *n);
 /** rec_holds_free - release the watchdog's shared list (the watchdog keeps its own mapping). */
 void rec_holds_free(struct recorder *r);
 /** rec_holds_ours - is @pid in the held set (stopped by a hold of ours, not resumed yet)? */
