@@ -11,6 +11,8 @@
 #      int3 back and resumes it.
 #   3. the same, but the recorder is killed (-9) while the children wait: its watchdog gives
 #      each child its 5-byte nop back (the probes are gone with the recorder) and resumes it.
+#   4. the same fix-up in a system-wide session (-a), the target started on its own (the
+#      recorder is not stopped here: -a holds the children of every process on the host).
 # tests/targets/fork_calls: DIR/ready, then a line on the fifo DIR/go makes it fork; each child
 # writes DIR/child.<i> and exits 0 when its results were right; DIR/forked once all are forked,
 # DIR/done ("children N ok OK calls HOT 1") once all are reaped. Synchronised on those files.
@@ -86,4 +88,23 @@ wait $REC 2>/dev/null || true
 wait_file "$D/done" "nop5kill: target done after the recorder's death"
 read -r _ n _ ok _ <"$D/done"
 assert_eq "$NCHILD $NCHILD" "$n $ok" "nop5kill: children that exited 0"
-echo "ok: $NCHILD children forked with the recorder stopped and the ring full, on trampolines and at a 5-byte nop; every event recorded or counted; a killed recorder's watchdog resumes them fixed"
+# 4. -a: the children of any process with an optimised site of ours are fixed the same way
+NAME=all D=$T/all.d
+mkdir "$D" && mkfifo "$D/go" "$T/all.ready"
+"$ATF" record -a -v -o "$T/all" -f "$FC:fc_nop5" --ready-file "$T/all.ready" 2>"$T/all.err" &
+REC=$!
+timeout 60 cat "$T/all.ready" >/dev/null || { cat "$T/all.err" >&2; fail "all: the recorder never became ready"; }
+"$FC" "$D" $NCHILD $NCALLS 0 >"$T/all.out" 2>&1 &
+target=$!
+wait_file "$D/ready" "all: target ready"
+timeout 60 bash -c 'echo go >"$1"' _ "$D/go" || fail "all: the target did not read $D/go"
+wait $target || { cat "$T/all.out" >&2; fail "all: a child failed"; }
+kill -INT $REC
+wait $REC || { cat "$T/all.err" >&2; fail "all: record failed"; }
+read -r _ n _ ok _ <"$D/done"
+assert_eq "$NCHILD $NCHILD" "$n $ok" "all: children that exited 0"
+assert_eq $NCHILD "$(grep -cE 'forked [0-9]+: 1 probe sites given back their int3' "$T/all.err")" \
+	"all: children given their int3 back"
+read -r recorded lost <<<"$(sed -n 's/^atftrace record: \([0-9]*\) events .*, \([0-9]*\) lost, .*/\1 \2/p' "$T/all.err")"
+assert_eq $((2 * (1 + NCHILD * NCALLS))) $((recorded + lost)) "all: recorded $recorded + lost $lost events"
+echo "ok: $NCHILD children forked with the recorder stopped and the ring full, on trampolines and at a 5-byte nop; every event recorded or counted; a killed recorder's watchdog resumes them fixed; -a too"
