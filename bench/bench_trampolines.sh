@@ -4,7 +4,9 @@
 #     (tests/targets/tramp_sites: lea, mov, sub rsp, rip-relative load/store): untraced,
 #     atftrace record with plain probes, atftrace record --trampolines; against the floor: the
 #     nop5 site (tr_nop5) with empty BPF programs (bench/probe_bench), and atftrace at nop5.
-#     Best of $REPEAT runs of $N calls.
+#     tr-nop5: what a trampoline call costs more than atftrace at a nop5 site, which the kernel
+#     optimises: the trampoline's probe site is a nop it emulates (user/probe/trampoline_plan.c),
+#     so that forked children need no fix-up. Best of $REPEAT runs of $N calls.
 # (2) sqlite3 inserting 20,000 rows with every libsqlite3 function traced: the workload's own
 #     time (sqlite3 .timer), untraced; atftrace --trampolines; atftrace plain; bpftrace counting
 #     every function (uprobe + uretprobe), and how long bpftrace takes to detach. Events and
@@ -45,13 +47,13 @@ echo "trampolines: ns per traced call (entry + return), best of $REPEAT x $N; lo
 floor=$(best 3 "$PB" cost empty session tr_nop5 "$TS" nop5 "$N")
 atf_nop5=$(best 3 "$ATF" record --no-trampolines -o "$tmp/rec" -f tr_nop5 -- "$TS" nop5 "$N")
 echo "floor: nop5 site, empty programs $floor; atftrace record at the nop5 site $atf_nop5"
-printf '%-5s %9s %9s %12s %10s %12s\n' site untraced plain trampolines plain/tr tr/floor
+printf '%-5s %9s %9s %12s %10s %12s %8s\n' site untraced plain trampolines plain/tr tr/floor tr-nop5
 for site in lea mov sub rip; do
 	none=$(best 3 "$TS" "$site" "$N")
 	plain=$(best 3 "$ATF" record --no-trampolines -o "$tmp/rec" -f "tr_$site" -- "$TS" "$site" "$N")
 	tr=$(best 3 "$ATF" record --trampolines -o "$tmp/rec" -f "tr_$site" -- "$TS" "$site" "$N")
-	printf '%-5s %9s %9s %12s %10s %12s\n' "$site" "$none" "$plain" "$tr" "$(ratio "$plain" "$tr")" \
-		"$(ratio "$tr" "$floor")"
+	printf '%-5s %9s %9s %12s %10s %12s %8s\n' "$site" "$none" "$plain" "$tr" "$(ratio "$plain" "$tr")" \
+		"$(ratio "$tr" "$floor")" "$(awk -v a="$tr" -v b="$atf_nop5" 'BEGIN { printf "%+.0f", a - b }')"
 done
 fi
 

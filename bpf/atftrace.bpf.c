@@ -599,6 +599,8 @@ int atf_unwind_catch(struct pt_regs *ctx)
 #if defined(__TARGET_ARCH_x86)
 /* Another tool registering a uprobe while a process runs on our entry trampolines. */
 #include "reg_guard.bpf.h"
+/* Forked children with optimised probe sites, or with entry trampolines. */
+#include "fork_hold.bpf.h"
 #endif
 
 /* ---- process lifecycle ----------------------------------------------------------------- */
@@ -621,7 +623,10 @@ static __always_inline void emit_task(__u32 type, __u32 tgid, __u32 tid, __u32 a
 	bpf_ringbuf_submit(r, wakeup_flag());
 }
 
-/* A traced process forked: with follow_fork the child is traced from its first instruction. */
+/*
+ * A process forked: a child the recorder must fix or guard is noted (fork_hold.bpf.h); with
+ * follow_fork the child of a traced process is traced from its first instruction.
+ */
 SEC("tp_btf/sched_process_fork")
 int BPF_PROG(atf_fork, struct task_struct *parent, struct task_struct *child)
 {
@@ -629,6 +634,9 @@ int BPF_PROG(atf_fork, struct task_struct *parent, struct task_struct *child)
 	__u32 ptgid, ctgid;
 	__u8 one = 1;
 
+#if defined(__TARGET_ARCH_x86)
+	fork_note(parent, child);
+#endif
 	if (!follow_fork || parent->tgid == child->tgid)    /* a new thread is not a new process */
 		return 0;
 	parent_ids = task_pid_tgid(parent);

@@ -22,8 +22,8 @@ enum {
 	REC_REG_GUARD   = 8,    /* struct rec_task: pid was stopped, as another thread (tid, a host
 				 * tid) may be registering a uprobe (child_pid: its syscall number,
 				 * comm: its name); bpf/reg_guard.bpf.h */
-	REC_FORK_HOLD   = 9,    /* struct rec_task: a process on trampolines forked child_pid,
-				 * which is stopped until its trampoline sites are fixed */
+	REC_FORK_HOLD   = 9,    /* struct rec_task: child_pid was noted in fork_notes (a wakeup
+				 * only: the map, never dropped, is what the recorder acts on) */
 	REC_EVENT_BATCH = 10,   /* struct rec_batch: up to REC_BATCH_MAX index events of one thread */
 	REC_PROC_INFO   = 16,   /* struct rec_proc_info: who a thread is, at its first event (-a) */
 };
@@ -139,6 +139,15 @@ struct filter_fn {
 #define GUARD_MAX_PIDS 64
 /* Processes held at once (bpf/holds.bpf.h); a power of two. */
 #define HELD_MAX_PIDS 256
+
+/*
+ * fork_notes (bpf/fork_hold.bpf.h): children (pid in the recorder's namespace) that the
+ * recorder has to look at, value = the parent's pid | FORK_NOTE_* flags.
+ */
+#define FORK_NOTES_MAX 8192
+#define FORK_NOTE_PID       0xffffffffull
+#define FORK_NOTE_HELD      (1ull << 32)    /* stopped: unoptimise its nop5 sites, then resume */
+#define FORK_NOTE_PATCHED   (1ull << 33)    /* its parent has entry trampolines: guard it too */
 
 /* REC_TASK_EXEC and REC_DL_STATE: child_pid holds REC_TASK_HELD when the process was stopped
  * (SIGSTOP) for the recorder, which sends SIGCONT once it has attached what is new. */

@@ -20,12 +20,8 @@
  * patched function whose jmp was written over its original bytes back, around the other tool's
  * int3, with a plain probe of ours (tramp_process__check). Then the processes run again.
  *
- * Forks. The trampolines' probe sites are 5-byte nops, which the kernel rewrites into a call to
- * its [uprobes-trampoline] page, a page fork does not copy. A guarded process (or, with
- * --follow-fork, any traced one: it runs the same text) that forks a child with its own memory
- * gets the child stopped before its first instruction (the tracepoint runs before the child is
- * woken) and REC_FORK_HOLD sent; the recorder puts the kernel's int3 back over those calls in
- * the child (tramp_process__fix_child) and resumes it.
+ * Forks. A child forked by a guarded process runs the same patched text: it is noted in
+ * fork_notes (bpf/fork_hold.bpf.h) and the recorder guards it too.
  *
  * Cost: while a process is guarded, every syscall of the machine passes the syscall
  * tracepoints (see "Two ways in" below).
@@ -224,49 +220,6 @@ static int find_guarded(__u32 i, void *data)
 		*tgid = 0;
 		return 1;
 	}
-	return 0;
-}
-
-SEC("?tp_btf/sched_process_fork")
-int BPF_PROG(atf_fork_hold, struct task_struct *parent, struct task_struct *child)
-{
-	__u32 tgid = parent->tgid;
-	__u64 parent_ids;
-
-	/* a thread, or a vfork child, shares its parent's memory and its [uprobes-trampoline] */
-	if (parent->tgid == child->tgid || parent->mm == child->mm)
-		return 0;
-	parent_ids = task_pid_tgid(parent);
-	bpf_loop(GUARD_MAX_PIDS, find_guarded, &tgid, 0);
-	if (tgid && !(follow_fork && tgid_traced(parent_ids >> 32)))
-		return 0;
-	/* a hold like the C++ unwind holds: none after the recorder's last drain */
-	__sync_fetch_and_add(&unwind_inflight, 1);
-	if (*(volatile __u32 *)&unwind_holds_off)
-		goto out;
-
-	struct rec_task *r = bpf_ringbuf_reserve(&rb, sizeof(*r), 0);
-
-	if (!r) {
-		count_lost(lost_records);
-		goto out;
-	}
-	/* Nobody would resume a child whose record is not in the ring: signal, then submit. */
-	if (!hold_begin(child, task_pid_tgid(child) >> 32) ||
-	    bpf_send_signal_task(child, ATF_SIGSTOP, PIDTYPE_TGID, 0)) {
-		bpf_ringbuf_discard(r, BPF_RB_NO_WAKEUP);
-		count_lost(lost_records);
-		goto out;
-	}
-	r->type = REC_FORK_HOLD;
-	r->pid = parent_ids >> 32;
-	r->tid = (__u32)parent_ids;
-	r->child_pid = task_pid_tgid(child) >> 32;
-	r->ts = bpf_ktime_get_boot_ns();
-	bpf_get_current_comm(r->comm, sizeof(r->comm));
-	bpf_ringbuf_submit(r, BPF_RB_FORCE_WAKEUP);
-out:
-	__sync_fetch_and_add(&unwind_inflight, -1);
 	return 0;
 }
 

@@ -261,6 +261,16 @@ int probes__guard_ready(struct probes *p);
 uint64_t probes__guard_unannounced(const struct probes *p);
 
 /**
+ * probes__fork_notes_take - take (and delete) up to @cap of the forked children noted in
+ * fork_notes (bpf/fork_hold.bpf.h): their pids into @pids, each parent's pid | FORK_NOTE_*
+ * flags into @notes. Returns how many; 0 when none is waiting (or not on x86_64).
+ */
+int probes__fork_notes_take(struct probes *p, uint32_t *pids, uint64_t *notes, size_t cap);
+
+/** probes__forks_unnoted - children not noted because fork_notes was full (never stopped). */
+uint64_t probes__forks_unnoted(const struct probes *p);
+
+/**
  * probes__guard_settle - wait (at most @timeout_ms) until no registering syscall of another
  * process is in flight. 0, or -ETIMEDOUT.
  */

@@ -127,13 +127,27 @@ int tramp_process__check(struct tramp_process *tp);
 size_t tramp_process__pids(const struct tramp_process *tp, pid_t *out, size_t cap);
 
 /**
- * tramp_process__fix_child - @child was forked by the process (or by one of its traced
- * children) and is held stopped before its first instruction: over each probe site that the
- * kernel optimised into a call to the parent's [uprobes-trampoline] page (which the child does
- * not have), write the int3 the kernel put there first. Returns the number of sites fixed, or a
- * negative errno.
+ * tramp_process__add_child - @child was forked by the process (or by one of its children) and
+ * runs the same patched text: guard it, and restore its text at the end.
  */
-int tramp_process__fix_child(struct tramp_process *tp, pid_t child);
+void tramp_process__add_child(struct tramp_process *tp, pid_t child);
+
+
+
+/* A probe site at a 5-byte nop: file offset @offset of the file (@dev, @ino). */
+struct nop5_site {
+	uint64_t dev, ino, offset;
+};
+
+/**
+ * nop5_sites_fix - process @pid, a forked child held stopped: each of @sites (mapped where
+ * its file is) that the kernel optimised into a call to a [uprobes-trampoline] page @pid
+ * does not have (the parent's) gets back the int3 the kernel put there first, with @probed
+ * (the recorder: our probe still handles it), or its 5-byte nop without (the watchdog: the
+ * probes died with the recorder). A call into a page @pid has is left alone. Returns the
+ * number of sites written, or a negative errno.
+ */
+int nop5_sites_fix(pid_t pid, const struct nop5_site *sites, size_t n, bool probed);
 
 /**
  * tramp_process__attach_module - module @m of the process, mapped after tramp_process__attach()

@@ -137,13 +137,21 @@ wait_for() {
 		|| { sed 's/^/  | /' "$1" >&2; fail "$3: no line matching '$2' in $1"; }
 }
 
-# kill_on_exit: at exit, on failure too, SIGKILL every background job, the children of each (a
-# target the recorder launched) and every pid added to EXIT_PIDS, reap the jobs and remove $T.
-# SIGKILL ends a stopped process too, so nothing is left stopped or orphaned.
+# kill_on_exit: at exit, on failure too, SIGKILL every background job, its descendants (a
+# target the recorder launched, and the children that target forked) and every pid added to
+# EXIT_PIDS, reap the jobs and remove $T. All are listed before any is killed (an orphan
+# leaves the tree), and SIGKILL ends a stopped process too, so nothing is left stopped.
 EXIT_PIDS=()
+descendants() {
+	local c
+	for c in $(cat /proc/"$1"/task/*/children 2>/dev/null); do
+		echo "$c"
+		descendants "$c"
+	done
+}
 kill_on_exit() {
 	trap 'for _p in $(jobs -p); do
-		EXIT_PIDS+=($(cat /proc/"$_p"/task/*/children 2>/dev/null) "$_p")
+		EXIT_PIDS+=($(descendants "$_p") "$_p")
 	done
 	for _p in "${EXIT_PIDS[@]}"; do kill -KILL "$_p" 2>/dev/null || true; done
 	wait 2>/dev/null || true; rm -rf "$T"' EXIT

@@ -67,8 +67,9 @@ kill -TERM $target
 wait $target || fail "the served target failed: $(cat "$T/serve.out")"
 
 # ---- a child forked during the session runs the same patched text --------------------------------
-# Its copies of the probe sites that the kernel optimised call a page the child does not have:
-# it is held at its first instruction and given the kernel's int3 back; and it is guarded too.
+# Its copy of tr_nop5's probe site, which the kernel optimised, calls a page the child does not
+# have: it is held at its first instruction and given the kernel's int3 back (the trampolines'
+# own sites are emulated nops: nothing to give back); and it is guarded too.
 rm -f "$T/fsready"; mkfifo "$T/fsready"
 "$ATF" record -v -o "$T/fs" -f 'tr_*' -- "$TS" forkserve "$T/fsready" 2>"$T/fs.err" &
 rec=$!

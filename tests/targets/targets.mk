@@ -81,3 +81,6 @@ $(OUTPUT)/targets/typed_args_nodw: tests/targets/typed_args.c
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(TARGET_CFLAGS) -g0 $< -o $@
 EXTRA_TARGETS += $(OUTPUT)/targets/typed_args_nodw
+# fork_calls: hot threads fill the ring while the process forks children (fork holds).
+TARGET_CFLAGS_fork_calls  := -pthread
+TARGET_LDFLAGS_fork_calls := -pthread

@@ -194,7 +194,6 @@ static int configure(struct probes *p, const struct probe_opts *opts)
 	bpf_program__set_autoload(s->progs.atf_reg_exit_perf, p->guard_tp);
 	bpf_program__set_autoload(s->progs.atf_reg_enter, p->guard && !p->guard_tp);
 	bpf_program__set_autoload(s->progs.atf_reg_exit, p->guard && !p->guard_tp);
-	bpf_program__set_autoload(s->progs.atf_fork_hold, p->guard);
 	s->rodata->uprobe_pmu_type = uprobe_pmu_type();
 	/* the guard compares and names processes by their host pids */
 	pid_t self;
@@ -542,6 +541,11 @@ int probes__attach_module(struct probes *p, const struct sym_module *m, pid_t pi
 		}
 		offsets[k] = f->probe_offset;
 		cookies[k++] = (uint64_t)m->module_id << 32 | f->symbol_index;
+#if defined(__x86_64__)
+		/* optimised by the kernel: a forked child needs its int3 back (fork_hold.bpf.h) */
+		if (f->insn == SYM_INSN_NOP5)
+			__atomic_store_n(&p->skel->bss->nop5_sites, 1, __ATOMIC_SEQ_CST);
+#endif
 	}
 	n -= nrefused;
 	if (n == 0)

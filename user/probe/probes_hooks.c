@@ -255,11 +255,11 @@ int probes__guard_pid(struct probes *p, pid_t pid, bool on)
 int probes__guard_ready(struct probes *p)
 {
 	struct atftrace_bpf *s = p->skel;
-	struct bpf_program *progs[] = { s->progs.atf_fork_hold, s->progs.atf_reg_enter_bpf,
+	struct bpf_program *progs[] = { s->progs.atf_reg_enter_bpf,
 					s->progs.atf_reg_enter_perf, s->progs.atf_reg_exit_bpf,
 					s->progs.atf_reg_exit_perf, s->progs.atf_reg_enter,
 					s->progs.atf_reg_exit };
-	struct bpf_link **links[] = { &s->links.atf_fork_hold, &s->links.atf_reg_enter_bpf,
+	struct bpf_link **links[] = { &s->links.atf_reg_enter_bpf,
 				      &s->links.atf_reg_enter_perf, &s->links.atf_reg_exit_bpf,
 				      &s->links.atf_reg_exit_perf, &s->links.atf_reg_enter,
 				      &s->links.atf_reg_exit };
@@ -290,6 +290,32 @@ uint64_t probes__guard_unannounced(const struct probes *p)
 	return p->guard ? __atomic_load_n(&p->skel->bss->guard_unannounced, __ATOMIC_ACQUIRE) : 0;
 }
 
+int probes__fork_notes_take(struct probes *p, uint32_t *pids, uint64_t *notes, size_t cap)
+{
+	int fd = bpf_map__fd(p->skel->maps.fork_notes);
+	uint32_t key, next;
+	size_t n = 0;
+	bool first = true;
+
+	/* the keys first, then each taken: deleting while walking would restart the walk */
+	while (n < cap && !bpf_map_get_next_key(fd, first ? NULL : &key, &next)) {
+		pids[n++] = next;
+		key = next;
+		first = false;
+	}
+	size_t k = 0;
+
+	for (size_t i = 0; i < n; i++)
+		if (!bpf_map_lookup_and_delete_elem(fd, &pids[i], &notes[k]))
+			pids[k++] = pids[i];
+	return (int)k;
+}
+
+uint64_t probes__forks_unnoted(const struct probes *p)
+{
+	return __atomic_load_n(&p->skel->bss->forks_unnoted, __ATOMIC_ACQUIRE);
+}
+
 int probes__guard_settle(struct probes *p, unsigned int timeout_ms)
 {
 	struct timespec pause = { 0, 50 * 1000 };
@@ -302,6 +328,18 @@ int probes__guard_settle(struct probes *p, unsigned int timeout_ms)
 	return p->guard ? -ETIMEDOUT : 0;
 }
 #else
+int probes__fork_notes_take(struct probes *p, uint32_t *pids, uint64_t *notes, size_t cap)
+{
+	(void)p; (void)pids; (void)notes; (void)cap;
+	return 0;
+}
+
+uint64_t probes__forks_unnoted(const struct probes *p)
+{
+	(void)p;
+	return 0;
+}
+
 int probes__guard_pid(struct probes *p, pid_t pid, bool on)
 {
 	(void)p; (void)pid; (void)on;

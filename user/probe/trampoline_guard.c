@@ -12,10 +12,13 @@
  * a plain probe of ours; a child keeps what the session's links give it.
  *
  * Children. A child forked while the process is patched runs the same text: the same jmps and
- * trampolines, and copies of the probe sites that the kernel optimised into calls to a page
- * the child does not have. It is stopped before its first instruction, the kernel's int3 goes
- * back over those calls, and it joins the guarded processes; at the end its text is restored
+ * trampolines, whose probe sites the kernel emulates (nothing to fix). BPF notes it
+ * (bpf/fork_hold.bpf.h) and it joins the guarded processes; at the end its text is restored
  * like the parent's, as long as it still maps the module where the parent did (no exec since).
+ * Functions that start with a 5-byte nop are probed where they are, and the kernel optimises
+ * those sites into calls to a page the child does not have: a child forked after one was
+ * optimised is stopped before its first instruction and gets the kernel's int3 back over
+ * them (nop5_sites_fix), in any session, with or without trampolines.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -220,52 +223,64 @@ static void add_child(struct tramp_process *tp, pid_t child)
 	}
 }
 
-static const uint8_t int3_nop5[TRAMP_JMP_LEN] = { 0xcc, 0x1f, 0x44, 0x00, 0x00 };
-
-/* The kernel's optimised site at @addr (`call [uprobes-trampoline]`) back to its int3. */
-static bool unoptimise(struct pt_target *pt, uint64_t addr)
+/* Is @addr inside one of @maps' mappings? */
+static bool mapped(const struct ta_maps *maps, uint64_t addr)
 {
-	uint8_t now[TRAMP_JMP_LEN];
-
-	return addr && !pt_read(pt, addr, now, sizeof(now)) && now[0] == 0xe8 &&
-	       !pt_write(pt, addr, int3_nop5, sizeof(int3_nop5));
+	for (size_t i = 0; i < maps->n; i++)
+		if (addr >= maps->v[i].lo && addr < maps->v[i].hi)
+			return true;
+	return false;
 }
 
-int tramp_process__fix_child(struct tramp_process *tp, pid_t child)
+int nop5_sites_fix(pid_t pid, const struct nop5_site *sites, size_t n, bool probed)
 {
-	struct pt_target pt = { .pid = child };
+	/* the kernel's own int3 over the nop, or the nop itself */
+	static const uint8_t int3_nop5[TRAMP_JMP_LEN] = { 0xcc, 0x1f, 0x44, 0x00, 0x00 };
+	static const uint8_t nop5[TRAMP_JMP_LEN] = { 0x0f, 0x1f, 0x44, 0x00, 0x00 };
+	const uint8_t *put = probed ? int3_nop5 : nop5;
+	struct pt_target pt = { .pid = pid };
 	struct ta_maps maps;
 	char path[32];
-	int n = 0;
+	int fixed = 0, err;
 
-	if (!tp || tp->restored)
+	if (!n)
 		return 0;
-	snprintf(path, sizeof(path), "/proc/%d/mem", (int)child);
+	snprintf(path, sizeof(path), "/proc/%d/mem", (int)pid);
 	pt.mem_fd = open(path, O_RDWR | O_CLOEXEC);
 	if (pt.mem_fd < 0)
 		return errno == ENOENT ? 0 : -errno;
-	if (ta_maps_read(child, &maps) < 0)
-		memset(&maps, 0, sizeof(maps));
-	for (size_t i = 0; i < tp->nmods; i++) {
-		const struct tramp_mod *tm = &tp->mods[i];
-		const struct sym_module *m = tm->m;
-		struct stat st;
+	err = ta_maps_read(pid, &maps);
+	if (err < 0) {
+		close(pt.mem_fd);
+		return err == -ENOENT || err == -ESRCH ? 0 : err;   /* gone: nothing to fix */
+	}
+	for (size_t i = 0; i < n; i++) {
+		uint64_t addr = ta_file_addr(&maps, sites[i].dev, sites[i].ino, sites[i].offset);
+		uint8_t now[TRAMP_JMP_LEN];
+		int32_t rel;
 
-		/* the trampolines' probe sites */
-		for (size_t j = 0; j < tm->nfns; j++)
-			n += unoptimise(&pt, tm->area + (uint64_t)tm->fns[j].slot * TRAMP_SLOT);
-		/* and the functions that start with a 5-byte nop, probed where they are */
-		if (stat(tramp_module_file(m), &st))
+		/* the kernel's optimised site: `call [uprobes-trampoline]` */
+		if (!addr || pt_read(&pt, addr, now, sizeof(now)) || now[0] != 0xe8)
 			continue;
-		for (size_t j = 0; j < m->nfuncs; j++)
-			if (m->funcs[j].tramp == TRAMP_NOT_NEEDED)
-				n += unoptimise(&pt, ta_file_addr(&maps, st.st_dev, st.st_ino,
-								  m->funcs[j].probe_offset));
+		memcpy(&rel, now + 1, sizeof(rel));
+		/* a call into a page the process has works: left alone */
+		if (mapped(&maps, addr + TRAMP_JMP_LEN + (uint64_t)(int64_t)rel))
+			continue;
+		fixed += !pt_write(&pt, addr, put, TRAMP_JMP_LEN);
 	}
 	ta_maps_free(&maps);
 	close(pt.mem_fd);
+	return fixed;
+}
+
+void tramp_process__add_child(struct tramp_process *tp, pid_t child)
+{
+	if (!tp || tp->restored)
+		return;
+	for (size_t i = 0; i < tp->nchildren; i++)
+		if (tp->children[i].pid == child)
+			return;
 	add_child(tp, child);
-	return n;
 }
 
 void tramp_children_restore(struct tramp_process *tp)

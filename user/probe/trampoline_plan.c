@@ -4,18 +4,19 @@
  *
  * A function whose first instruction (after a hopped endbr64) is not a 5-byte nop gets its
  * first whole instructions, at least 5 bytes of them, moved to a trampoline
- *     nop5                     the probe site: the kernel optimises it (a call into its
- *                              [uprobes-trampoline] page, no int3 after the first hit)
+ *     nop                      the probe site (tramp_probe_site()): a 1-byte nop, which the
+ *                              kernel emulates at its int3
  *     <moved instructions>     rip-relative displacements and relative branches fixed up
  *     jmp back                 to the first instruction that was not moved
  * and a `jmp trampoline` in their place. A jmp pushes nothing, so at the probe site the
  * registers and the stack are exactly those at the function's entry.
  *
- * The kernel writes that call into the process's copy of the trampoline page, and fork does
- * not copy the [uprobes-trampoline] page (VM_DONTCOPY): a child that called the function
- * before it execs would jump into nothing. So while a process has trampolines, BPF stops each
- * child it forks before its first instruction (bpf/reg_guard.bpf.h), and the recorder puts
- * the kernel's int3 back over each call in the child (tramp_process__fix_child()).
+ * Why not the 5-byte nop the kernel optimises (a call into its [uprobes-trampoline] page
+ * after the first hit, about 80 ns per call less here: bench/bench_trampolines.sh): the
+ * kernel writes that call into the process's copy of the trampoline page, and fork does not
+ * copy the [uprobes-trampoline] page, so a child that called the function before it execs
+ * would jump into nothing unless it were stopped and fixed first, which a stopped or dead
+ * recorder cannot do. An emulated site is an int3 in the child too: nothing to fix.
  *
  * Safety rules applied here, from the bytes alone (the process-level rules are in
  * trampoline.c): the function holds the whole patch; nothing in the function branches into
@@ -29,8 +30,14 @@
 #include "trampoline_plan.h"
 
 static const uint8_t nop5[5] = { 0x0f, 0x1f, 0x44, 0x00, 0x00 };
-static const uint8_t *const probe_site = nop5;      /* the kernel's optimised uprobe site */
-#define PROBE_SITE_LEN sizeof(nop5)
+/* The probe site of every trampoline: the one place its bytes are chosen. */
+static const uint8_t probe_site[] = { 0x90 };       /* nop: emulated, never optimised */
+
+const uint8_t *tramp_probe_site(size_t *len)
+{
+	*len = sizeof(probe_site);
+	return probe_site;
+}
 
 static bool decoder_init(ZydisDecoder *d)
 {
@@ -276,12 +283,12 @@ enum tramp_reason tramp_emit(const uint8_t *code, const struct tramp_plan *plan,
 	ZydisDecodedOperand ops[ZYDIS_MAX_OPERAND_COUNT];
 	ZydisDecodedInstruction insn;
 	ZydisDecoder d;
-	uint32_t in = 0, o = PROBE_SITE_LEN;
+	uint32_t in = 0, o = sizeof(probe_site);
 
 	memset(out, 0xcc, TRAMP_SLOT);
 	if (!decoder_init(&d))
 		return TRAMP_DECODE;
-	memcpy(out, probe_site, PROBE_SITE_LEN);
+	memcpy(out, probe_site, sizeof(probe_site));
 	while (in < plan->patch_len) {
 		int n;
 

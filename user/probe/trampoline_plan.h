@@ -50,8 +50,15 @@ size_t tramp_referenced_addrs(const uint8_t *code, uint64_t size, uint64_t addr,
 			      size_t cap);
 
 /**
+ * tramp_probe_site - the bytes of the probe site that opens every trampoline (its uprobe's
+ * address), *@len of them: an instruction the kernel emulates at its int3 and never rewrites
+ * into a call (a 1-byte nop), so a forked child runs it without any fix-up.
+ */
+const uint8_t *tramp_probe_site(size_t *len);
+
+/**
  * tramp_emit - write the trampoline for @plan at address @tramp_addr into @out (TRAMP_SLOT
- * bytes, the rest filled with int3): a 5-byte nop (the probe site, at offset 0), the moved instructions
+ * bytes, the rest filled with int3): the probe site (tramp_probe_site(), at offset 0), the moved instructions
  * with rip-relative displacements and relative branches fixed for their new place, and a
  * jmp back to the first instruction after them. @code holds the bytes from @plan->patch_addr.
  * Returns TRAMP_OK, or TRAMP_RANGE when a displacement does not fit in 32 bits there.

@@ -14,6 +14,12 @@
  *    (so the links die with the recorder), and sleeps in poll(). When the recorder exits, by
  *    kill -9 too, it sends SIGCONT to each process still in the set, and exits itself. After a
  *    normal end the set is empty and it just exits.
+ *  - A child the recorder did not fix is not resumed into a crash: a child stopped at its fork
+ *    (bpf/fork_hold.bpf.h) has copies of the parent's optimised 5-byte nop sites, calls into
+ *    a page it does not have. The recorder lists every probed 5-byte nop of its modules in a
+ *    shared mapping (nop5_sites) that the watchdog sees; before its SIGCONT the watchdog puts
+ *    the nop back over each such call in that process (nop5_sites_fix): its probes are gone
+ *    with the recorder anyway. The recorder fixes its held children from the same list.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -22,13 +28,24 @@
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include "probes.h"
 #include "recorder_int.h"
+#include "trampoline.h"
+
+/* The probed 5-byte nops, shared with the watchdog (MAP_SHARED before its fork). */
+#define NOP5_SITES_MAX 4096
+struct nop5_sites {
+	uint64_t n;                 /* written by the recorder only, after the site itself */
+	struct nop5_site v[NOP5_SITES_MAX];
+};
 
 /* In the watchdog: wait for the recorder (@pidfd) to end, resume what it held, exit. */
-static void __attribute__((noreturn)) watchdog_run(int pidfd, uint64_t *held, size_t n)
+static void __attribute__((noreturn)) watchdog_run(int pidfd, uint64_t *held, size_t n,
+						   const struct nop5_sites *sites)
 {
 	struct pollfd pfd = { .fd = pidfd, .events = POLLIN };
 	int null = open("/dev/null", O_RDWR);
@@ -53,8 +70,11 @@ static void __attribute__((noreturn)) watchdog_run(int pidfd, uint64_t *held, si
 	for (size_t i = 0; i < n; i++) {
 		uint64_t pid = __atomic_exchange_n(&held[i], 0, __ATOMIC_ACQ_REL);
 
-		if (pid)
-			kill((pid_t)pid, SIGCONT);
+		if (!pid)
+			continue;
+		nop5_sites_fix((pid_t)pid, sites->v, __atomic_load_n(&sites->n, __ATOMIC_ACQUIRE),
+			       false);
+		kill((pid_t)pid, SIGCONT);
 	}
 	_exit(0);
 }
@@ -68,6 +88,15 @@ int rec_holds_start(struct recorder *r)
 
 	if (pidfd < 0)
 		return -errno;
+	r->nop5_sites = mmap(NULL, sizeof(*r->nop5_sites), PROT_READ | PROT_WRITE,
+			     MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	if (r->nop5_sites == MAP_FAILED) {
+		int err = -errno;
+
+		r->nop5_sites = NULL;
+		close(pidfd);
+		return err;
+	}
 	fflush(NULL);
 	pid = fork();
 	if (pid < 0) {
@@ -77,7 +106,7 @@ int rec_holds_start(struct recorder *r)
 		return err;
 	}
 	if (pid == 0)
-		watchdog_run(pidfd, held, n);
+		watchdog_run(pidfd, held, n, r->nop5_sites);
 	close(pidfd);
 	r->watchdog = pid;
 	if (r->opts.verbose)
@@ -114,4 +143,42 @@ void rec_holds_resume(struct recorder *r, pid_t pid)
 	}
 	if (ours)
 		kill(pid, SIGCONT);     /* ESRCH: it died while held, fine */
+}
+
+void rec_holds_add_sites(struct recorder *r, const struct sym_module *m)
+{
+	struct nop5_sites *s = r->nop5_sites;
+	const char *path = m->open_path ? m->open_path : m->path;
+	struct stat st;
+
+	if (!s || stat(path, &st))
+		return;
+	for (size_t i = 0; i < m->nfuncs; i++) {
+		uint64_t k = s->n;
+
+		if (!m->funcs[i].selected || m->funcs[i].insn != SYM_INSN_NOP5)
+			continue;
+		if (k == NOP5_SITES_MAX) {
+			fprintf(stderr, "atftrace record: more than %d probed functions start with a "
+				"5-byte nop: a child forked after the kernel optimised one of the others "
+				"crashes if it calls it before it execs\n", NOP5_SITES_MAX);
+			return;
+		}
+		s->v[k] = (struct nop5_site){ .dev = st.st_dev, .ino = st.st_ino,
+					      .offset = m->funcs[i].probe_offset };
+		__atomic_store_n(&s->n, k + 1, __ATOMIC_RELEASE);
+	}
+}
+
+const struct nop5_site *rec_holds_sites(const struct recorder *r, size_t *n)
+{
+	*n = r->nop5_sites ? __atomic_load_n(&r->nop5_sites->n, __ATOMIC_ACQUIRE) : 0;
+	return r->nop5_sites ? r->nop5_sites->v : NULL;
+}
+
+void rec_holds_free(struct recorder *r)
+{
+	if (r->nop5_sites)
+		munmap(r->nop5_sites, sizeof(*r->nop5_sites));
+	r->nop5_sites = NULL;
 }

@@ -13,9 +13,7 @@
  * The records of one burst of registrations (bpftrace opens one perf event per probe) are
  * checked once, at the end of the drain that read them.
  *
- * REC_FORK_HOLD: a process on trampolines forked a child, which BPF stopped before its first
- * instruction; its copies of the optimised probe sites call a page it does not have, so the
- * kernel's int3 goes back over them (tramp_process__fix_child) before it runs.
+ * A child forked by a guarded process is guarded too (user/record/record_forks.c).
  *
  * A stop the ring had no room to announce is counted in lost_records and in the guard's own
  * guard_unannounced; whenever that grew, every guarded process is held and checked: none is
@@ -75,43 +73,6 @@ void rec_tramp_guard_on_record(struct recorder *r, const void *data, size_t size
 		fprintf(stderr, "atftrace record: process %u did not stop for the registration guard "
 			"within %llu s\n", rec.pid, REC_STOP_WAIT_NS / 1000000000ull);
 	r->guard_pending = true;
-}
-
-void rec_tramp_guard_on_fork(struct recorder *r, const void *data, size_t size)
-{
-	struct rec_task rec;
-	pid_t child;
-	int err;
-
-	if (size < sizeof(rec)) {
-		r->st.bad_records++;
-		return;
-	}
-	memcpy(&rec, data, sizeof(rec));
-	child = (pid_t)rec.child_pid;
-	if (child <= 0) {
-		r->st.bad_records++;
-		return;
-	}
-	/* BPF stopped the child: it runs again after this drain, whatever happens here */
-	rec_hold(r, child);
-	err = rec_hold_wait(child, child);
-	if (err == -ESRCH)
-		return;
-	if (err) {
-		fprintf(stderr, "atftrace record: process %u's child %d did not stop in time; resuming "
-			"it unchanged (it dies if it calls a traced function before it execs)\n",
-			rec.pid, (int)child);
-		return;
-	}
-	err = tramp_process__fix_child(r->tramps, child);
-	if (err < 0)
-		fprintf(stderr, "atftrace record: process %u's child %d: cannot fix its trampolines' "
-			"probe sites (%s); it dies if it calls a traced function before it execs\n",
-			rec.pid, (int)child, strerror(-err));
-	else if (r->opts.verbose)
-		fprintf(stderr, "atftrace record: process %u forked %d: %d probe sites given back "
-			"their int3\n", rec.pid, (int)child, err);
 }
 
 void rec_tramp_guard_after_drain(struct recorder *r)

@@ -398,6 +398,7 @@ int recorder__add_module(struct recorder *r, const struct sym_module *m)
 		return -ENOMEM;
 	r->modules = nm;
 	r->modules[r->nmodules++] = m;
+	rec_holds_add_sites(r, m);
 	/* a module attached while recording (exec, dlopen): every live manifest lists it */
 	for (size_t i = 0; i < r->nprocs; i++) {
 		struct rec_process *p = r->procs[i];
@@ -460,6 +461,7 @@ static int drain(struct recorder *r, uint64_t budget_ns)
 	if (n < 0 && r->drain_cut)
 		n = 0;          /* the rest is read at the next tick */
 
+	rec_forks_take(r);      /* children noted at their fork, whatever the ring lost */
 	rec_tramp_guard_after_drain(r); /* a process the registration guard stopped runs again */
 	rec_unwind_resume(r);   /* every fix-up of a held process was in this drain */
 	rec_watch_resume(r);    /* and every module it was held for is attached */
@@ -572,6 +574,7 @@ int recorder__finish(struct recorder *r, const char *end_reason)
 	flush_batches(r);
 	err = drain(r, 0);         /* the probes are closed: what is left in the ring is finite */
 	rec_adopt_parked(r);
+	rec_forks_report(r);
 	t_drain = clock_mono_ns();
 	/* the counts every manifest and the summary give from here on, taken after the last drain */
 	probes__lost(r->opts.probes, &r->lost);
@@ -644,6 +647,7 @@ void recorder__free(struct recorder *r)
 	free(r->procs);
 	return_slots__free(r->slots);
 	rec_unwind_free(r);
+	rec_holds_free(r);
 	rec_watch_free(r);
 	ring_buffer__free(r->rb);
 	if (r->epfd >= 0)

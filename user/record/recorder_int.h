@@ -90,6 +90,7 @@ struct recorder {
 	uint64_t guard_unannounced;     /* the guard's stops without a record, when last looked */
 	struct rec_watch *watch;    /* modules that appear later (user/record/record_watch.c), lazily */
 	pid_t watchdog;             /* resumes what we hold if we die (user/record/record_holds.c) */
+	struct nop5_sites *nop5_sites;  /* the probed 5-byte nops, shared with the watchdog */
 	struct return_slots *slots; /* pending return instances, for the detach (recorder_detach.c) */
 	uint64_t drain_deadline_ns; /* a tick's drain stops here (0: reads until the ring is empty) */
 	uint64_t drain_records;
@@ -160,6 +161,16 @@ bool rec_watch_holding(const struct recorder *r);
  * any hold can happen). 0, or a negative errno.
  */
 int rec_holds_start(struct recorder *r);
+/**
+ * rec_holds_add_sites - list @m's probed functions that start with a 5-byte nop, where the
+ * recorder fixes a child held at its fork, and the watchdog too if the recorder dies.
+ */
+void rec_holds_add_sites(struct recorder *r, const struct sym_module *m);
+struct nop5_site;
+/** rec_holds_sites - that list, *@n sites. */
+const struct nop5_site *rec_holds_sites(const struct recorder *r, size_t *n);
+/** rec_holds_free - release the watchdog's shared list (the watchdog keeps its own mapping). */
+void rec_holds_free(struct recorder *r);
 /** rec_holds_ours - is @pid in the held set (stopped by a hold of ours, not resumed yet)? */
 bool rec_holds_ours(struct recorder *r, pid_t pid);
 /**
@@ -186,10 +197,18 @@ int rec_unwind_write_slot(pid_t pid, const struct rec_unwind_slot *s, bool *chan
 /* user/record/record_tramp_guard.c: another tool registering a uprobe during the session */
 /** rec_tramp_guard_on_record - REC_REG_GUARD: the trampolines are checked after this drain. */
 void rec_tramp_guard_on_record(struct recorder *r, const void *data, size_t size);
-/** rec_tramp_guard_on_fork - REC_FORK_HOLD: fix the held child's probe sites; stays held. */
-void rec_tramp_guard_on_fork(struct recorder *r, const void *data, size_t size);
 /** rec_tramp_guard_after_drain - check (and resume) the process the guard stopped. */
 void rec_tramp_guard_after_drain(struct recorder *r);
+
+/* user/record/record_forks.c: forked children noted by BPF (bpf/fork_hold.bpf.h) */
+/**
+ * rec_forks_take - take every child waiting in fork_notes: fix and hold (resumed after this
+ * drain) the stopped ones, guard the ones with entry trampolines. At every drain, and at
+ * REC_FORK_HOLD (a wakeup).
+ */
+void rec_forks_take(struct recorder *r);
+/** rec_forks_report - at the end: the children BPF could not note (fork_notes was full). */
+void rec_forks_report(struct recorder *r);
 
 /* user/record/recorder_detach.c: detach without leaving uretprobe trampolines in the target */
 struct rec_detach;

@@ -288,7 +288,7 @@ int rec_on_record(void *ctx, void *data, size_t size)
 		rec_tramp_guard_on_record(r, data, size);
 		break;
 	case REC_FORK_HOLD:
-		rec_tramp_guard_on_fork(r, data, size);
+		rec_forks_take(r);     /* a wakeup: the notes are in fork_notes */
 		break;
 	case REC_PROC_INFO:
 		rec_session_on_info(r, data, size);
