@@ -314,14 +314,14 @@ static __always_inline int on_entry(struct pt_regs *ctx, struct task_struct *tas
 			return 1;
 		st = task_state_of(task, true);
 		if (!st) {      /* no memory for this thread's state: the call is lost, and counted */
-			count_event_lost(KIND_CALL, pid_tgid, bpf_ktime_get_boot_ns());
+			count_event_lost(KIND_CALL, pid_tgid, atf_now());
 			return 1;
 		}
 		st->pid_tgid = pid_tgid;
 		st->traced = 1;
 	}
 	pid_tgid = st->pid_tgid;
-	__u64 ts = bpf_ktime_get_boot_ns();
+	__u64 ts = atf_now();
 
 	announce_task(pid_tgid);        /* record -a: the process's identity, once per thread */
 	__u64 sp = PT_REGS_SP(ctx);
@@ -354,7 +354,7 @@ static __always_inline void on_return(struct pt_regs *ctx, struct task_struct *t
 		return;
 
 	__u64 pid_tgid = st->pid_tgid;      /* set with the depth's first frame (on_entry) */
-	__u64 ts = bpf_ktime_get_boot_ns();
+	__u64 ts = atf_now();
 	__u64 entry_sp = PT_REGS_SP(ctx) - RET_SP_ADJUST;
 
 	close_dead_frames(st, entry_sp, false, pid_tgid, ts);
@@ -538,7 +538,7 @@ static __always_inline void hold_for_unwind(__u64 pid_tgid, bool rearm, __u64 li
 	rec->tid = (__u32)pid_tgid;
 	rec->flags = rearm ? REC_UNWIND_F_REARM : 0;
 	rec->_pad = 0;
-	rec->ts = bpf_ktime_get_boot_ns();
+	rec->ts = atf_now();
 	collect_unwind_slots(rec, ri, tramp, rearm, live_sp);
 	if (rec->count == 0) {
 		bpf_ringbuf_discard(rec, BPF_RB_NO_WAKEUP);
@@ -595,7 +595,7 @@ int atf_unwind_catch(struct pt_regs *ctx)
 	 */
 	__sync_fetch_and_add(&unwind_inflight, 1);
 	if (st && st->depth && !*(volatile __u32 *)&unwind_holds_off)
-		close_dead_frames(st, PT_REGS_SP(ctx), true, pid_tgid, bpf_ktime_get_boot_ns());
+		close_dead_frames(st, PT_REGS_SP(ctx), true, pid_tgid, atf_now());
 	__sync_fetch_and_add(&unwind_inflight, -1);
 #if defined(__TARGET_ARCH_x86)
 	hold_for_unwind(pid_tgid, true, PT_REGS_SP(ctx));
@@ -622,7 +622,7 @@ static __always_inline void emit_task(__u32 type, __u32 tgid, __u32 tid, __u32 a
 	r->pid = tgid;
 	r->tid = tid;
 	r->child_pid = arg;     /* or exit_code */
-	r->ts = bpf_ktime_get_boot_ns();
+	r->ts = atf_now();
 	/* every caller runs in the context of the thread the record is about */
 	bpf_get_current_comm(r->comm, sizeof(r->comm));
 	bpf_ringbuf_submit(r, wakeup_flag());
@@ -708,7 +708,7 @@ static __always_inline void emit_held_task(__u32 type, __u32 tgid, __u32 tid, bo
 	r->pid = tgid;
 	r->tid = tid;
 	r->child_pid = 0;
-	r->ts = bpf_ktime_get_boot_ns();
+	r->ts = atf_now();
 	bpf_get_current_comm(r->comm, sizeof(r->comm));
 	if (stuck && stuck->batch.count)
 		park_batch(stuck);
