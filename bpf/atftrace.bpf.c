@@ -87,20 +87,7 @@ struct {
 	__type(value, struct thread_loss);
 } thread_losses SEC(".maps");
 
-/* ---- helpers -------------------------------------------------------------------------------- */
-
-static __always_inline void count_lost_n(__u64 *counters, __u64 n)
-{
-	__u32 cpu = bpf_get_smp_processor_id() & (MAX_CPUS - 1);
-
-	/* Atomic: two CPUs may share a slot when there are more than MAX_CPUS. */
-	__sync_fetch_and_add(&counters[cpu], n);
-}
-
-static __always_inline void count_lost(__u64 *counters)
-{
-	count_lost_n(counters, 1);
-}
+/* ---- helpers (and count_lost() in atftrace.bpf.h) ------------------------------------------- */
 
 /*
  * count_event_lost - an index event of kind @kind, made at @ts, of the current thread was not written

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * BPF-only helpers for bpf/atftrace.bpf.c: limits, the per-thread shadow stack, kfunc
- * declarations and the architecture's return-site stack adjustment. Nothing here is seen by
- * user space; the ring records shared with the recorder are in bpf/atftrace.h.
+ * BPF-only helpers for bpf/atftrace.bpf.c: limits, drop counting, the per-thread shadow stack,
+ * the clock, kfunc declarations, the link's run context and the architecture's return-site stack
+ * adjustment. Nothing here is seen by user space; the ring records shared with the recorder are
+ * in bpf/atftrace.h.
  */
 #ifndef ATFTRACE_BPF_H
 #define ATFTRACE_BPF_H
@@ -19,6 +20,20 @@
 #define MAX_LOSS_THREADS 16384
 /* Processes in the tgid filter. */
 #define MAX_TGIDS       65536
+
+/* count_lost_n - add @n to this CPU's slot of a per-CPU drop counter array (MAX_CPUS slots). */
+static __always_inline void count_lost_n(__u64 *counters, __u64 n)
+{
+	__u32 cpu = bpf_get_smp_processor_id() & (MAX_CPUS - 1);
+
+	/* Atomic: two CPUs may share a slot when there are more than MAX_CPUS. */
+	__sync_fetch_and_add(&counters[cpu], n);
+}
+
+static __always_inline void count_lost(__u64 *counters)
+{
+	count_lost_n(counters, 1);
+}
 
 /* One open traced frame: which function, and the stack pointer at its entry probe. */
 struct shadow_frame {
