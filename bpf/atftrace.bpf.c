@@ -87,20 +87,7 @@ struct {
 	__type(value, struct thread_loss);
 } thread_losses SEC(".maps");
 
-/* ---- helpers -------------------------------------------------------------------------------- */
-
-static __always_inline void count_lost_n(__u64 *counters, __u64 n)
-{
-	__u32 cpu = bpf_get_smp_processor_id() & (MAX_CPUS - 1);
-
-	/* Atomic: two CPUs may share a slot when there are more than MAX_CPUS. */
-	__sync_fetch_and_add(&counters[cpu], n);
-}
-
-static __always_inline void count_lost(__u64 *counters)
-{
-	count_lost_n(counters, 1);
-}
+/* ---- helpers (and count_lost() in atftrace.bpf.h) ------------------------------------------- */
 
 /*
  * count_event_lost - an index event of kind @kind, made at @ts, of the current thread was not written
@@ -167,10 +154,14 @@ static __always_inline bool tgid_traced(__u32 tgid)
 	return bpf_map_lookup_elem(&tgid_filter, &tgid) != NULL;
 }
 
+static __always_inline struct task_state *task_state_of(struct task_struct *task, bool create)
+{
+	return bpf_task_storage_get(&task_states, task, NULL, create ? BPF_LOCAL_STORAGE_GET_F_CREATE : 0);
+}
+
 static __always_inline struct task_state *current_state(bool create)
 {
-	return bpf_task_storage_get(&task_states, bpf_get_current_task_btf(), NULL,
-				    create ? BPF_LOCAL_STORAGE_GET_F_CREATE : 0);
+	return task_state_of(bpf_get_current_task_btf(), create);
 }
 
 /* emit_event(): index events through the thread's batch. */
@@ -270,7 +261,7 @@ static __always_inline void close_dead_frames(struct task_state *st, __u64 sp, b
  * sps are equal, which is rare: no cost on ordinary calls. (arm64 keeps the return address in a
  * register at entry; there a tail call is still closed as unwound.)
  */
-static __always_inline bool tail_call(struct task_state *st, __u64 sp)
+static __always_inline bool tail_call(struct task_struct *task, struct task_state *st, __u64 sp)
 {
 #if defined(__TARGET_ARCH_x86)
 	__u32 d = st->depth;
@@ -278,7 +269,7 @@ static __always_inline bool tail_call(struct task_state *st, __u64 sp)
 
 	if (d == 0 || d > SHADOW_MAX || frame_at(st, d - 1)->entry_sp != sp)
 		return false;
-	tramp = BPF_CORE_READ((struct task_struct *)bpf_get_current_task_btf(), mm, uprobes_state.xol_area, vaddr);
+	tramp = BPF_CORE_READ(task, mm, uprobes_state.xol_area, vaddr);
 	return tramp && !bpf_probe_read_user(&slot, sizeof(slot), (void *)sp) && slot == tramp;
 #else
 	return false;
@@ -287,10 +278,11 @@ static __always_inline bool tail_call(struct task_state *st, __u64 sp)
 
 /*
  * on_entry - a traced function was called
+ * @task: current; @multi: on a uprobe_multi or session link (hit_cookie).
  * Returns 0 when a CALL was recorded (its return must be seen), 1 otherwise (a session
  * program returns this to skip the return run).
  */
-static __always_inline int on_entry(struct pt_regs *ctx)
+static __always_inline int on_entry(struct pt_regs *ctx, struct task_struct *task, bool multi)
 {
 	struct task_state *st = NULL;
 	__u64 pid_tgid;
@@ -302,27 +294,27 @@ static __always_inline int on_entry(struct pt_regs *ctx)
 	 * kept with it: a thread's pids change only at exec (atf_exec takes the new ones).
 	 */
 	if (!system_wide && task_filters_pass())
-		st = current_state(false);
+		st = task_state_of(task, false);
 	if (!st || !st->traced) {
 		pid_tgid = current_pid_tgid();
 		if (!tgid_traced(pid_tgid >> 32))
 			return 1;
-		st = current_state(true);
+		st = task_state_of(task, true);
 		if (!st) {      /* no memory for this thread's state: the call is lost, and counted */
-			count_event_lost(KIND_CALL, pid_tgid, bpf_ktime_get_boot_ns());
+			count_event_lost(KIND_CALL, pid_tgid, atf_now());
 			return 1;
 		}
 		st->pid_tgid = pid_tgid;
 		st->traced = 1;
 	}
 	pid_tgid = st->pid_tgid;
-	__u64 ts = bpf_ktime_get_boot_ns();
+	__u64 ts = atf_now();
 
 	announce_task(pid_tgid);        /* record -a: the process's identity, once per thread */
 	__u64 sp = PT_REGS_SP(ctx);
-	__u64 function_id = bpf_get_attach_cookie(ctx);
+	__u64 function_id = hit_cookie(ctx, task, multi);
 
-	close_dead_frames(st, sp, !tail_call(st, sp), pid_tgid, ts);
+	close_dead_frames(st, sp, !tail_call(task, st, sp), pid_tgid, ts);
 
 	__u32 depth = st->depth;
 
@@ -341,15 +333,15 @@ static __always_inline int on_entry(struct pt_regs *ctx)
 }
 
 /* on_return - a traced function returned; only threads with open frames get here usefully. */
-static __always_inline void on_return(struct pt_regs *ctx)
+static __always_inline void on_return(struct pt_regs *ctx, struct task_struct *task, bool multi)
 {
-	struct task_state *st = current_state(false);
+	struct task_state *st = task_state_of(task, false);
 
 	if (!st || st->depth == 0)
 		return;
 
 	__u64 pid_tgid = st->pid_tgid;      /* set with the depth's first frame (on_entry) */
-	__u64 ts = bpf_ktime_get_boot_ns();
+	__u64 ts = atf_now();
 	__u64 entry_sp = PT_REGS_SP(ctx) - RET_SP_ADJUST;
 
 	close_dead_frames(st, entry_sp, false, pid_tgid, ts);
@@ -359,7 +351,7 @@ static __always_inline void on_return(struct pt_regs *ctx)
 	if (d == 0)
 		return;
 	if (d > SHADOW_MAX && !call_filter_on) {   /* not remembered: trust the cookie and the count */
-		emit_traced(ctx, st, KIND_RETURN, bpf_get_attach_cookie(ctx), d - 1, pid_tgid, ts);
+		emit_traced(ctx, st, KIND_RETURN, hit_cookie(ctx, task, multi), d - 1, pid_tgid, ts);
 		st->depth = d - 1;
 		return;
 	}
@@ -380,25 +372,27 @@ static __always_inline void on_return(struct pt_regs *ctx)
 SEC("uprobe")
 int atf_session(struct pt_regs *ctx)
 {
-	if (bpf_session_is_return()) {
-		on_return(ctx);
+	struct task_struct *task = bpf_get_current_task_btf();
+
+	if (hit_is_return(task)) {
+		on_return(ctx, task, true);
 		return 0;
 	}
-	return on_entry(ctx);
+	return on_entry(ctx, task, true);
 }
 
 /* Two uprobe_multi links (expected attach type BPF_TRACE_UPROBE_MULTI). */
 SEC("uprobe")
 int atf_multi_entry(struct pt_regs *ctx)
 {
-	on_entry(ctx);
+	on_entry(ctx, bpf_get_current_task_btf(), true);
 	return 0;
 }
 
 SEC("uprobe")
 int atf_multi_return(struct pt_regs *ctx)
 {
-	on_return(ctx);
+	on_return(ctx, bpf_get_current_task_btf(), true);
 	return 0;
 }
 
@@ -406,14 +400,14 @@ int atf_multi_return(struct pt_regs *ctx)
 SEC("uprobe")
 int atf_uprobe(struct pt_regs *ctx)
 {
-	on_entry(ctx);
+	on_entry(ctx, bpf_get_current_task_btf(), false);
 	return 0;
 }
 
 SEC("uretprobe")
 int atf_uretprobe(struct pt_regs *ctx)
 {
-	on_return(ctx);
+	on_return(ctx, bpf_get_current_task_btf(), false);
 	return 0;
 }
 
@@ -531,7 +525,7 @@ static __always_inline void hold_for_unwind(__u64 pid_tgid, bool rearm, __u64 li
 	rec->tid = (__u32)pid_tgid;
 	rec->flags = rearm ? REC_UNWIND_F_REARM : 0;
 	rec->_pad = 0;
-	rec->ts = bpf_ktime_get_boot_ns();
+	rec->ts = atf_now();
 	collect_unwind_slots(rec, ri, tramp, rearm, live_sp);
 	if (rec->count == 0) {
 		bpf_ringbuf_discard(rec, BPF_RB_NO_WAKEUP);
@@ -588,7 +582,7 @@ int atf_unwind_catch(struct pt_regs *ctx)
 	 */
 	__sync_fetch_and_add(&unwind_inflight, 1);
 	if (st && st->depth && !*(volatile __u32 *)&unwind_holds_off)
-		close_dead_frames(st, PT_REGS_SP(ctx), true, pid_tgid, bpf_ktime_get_boot_ns());
+		close_dead_frames(st, PT_REGS_SP(ctx), true, pid_tgid, atf_now());
 	__sync_fetch_and_add(&unwind_inflight, -1);
 #if defined(__TARGET_ARCH_x86)
 	hold_for_unwind(pid_tgid, true, PT_REGS_SP(ctx));
@@ -617,7 +611,7 @@ static __always_inline void emit_task(__u32 type, __u32 tgid, __u32 tid, __u32 a
 	r->pid = tgid;
 	r->tid = tid;
 	r->child_pid = arg;     /* or exit_code */
-	r->ts = bpf_ktime_get_boot_ns();
+	r->ts = atf_now();
 	/* every caller runs in the context of the thread the record is about */
 	bpf_get_current_comm(r->comm, sizeof(r->comm));
 	bpf_ringbuf_submit(r, wakeup_flag());
@@ -709,7 +703,7 @@ static __always_inline void emit_held_task(__u32 type, __u32 tgid, __u32 tid, bo
 	r->pid = tgid;
 	r->tid = tid;
 	r->child_pid = 0;
-	r->ts = bpf_ktime_get_boot_ns();
+	r->ts = atf_now();
 	bpf_get_current_comm(r->comm, sizeof(r->comm));
 	if (stuck && stuck->batch.count)
 		park_batch(stuck);

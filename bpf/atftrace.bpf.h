@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * BPF-only helpers for bpf/atftrace.bpf.c: limits, the per-thread shadow stack, kfunc
- * declarations and the architecture's return-site stack adjustment. Nothing here is seen by
- * user space; the ring records shared with the recorder are in bpf/atftrace.h.
+ * BPF-only helpers for bpf/atftrace.bpf.c: limits, drop counting, the per-thread shadow stack,
+ * the clock, kfunc declarations, the link's run context and the architecture's return-site stack
+ * adjustment. Nothing here is seen by user space; the ring records shared with the recorder are
+ * in bpf/atftrace.h.
  */
 #ifndef ATFTRACE_BPF_H
 #define ATFTRACE_BPF_H
@@ -19,6 +20,20 @@
 #define MAX_LOSS_THREADS 16384
 /* Processes in the tgid filter. */
 #define MAX_TGIDS       65536
+
+/* count_lost_n - add @n to this CPU's slot of a per-CPU drop counter array (MAX_CPUS slots). */
+static __always_inline void count_lost_n(__u64 *counters, __u64 n)
+{
+	__u32 cpu = bpf_get_smp_processor_id() & (MAX_CPUS - 1);
+
+	/* Atomic: two CPUs may share a slot when there are more than MAX_CPUS. */
+	__sync_fetch_and_add(&counters[cpu], n);
+}
+
+static __always_inline void count_lost(__u64 *counters)
+{
+	count_lost_n(counters, 1);
+}
 
 /* One open traced frame: which function, and the stack pointer at its entry probe. */
 struct shadow_frame {
@@ -50,8 +65,56 @@ struct task_state {
 #define RET_SP_ADJUST   0
 #endif
 
+/*
+ * atf_now - an event's time: CLOCK_MONOTONIC ns, for every ts a record carries. The recorder adds
+ * the boot clock's offset to it (user/record/recorder_ring.c), so the files hold CLOCK_BOOTTIME
+ * as before. bpf_ktime_get_boot_ns() is one call deeper in the kernel: about 7 ns more per
+ * program run here, and every traced call pair takes the time twice.
+ */
+#define atf_now() bpf_ktime_get_ns()
+
 /* Session kfuncs (kernel 6.12+). Weak, so the object still loads where they are missing. */
 extern bool bpf_session_is_return(void) __ksym __weak;
 extern __u64 *bpf_session_cookie(void) __ksym __weak;
+/* A plain load through a kernel pointer (6.2+); the verifier replaces the call by nothing. */
+extern void *bpf_rdonly_cast(const void *obj, __u32 btf_id) __ksym __weak;
+
+/*
+ * The run context of a uprobe_multi or uprobe-session link's program run, read in place.
+ * bpf_session_is_return() and bpf_get_attach_cookie() read exactly these fields (the kernel's
+ * bpf_trace.c: current->bpf_ctx is the link's struct bpf_uprobe_multi_run_ctx), but as calls:
+ * with the retpolines and Safe-RET of this kernel a call costs about 7 ns per program run,
+ * and these two were 12 of the 85 ns a traced call pair added. Where the kernel lacks these
+ * types (CO-RE says so at load) the calls are made as before.
+ */
+static __always_inline bool multi_run_ctx_readable(void)
+{
+	return bpf_core_type_exists(struct bpf_uprobe_multi_run_ctx) &&
+	       bpf_core_field_exists(struct task_struct, bpf_ctx);
+}
+
+static __always_inline struct bpf_uprobe_multi_run_ctx *multi_run_ctx(struct task_struct *task)
+{
+	return bpf_rdonly_cast(task->bpf_ctx, bpf_core_type_id_kernel(struct bpf_uprobe_multi_run_ctx));
+}
+
+/* hit_is_return - is this run of a session program the return run? @task: current. */
+static __always_inline bool hit_is_return(struct task_struct *task)
+{
+	if (multi_run_ctx_readable())
+		return multi_run_ctx(task)->session_ctx.is_return;
+	return bpf_session_is_return();
+}
+
+/*
+ * hit_cookie - the link cookie (function_id) of the probed offset
+ * @multi: the program runs on a uprobe_multi or session link (else a perf-event uprobe).
+ */
+static __always_inline __u64 hit_cookie(struct pt_regs *ctx, struct task_struct *task, bool multi)
+{
+	if (multi && multi_run_ctx_readable())
+		return multi_run_ctx(task)->uprobe->cookie;
+	return bpf_get_attach_cookie(ctx);
+}
 
 #endif

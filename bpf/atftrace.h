@@ -2,7 +2,8 @@
 /*
  * Records shared by bpf/atftrace.bpf.c and the recorder (user/record/recorder.c). Plain __u32/__u64
  * only. Every ring record starts with a __u32 type tag; the recorder dispatches on it with one
- * switch. Pids and tids are those of the recorder's pid namespace (bpf/pidns.bpf.h).
+ * switch. Pids and tids are those of the recorder's pid namespace (bpf/pidns.bpf.h). Times (ts)
+ * are CLOCK_MONOTONIC ns; the recorder makes them CLOCK_BOOTTIME (struct recorder.boot_offset_ns).
  */
 #ifndef ATFTRACE_RING_H
 #define ATFTRACE_RING_H
@@ -50,7 +51,7 @@ struct rec_event {
 	__u32 kind;             /* ATF_KIND_CALL / RETURN / EXCEPTION */
 	__u32 pid;              /* tgid in the recorder's pid namespace */
 	__u32 tid;              /* tid in the recorder's pid namespace */
-	__u64 ts;               /* bpf_ktime_get_boot_ns() */
+	__u64 ts;               /* CLOCK_MONOTONIC ns (atf_now); the recorder adds the boot offset */
 	__u64 function_id;      /* the link cookie: module_id << 32 | symbol_index */
 	__u32 depth;            /* traced frames open below this one on the thread */
 	__u32 flags;            /* detail flags (ATF_DETAIL_F_*) for REC_EVENT_DETAIL */
@@ -64,7 +65,7 @@ struct rec_event {
 #define REC_BATCH_MAX   16
 
 struct rec_batch_event {
-	__u64 ts;               /* bpf_ktime_get_boot_ns() */
+	__u64 ts;               /* CLOCK_MONOTONIC ns (atf_now); the recorder adds the boot offset */
 	__u64 function_id;
 	__u32 depth;
 	__u32 kind;             /* ATF_KIND_CALL / RETURN / EXCEPTION */
@@ -102,7 +103,7 @@ struct thread_loss {
 	__u32 _pad;
 	__u64 calls;            /* CALLs not written (their RETURN is not written either) */
 	__u64 returns;          /* RETURN/EXCEPTION events not written although their CALL was */
-	__u64 first_ts;         /* the time of the first and of the last event not written */
+	__u64 first_ts;         /* the time of the first and of the last event not written (atf_now) */
 	__u64 last_ts;
 };
 

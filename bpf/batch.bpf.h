@@ -45,7 +45,8 @@ static __always_inline __u64 batch_bytes(__u32 n)
 
 /*
  * flush_batch - write @st's batch to the ring; false (the batch kept) when the ring is full.
- * The wakeup rule is that of every record: a forced wakeup only past the fill mark.
+ * The wakeup rule is that of every record (wakeup_flag): a forced wakeup only past the fill mark,
+ * looked at on every 16th record of a CPU.
  */
 static __always_inline bool flush_batch(struct task_state *st)
 {
@@ -53,9 +54,7 @@ static __always_inline bool flush_batch(struct task_state *st)
 
 	if (!n)
 		return true;
-	if (bpf_ringbuf_output(&rb, &st->batch, batch_bytes(n),
-			       bpf_ringbuf_query(&rb, BPF_RB_AVAIL_DATA) > wakeup_bytes ?
-			       BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP))
+	if (bpf_ringbuf_output(&rb, &st->batch, batch_bytes(n), wakeup_flag()))
 		return false;
 	st->batch.count = 0;
 	st->flushed = 1;

@@ -116,7 +116,7 @@ static int stop_guarded(__u32 i, void *data)
 	r->pid = task_pid_tgid(task) >> 32;
 	r->tid = c->registrant;
 	r->child_pid = c->syscall;
-	r->ts = bpf_ktime_get_boot_ns();
+	r->ts = atf_now();
 	bpf_get_current_comm(r->comm, sizeof(r->comm));
 	/* stopped by someone else already: checked all the same, and left to them (holds.bpf.h) */
 	if (hold_begin(task, r->pid) && bpf_send_signal_task(task, ATF_SIGSTOP, PIDTYPE_TGID, 0)) {

@@ -342,6 +342,7 @@ int recorder__new(struct recorder **out, const struct recorder_opts *opts)
 		return -ENOMEM;
 	r->opts = *opts;
 	r->epfd = -1;
+	r->boot_offset_ns = clock_boot_offset_ns();
 	r->session_dir = strdup(opts->session_dir);
 	if (!r->session_dir) {
 		err = -ENOMEM;
@@ -558,6 +559,22 @@ static void flush_batches(struct recorder *r)
 			strerror(-left));
 }
 
+/*
+ * The probes stamp events with CLOCK_MONOTONIC, which stands still while the machine is
+ * suspended, and the recorder adds the boot offset it took at its start. A suspend during the
+ * session moves CLOCK_BOOTTIME on by its length: events made after the resume are then that much
+ * early in the files (their order and the durations that do not span the suspend are right).
+ */
+static void check_suspend(const struct recorder *r)
+{
+	uint64_t now = clock_boot_offset_ns();
+
+	if (now > r->boot_offset_ns + 1000000)
+		fprintf(stderr, "atftrace record: the machine was suspended for %.3f s during the session: "
+			"events after the resume are stamped that much early\n",
+			(double)(now - r->boot_offset_ns) / 1e9);
+}
+
 int recorder__finish(struct recorder *r, const char *end_reason)
 {
 	struct rec_detach *detach;
@@ -589,6 +606,7 @@ int recorder__finish(struct recorder *r, const char *end_reason)
 		reap(p);
 	}
 	r->end_reason = end_reason;
+	check_suspend(r);
 	if (r->opts.system_wide) {
 		int ierr = rec_session_index_save(r);
 		if (ierr < 0)

@@ -95,6 +95,8 @@ struct recorder {
 	uint64_t drain_deadline_ns; /* a tick's drain stops here (0: reads until the ring is empty) */
 	uint64_t drain_records;
 	bool drain_cut;             /* the last drain stopped at its deadline */
+	/* CLOCK_BOOTTIME - CLOCK_MONOTONIC at the start: the probes' times + this = the files' */
+	uint64_t boot_offset_ns;
 };
 
 /* user/record/recorder.c: tables and lifecycle */

@@ -69,6 +69,7 @@ static void append_event(struct recorder *r, struct rec_thread *t, uint64_t ts, 
 		r->st.write_errors++;
 		return;
 	}
+	ts += r->boot_offset_ns;        /* the probes' CLOCK_MONOTONIC to the files' CLOCK_BOOTTIME */
 	ev = (struct atf_index_event){ .timestamp_ns = ts, .function_id = function_id,
 				       .thread_id = t->tid, .event_kind = (uint8_t)kind,
 				       .call_depth = depth };
@@ -327,6 +328,10 @@ void rec_thread_losses(struct recorder *r, struct rec_thread *t, bool take, stru
 		return;
 	out->calls += tl.calls;
 	out->returns += tl.returns;
+	if (tl.first_ts)        /* the probes' clock to the files', as for events (append_event) */
+		tl.first_ts += r->boot_offset_ns;
+	if (tl.last_ts)
+		tl.last_ts += r->boot_offset_ns;
 	if (tl.first_ts && (!out->first_ns || tl.first_ts < out->first_ns))
 		out->first_ns = tl.first_ts;
 	if (tl.last_ts > out->last_ns)
