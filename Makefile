@@ -195,6 +195,8 @@ $(OUTPUT)/fuzz/obj/%.o: %.c
 $(OUTPUT)/fuzz/%: tests/fuzz/%.c tests/fuzz/fuzz_common.h $(FUZZ_LIB_OBJS)
 	$(call msg,FUZZ,$@)
 	$(Q)$(CLANG) $(FUZZ_CFLAGS) -fsanitize=fuzzer $< $(FUZZ_LIB_OBJS) -ljansson -lz -o $@
+# the patch log's decoder is pure and included by its target whole (it is not in libatf)
+$(OUTPUT)/fuzz/fuzz_patch_log: user/probe/patch_log.c include/patch_log.h
 
 # make fuzz: each target for FUZZ_SECONDS, growing a corpus under $(OUTPUT)/fuzz/corpus/ from the
 # checked-in seeds (tests/fuzz/corpus/<target>/, never written); make test runs each for seconds.

@@ -232,6 +232,7 @@ int patch_log_decode(const uint8_t *buf, size_t len, struct patch_log *out)
 	struct reader r = { buf, len, false };
 	const uint8_t *build_id, *path, *rsv2;
 	uint32_t size, recsize, n, crc, path_len;
+	size_t tail;
 	int err;
 
 	memset(out, 0, sizeof(*out));
@@ -290,8 +291,16 @@ int patch_log_decode(const uint8_t *buf, size_t len, struct patch_log *out)
 	for (uint32_t i = 0; i < n; i++)
 		if (!read_record(&r, PATCH_LOG_FIXED + (size_t)i * PATCH_LOG_RECORD, &out->records[i])) {
 			patch_log_free(out);
+			memset(out, 0, sizeof(*out));
 			return PATCH_LOG_ERR_RECORD;
 		}
+	/* the room for more records is written as zeros */
+	tail = PATCH_LOG_FIXED + (size_t)n * PATCH_LOG_RECORD;
+	if (!all_zero(buf + tail, size - tail)) {
+		patch_log_free(out);
+		memset(out, 0, sizeof(*out));
+		return PATCH_LOG_ERR_RECORD;
+	}
 	out->nrecords = n;
 	return PATCH_LOG_OK;
 }
