@@ -119,6 +119,12 @@ int patch_log_header_size(const uint8_t *buf, size_t len, uint32_t *size);
  */
 int patch_log_decode(const uint8_t *buf, size_t len, struct patch_log *out);
 
+/**
+ * patch_log_set_state - set the state of the encoded header @buf (@size bytes, as written by
+ * patch_log_encode()) to @state, with its CRC. PATCH_LOG_OK or an error.
+ */
+int patch_log_set_state(uint8_t *buf, size_t size, uint32_t state);
+
 /** patch_log_free - the records of a decoded log. */
 void patch_log_free(struct patch_log *log);
 

@@ -238,6 +238,24 @@ static void test_sealed_but_out_of_range(void **state)
 	assert_int_equal(patch_log_decode(buf, sizeof(buf), &d), PATCH_LOG_ERR_FIELD);
 }
 
+static void test_set_state(void **state)
+{
+	struct patch_log d;
+	size_t size;
+	uint8_t *buf = encoded(&size);
+
+	assert_int_equal(patch_log_set_state(buf, size, PATCH_LOG_RESTORED), PATCH_LOG_OK);
+	assert_int_equal(patch_log_decode(buf, size, &d), PATCH_LOG_OK);
+	assert_int_equal(d.state, PATCH_LOG_RESTORED);
+	assert_int_equal(d.nrecords, 3);
+	patch_log_free(&d);
+	assert_int_equal(patch_log_set_state(buf, size, 7), PATCH_LOG_ERR_ARG);
+	assert_int_equal(patch_log_set_state(buf, size - 1, PATCH_LOG_PATCHED), PATCH_LOG_ERR_SIZE);
+	buf[0] = 'X';
+	assert_int_equal(patch_log_set_state(buf, size, PATCH_LOG_PATCHED), PATCH_LOG_ERR_MAGIC);
+	free(buf);
+}
+
 static void test_strerror(void **state)
 {
 	assert_string_equal(patch_log_strerror(PATCH_LOG_OK), "no error");
@@ -289,6 +307,7 @@ int main(void)
 		cmocka_unit_test(test_every_bit_flip_refused),
 		cmocka_unit_test(test_fields_out_of_range),
 		cmocka_unit_test(test_sealed_but_out_of_range),
+		cmocka_unit_test(test_set_state),
 		cmocka_unit_test(test_strerror),
 		cmocka_unit_test(test_unpatch),
 	};

@@ -145,6 +145,22 @@ int patch_log_encode(const struct patch_log *log, uint8_t *buf, size_t size)
 	return PATCH_LOG_OK;
 }
 
+int patch_log_set_state(uint8_t *buf, size_t size, uint32_t state)
+{
+	uint32_t hsize;
+	int err = patch_log_header_size(buf, size, &hsize);
+
+	if (err)
+		return err;
+	if (hsize != size)
+		return PATCH_LOG_ERR_SIZE;
+	if (state != PATCH_LOG_PATCHED && state != PATCH_LOG_RESTORED)
+		return PATCH_LOG_ERR_ARG;
+	put_le32(buf + OFF_STATE, state);
+	put_le32(buf + OFF_CRC, header_crc(buf, hsize));
+	return PATCH_LOG_OK;
+}
+
 /* A bounds-checked view of the bytes read: every get is within @len or fails. */
 struct reader {
 	const uint8_t *p;

@@ -253,7 +253,7 @@ int tramp_process__fix_child(struct tramp_process *tp, pid_t child)
 
 		/* the trampolines' probe sites */
 		for (size_t j = 0; j < tm->nfns; j++)
-			n += unoptimise(&pt, tm->area + (uint64_t)tm->fns[j].slot * TRAMP_SLOT);
+			n += unoptimise(&pt, tramp_slot_addr(tm, tm->fns[j].slot));
 		/* and the functions that start with a 5-byte nop, probed where they are */
 		if (stat(tramp_module_file(m), &st))
 			continue;
