@@ -10,8 +10,8 @@
 #   - a new record -p patches again and counts exactly;
 #   - a session that ends while strace holds the target cannot restore it (EPERM): restore is
 #     refused while strace holds it too, and works once strace is gone.
-# A damaged header is the unit test's (tests/unit/test_patch_log.c): the area is read-only in
-# the target.
+#   - a damaged header (its CRC overwritten through /proc/PID/mem) is refused, nothing written;
+#     every other kind of damage is the unit test's (tests/unit/test_patch_log.c).
 source "$(dirname "$0")/lib.sh"
 need_bpf
 command -v bpftrace >/dev/null || fail "bpftrace is missing (scripts/deps.sh installs it)"
@@ -76,6 +76,27 @@ assert_eq "$diff2" "$(text_diff $target "$TS")" "text after the second session"
 assert_eq "$npatched" "$(grep -cE "^would write ([0-9a-f]{2} ){4}[0-9a-f]{2} at 0x[0-9a-f]+ \(.*tramp_sites\+0x[0-9a-f]+\) over e9( [0-9a-f]{2}){4}$" "$T/dry.out")" "--dry-run: one write per patch"
 assert_contains "$T/dry.out" "tramp_sites: would restore $npatched of $npatched patches$" "--dry-run summary"
 assert_eq "$diff2" "$(text_diff $target "$TS")" "text after --dry-run"
+
+# ---- a damaged header is refused, nothing written -------------------------------------------------
+# (the area is read-only in the target: /proc/PID/mem writes the target's private copy of the page,
+# as a debugger's write would; its CRC field gets other bytes, then its own back)
+area=$(awk '/memfd:atftrace-trampolines/ && $3 == "00000000" { split($1, a, "-"); print a[1]; exit }' /proc/$target/maps)
+[ -n "$area" ] || fail "no trampoline area in the target"
+poke_crc() {    # AREA-HEX HEX-BYTES: write them over the CRC field (offset 24) of the area's header; print what was there
+	python3 - "$target" "$1" "$2" <<'PY'
+import sys
+pid, addr, data = sys.argv[1], int(sys.argv[2], 16) + 24, bytes.fromhex(sys.argv[3])
+with open(f"/proc/{pid}/mem", "r+b", buffering=0) as mem:
+    mem.seek(addr); old = mem.read(len(data)); mem.seek(addr); mem.write(data)
+print(old.hex())
+PY
+}
+crc=$(poke_crc "$area" deadbeef)
+rc=0; "$ATF" restore -p $target >"$T/bad.out" 2>"$T/bad.err" || rc=$?
+assert_eq 1 $rc "restore of a damaged header: exit status"
+assert_eq "atftrace restore: process $target: trampoline area at 0x$area: checksum mismatch (damaged header): nothing written" "$(cat "$T/bad.err")" "a damaged header is refused"
+assert_eq "$diff2" "$(text_diff $target "$TS")" "text after the refused restore of a damaged header"
+assert_eq deadbeef "$(poke_crc "$area" "$crc")" "the header's own CRC put back"
 
 # ---- restore ----------------------------------------------------------------------------------------
 "$ATF" restore -p $target >"$T/r.out" 2>"$T/r.err" || { cat "$T/r.out" "$T/r.err" >&2; fail "restore"; }
