@@ -151,8 +151,10 @@ int tramp_areas__read(pid_t pid, struct tramp_areas *out)
 	out->v = NULL;
 	out->n = 0;
 	err = find_areas(pid, out);
-	if (err || !out->n)
+	if (err || !out->n) {
+		tramp_areas__free(out);
 		return err;
+	}
 	mem = open_mem(pid);
 	if (mem < 0) {
 		err = errno == ENOENT ? -ESRCH : -errno;
