@@ -395,9 +395,9 @@ static int record_main(struct record_args *a)
 	if (a->pid) {
 		tramp_note_leftovers(a->pid);   /* a session that died unrestored: say how to undo it */
 		tramp_skip_rewritten(a->pid, mods.m, mods.n, a->verbose);
-	}
-	else if (a->sys.all)
+	} else if (a->sys.all) {
 		tramp_skip_rewritten_everywhere(mods.m, mods.n, a->verbose);
+	}
 	if (filter_resolve(&a->filter, &mods, &a->detail) < 0 || detail_resolve(&a->detail, &mods) < 0)
 		goto cleanup;
 	detail_probe_opts(&a->detail, &po);

@@ -10,7 +10,9 @@
  *   3. leave out functions with a thread's instruction pointer, or a word of a thread's stack
  *      (a signal frame's saved pointer), strictly inside the replaced bytes, and functions
  *      whose bytes in memory are not the file's;
- *   4. make the module's trampoline file near it (trampoline_area.c), write the trampolines;
+ *   4. make the module's trampoline file near it (trampoline_area.c), write its patch log
+ *      (trampoline_log.c: what the next step changes, for `atftrace restore` should the
+ *      session die before its own restore) and, after it, the trampolines;
  *   5. write each `jmp trampoline` through /proc/PID/mem (which makes the page private, the
  *      way the kernel's own uprobe writes do; the uprobes placed afterwards on other functions
  *      of the same page go into that private page);
