@@ -143,6 +143,7 @@ timeout 60 bash -c 'until [ "$(awk "\$1 == \"TracerPid:\" { print \$2 }" /proc/$
 	|| fail "strace never attached"
 kill -INT $rec
 wait $rec || { cat "$T/s4.err" >&2; fail "record -p (strace)"; }
+assert_contains "$T/s4.err" "^atftrace record: cannot write the target's original text back \(Operation not permitted\); it goes on correctly through the trampolines; 'atftrace restore -p $target' writes it back later$" "the session says how to restore later"
 diff4=$(text_diff $target "$TS")
 [ "$diff4" -ge $((4 * npatched)) ] || fail "the session restored a process that strace held ($diff4 bytes differ)"
 rc=0; "$ATF" restore -p $target >"$T/st.out" 2>"$T/st.err" || rc=$?

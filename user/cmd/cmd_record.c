@@ -329,7 +329,8 @@ static void restore_trampolines(struct tramp_process *tp)
 
 	if (n < 0)
 		fprintf(stderr, "atftrace record: cannot write the target's original text back (%s); "
-			"it goes on correctly through the trampolines\n", strerror(-n));
+			"it goes on correctly through the trampolines; 'atftrace restore -p %d' "
+			"writes it back later\n", strerror(-n), (int)tramp_process__pid(tp));
 }
 
 /*
