@@ -28,7 +28,7 @@ DEP_FILES := /usr/include/bpf/libbpf.h /usr/include/gelf.h /usr/include/elfutils
 	     /usr/include/cbor.h /usr/include/elfutils/debuginfod.h /usr/share/doc/libc6-dbg \
 	     /usr/include/Zydis/Zydis.h /usr/include/ncursesw/curses.h
 DEP_CMDS  := clang llvm-strip bpftool protoc bpftrace node npm g++ jq chromium debuginfod podman runc catatonit debootstrap \
-	     tmux
+	     tmux strace
 # clang's libFuzzer runtime (libclang-rt-dev): make fuzz, and the fuzz runs of make test
 DEP_FUZZ_RT := $(if $(shell command -v clang 2>/dev/null),$(shell clang -print-resource-dir)/lib/linux/libclang_rt.fuzzer-$(shell uname -m).a)
 DEPS_MISSING := $(strip $(foreach f,$(DEP_FILES) $(DEP_FUZZ_RT),$(if $(wildcard $(f)),,$(f))) \
