@@ -28,7 +28,7 @@ DEP_FILES := /usr/include/bpf/libbpf.h /usr/include/gelf.h /usr/include/elfutils
 	     /usr/include/cbor.h /usr/include/elfutils/debuginfod.h /usr/share/doc/libc6-dbg \
 	     /usr/include/Zydis/Zydis.h /usr/include/ncursesw/curses.h
 DEP_CMDS  := clang llvm-strip bpftool protoc bpftrace node npm g++ jq chromium debuginfod podman runc catatonit debootstrap \
-	     tmux
+	     tmux strace
 # clang's libFuzzer runtime (libclang-rt-dev): make fuzz, and the fuzz runs of make test
 DEP_FUZZ_RT := $(if $(shell command -v clang 2>/dev/null),$(shell clang -print-resource-dir)/lib/linux/libclang_rt.fuzzer-$(shell uname -m).a)
 DEPS_MISSING := $(strip $(foreach f,$(DEP_FILES) $(DEP_FUZZ_RT),$(if $(wildcard $(f)),,$(f))) \
@@ -195,6 +195,8 @@ $(OUTPUT)/fuzz/obj/%.o: %.c
 $(OUTPUT)/fuzz/%: tests/fuzz/%.c tests/fuzz/fuzz_common.h $(FUZZ_LIB_OBJS)
 	$(call msg,FUZZ,$@)
 	$(Q)$(CLANG) $(FUZZ_CFLAGS) -fsanitize=fuzzer $< $(FUZZ_LIB_OBJS) -ljansson -lz -o $@
+# the patch log's decoder is pure and included by its target whole (it is not in libatf)
+$(OUTPUT)/fuzz/fuzz_patch_log: user/probe/patch_log.c include/patch_log.h
 
 # make fuzz: each target for FUZZ_SECONDS, growing a corpus under $(OUTPUT)/fuzz/corpus/ from the
 # checked-in seeds (tests/fuzz/corpus/<target>/, never written); make test runs each for seconds.

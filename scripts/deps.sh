@@ -30,6 +30,7 @@ PKGS=(
   libsqlite3-dev sqlite3 zstd        # real third-party programs traced by e2e tests
   chromium                           # headless browser: speedscope loads our exports in a test
   tmux                               # the tui's e2e test drives it in a detached tmux pane
+  strace                             # a tracer holding the target: restore's e2e test
   podman runc catatonit              # container tests: podman 4.3 with runc (crun refuses hybrid
                                      # cgroups), catatonit for the pods' infra container
   debootstrap debian-archive-keyring # the Debian 12 base images when no registry serves them

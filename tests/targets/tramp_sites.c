@@ -28,6 +28,9 @@
  *   tramp_sites mt T N             T threads call tr_ripk N times each; print "mt T N seconds"
  *   tramp_sites forkserve READY    call all of them for a while, then fork a child that serves
  *                                  (as serve READY); wait for it and exit with its status
+ *   tramp_sites rounds             print "ready"; for each line N read on stdin, call all of
+ *                                  them N times and print "round N ok" (or "round N bad");
+ *                                  end at EOF (exact counts for each of several tools in turn)
  *   tramp_sites syscalls N         N getppid syscalls; print "syscalls N ns-per-syscall" (bench:
  *                                  what the registration guard costs every syscall)
  *                                  (bench: a hot function that starts with a rip-relative load)
@@ -303,6 +306,21 @@ static int forkserve(const char *ready)
 	return bad ? 1 : WIFEXITED(status) ? WEXITSTATUS(status) : 3;
 }
 
+static int rounds(void)
+{
+	char line[64];
+
+	printf("ready\n");
+	fflush(stdout);
+	while (fgets(line, sizeof(line), stdin)) {
+		int n = atoi(line);
+
+		printf("round %d %s\n", n, run_all(n) ? "bad" : "ok");
+		fflush(stdout);
+	}
+	return bad ? 1 : 0;
+}
+
 static int syscalls_test(long n)
 {
 	struct timespec a, b;
@@ -332,6 +350,8 @@ int main(int argc, char **argv)
 		return mt_test(atoi(argv[2]), atol(argv[3]));
 	if (argc == 3 && !strcmp(argv[1], "forkserve"))
 		return forkserve(argv[2]);
+	if (argc == 2 && !strcmp(argv[1], "rounds"))
+		return rounds();
 	if (argc == 3 && !strcmp(argv[1], "syscalls"))
 		return syscalls_test(atol(argv[2]));
 	if (argc == 3)

@@ -40,6 +40,7 @@
 #include "record_outdir.h"
 #include "record_run.h"
 #include "timefmt.h"
+#include "tramp_restore.h"
 #include "trampoline.h"
 
 
@@ -330,7 +331,8 @@ static void restore_trampolines(struct tramp_process *tp)
 
 	if (n < 0)
 		fprintf(stderr, "atftrace record: cannot write the target's original text back (%s); "
-			"it goes on correctly through the trampolines\n", strerror(-n));
+			"it goes on correctly through the trampolines; 'atftrace restore -p %d' "
+			"writes it back later\n", strerror(-n), (int)tramp_process__pid(tp));
 }
 
 /*
@@ -393,10 +395,12 @@ static int record_main(struct record_args *a)
 		goto cleanup;
 	/* code that another session rewrote (its trampolines) must get no probe: in a -p target,
 	 * or, system-wide, in any process that has trampolines */
-	if (a->pid)
+	if (a->pid) {
+		tramp_note_leftovers(a->pid);   /* a session that died unrestored: say how to undo it */
 		tramp_skip_rewritten(a->pid, mods.m, mods.n, a->verbose);
-	else if (a->sys.all)
+	} else if (a->sys.all) {
 		tramp_skip_rewritten_everywhere(mods.m, mods.n, a->verbose);
+	}
 	if (filter_resolve(&a->filter, &mods, &a->detail) < 0 || detail_resolve(&a->detail, &mods) < 0)
 		goto cleanup;
 	detail_probe_opts(&a->detail, &po);

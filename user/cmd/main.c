@@ -12,6 +12,7 @@
 #pragma weak cmd_info
 #pragma weak cmd_verify
 #pragma weak cmd_recover
+#pragma weak cmd_restore
 #pragma weak cmd_export
 #pragma weak cmd_report
 #pragma weak cmd_graph
@@ -29,6 +30,7 @@ static const struct {
 	{ "info",           cmd_info,           "summarise a session: manifest, threads, counts, times" },
 	{ "verify",         cmd_verify,         "check a session completely; exit 1 at the first problem" },
 	{ "recover",        cmd_recover,        "repair headers and footers of a session cut short" },
+	{ "restore",        cmd_restore,        "undo the function-entry patches of a session killed with -9 (-p PID)" },
 	{ "export",         cmd_export,         "convert a session to another trace format" },
 	{ "report",         cmd_report,         "per-function calls, total and self time of a session" },
 	{ "graph",          cmd_graph,          "the aggregated call graph below a function, or its callers" },

@@ -10,7 +10,9 @@
  *   3. leave out functions with a thread's instruction pointer, or a word of a thread's stack
  *      (a signal frame's saved pointer), strictly inside the replaced bytes, and functions
  *      whose bytes in memory are not the file's;
- *   4. make the module's trampoline file near it (trampoline_area.c), write the trampolines;
+ *   4. make the module's trampoline file near it (trampoline_area.c), write its patch log
+ *      (trampoline_log.c: what the next step changes, for `atftrace restore` should the
+ *      session die before its own restore) and, after it, the trampolines;
  *   5. write each `jmp trampoline` through /proc/PID/mem (which makes the page private, the
  *      way the kernel's own uprobe writes do; the uprobes placed afterwards on other functions
  *      of the same page go into that private page);
@@ -27,6 +29,7 @@
 #include <string.h>
 #include <unistd.h>
 #include <sys/stat.h>
+#include "patch_log.h"
 #include "proc.h"
 #include "ptrace_target.h"
 #include "trampoline_area.h"
@@ -47,7 +50,8 @@ static void patch_module(struct pt_target *pt, const struct ta_maps *maps, struc
 {
 	uint64_t (*ranges)[2] = calloc(n ? n : 1, sizeof(*ranges)), lo = 0, hi = 0, size;
 	bool *on_stack = calloc(n ? n : 1, sizeof(*on_stack));
-	uint8_t *code = NULL;
+	uint8_t *code = NULL, *slots;
+	uint32_t log_size;
 	size_t ok = 0, live = n;         /* tf[0..live) still hold TRAMP_OK functions */
 
 	if (!ranges || !on_stack)
@@ -98,9 +102,11 @@ static void patch_module(struct pt_target *pt, const struct ta_maps *maps, struc
 	live = ok;
 	if (!ok)
 		goto cleanup;
-	size = ((uint64_t)ok * TRAMP_SLOT + PAGE - 1) & ~(PAGE - 1);
+	/* the patch log's pages first (trampoline_log.c), then the trampolines: all within reach */
+	log_size = patch_log_size((uint32_t)ok);
+	size = log_size + (((uint64_t)ok * TRAMP_SLOT + PAGE - 1) & ~(PAGE - 1));
 	ta_module_span(maps, dev, ino, &lo, &hi);
-	tm->area = ta_find_gap(maps, lo, hi, size);
+	tm->area = log_size ? ta_find_gap(maps, lo, hi, size) : 0;
 	code = malloc(size);
 	if (!code || !tm->area || ta_seccomp(pt) || ta_area_create(pt, tm->area, size, &tm->fd) < 0) {
 		bool sandboxed = code && tm->area && ta_seccomp(pt);
@@ -110,26 +116,31 @@ static void patch_module(struct pt_target *pt, const struct ta_maps *maps, struc
 		goto cleanup;
 	}
 	memset(code, 0xcc, size);
+	slots = code + log_size;
+	tm->code_off = log_size;
 	tm->fns = tf;
 	tm->nfns = 0;
 	for (size_t i = 0; i < ok; i++) {
 		struct tramp_fn t = tf[i];
-		uint64_t at = tm->area + tm->nfns * TRAMP_SLOT;
+		uint64_t at = tramp_slot_addr(tm, (uint32_t)tm->nfns);
 		enum tramp_reason r;
 
 		t.plan.patch_addr = t.patch_addr;  /* the moved code runs for the process's addresses */
-		r = tramp_emit(t.moved, &t.plan, at, code + tm->nfns * TRAMP_SLOT);
+		r = tramp_emit(t.moved, &t.plan, at, slots + tm->nfns * TRAMP_SLOT);
 		if (r == TRAMP_OK && !tramp_jmp(t.patch_addr, at, t.jmp))
 			r = TRAMP_RANGE;
 		if (r != TRAMP_OK) {
-			memset(code + tm->nfns * TRAMP_SLOT, 0xcc, TRAMP_SLOT);
+			memset(slots + tm->nfns * TRAMP_SLOT, 0xcc, TRAMP_SLOT);
 			t.f->tramp = (uint8_t)r;
 			continue;
 		}
 		t.slot = (uint32_t)tm->nfns;
 		tm->fns[tm->nfns++] = t;
 	}
-	if (pwrite(tm->fd, code, size, 0) != (ssize_t)size) {
+	/* the log is in the file before any jmp is written: a session killed at any point after
+	 * leaves an area that says what to undo */
+	if (tramp_log_init(tm, maps, code, log_size) < 0 ||
+	    pwrite(tm->fd, code, size, 0) != (ssize_t)size) {
 		for (size_t i = 0; i < tm->nfns; i++)
 			tm->fns[i].f->tramp = TRAMP_NO_AREA;
 		tm->nfns = 0;
@@ -187,7 +198,7 @@ static int attach_tramp_link(struct probes *p, struct pt_target *pt, struct tram
 	if (!offs || !cookies)
 		goto fail;
 	for (size_t i = 0; i < tm->nfns; i++) {
-		offs[i] = (uint64_t)tm->fns[i].slot * TRAMP_SLOT;      /* the probe site opens the slot */
+		offs[i] = tramp_slot_off(tm, tm->fns[i].slot);      /* the probe site opens the slot */
 		cookies[i] = (uint64_t)tm->m->module_id << 32 | tm->fns[i].f->symbol_index;
 	}
 	written = write_entries(pt, tm, true);
@@ -497,8 +508,10 @@ int tramp_process__restore(struct tramp_process *tp)
 	if (err)
 		return err == -ESRCH ? 0 : err;     /* gone: nothing to give back */
 	tramp_keep_still_mapped(tp);
-	for (size_t i = 0; i < tp->nmods; i++)
+	for (size_t i = 0; i < tp->nmods; i++) {
 		n += write_entries(&pt, &tp->mods[i], false);
+		tramp_log_mark_restored(&tp->mods[i]);
+	}
 	pt_detach_all(&pt);
 	return (int)n;
 }
@@ -512,6 +525,7 @@ void tramp_process__free(struct tramp_process *tp)
 		if (tp->mods[i].fd >= 0)
 			close(tp->mods[i].fd);
 		free(tp->mods[i].fns);
+		free(tp->mods[i].log);
 	}
 	free(tp->mods);
 	free(tp->children);

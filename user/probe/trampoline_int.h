@@ -31,7 +31,20 @@ struct tramp_mod {
 	uint64_t dev, ino;                  /* the module's file: what a patch address must still map */
 	struct tramp_fn *fns;               /* the patched ones */
 	size_t nfns;
+	uint8_t *log;                       /* the area's patch log as written (code_off bytes) */
+	uint32_t code_off;                  /* the trampolines start after the log's pages */
 };
+
+/* Where slot @slot of @tm's trampolines is: in its file, and in the process. */
+static inline uint64_t tramp_slot_off(const struct tramp_mod *tm, uint32_t slot)
+{
+	return tm->code_off + (uint64_t)slot * TRAMP_SLOT;
+}
+
+static inline uint64_t tramp_slot_addr(const struct tramp_mod *tm, uint32_t slot)
+{
+	return tm->area + tramp_slot_off(tm, slot);
+}
 
 /* A process forked from a patched one: its text is patched too (trampoline_guard.c). */
 struct tramp_child {
@@ -60,6 +73,22 @@ struct tramp_process {
  */
 int tramp_fn_write_original(struct pt_target *pt, const struct tramp_fn *t);
 
+struct ta_maps;
+
+/**
+ * tramp_log_init - encode the patch log of @tm (its module, its patched functions @tm->fns, this
+ * recorder as owner) into @buf, the first @size bytes of the area's file, and keep a copy for
+ * tramp_log_mark_restored(); sets @tm->code_off to @size. 0 or a negative errno.
+ * (trampoline_log.c)
+ */
+int tramp_log_init(struct tramp_mod *tm, const struct ta_maps *maps, uint8_t *buf, uint32_t size);
+
+/**
+ * tramp_log_mark_restored - the session wrote @tm's original bytes back: say so in its area's
+ * patch log (through our descriptor), so that a later `atftrace restore` has nothing to do.
+ */
+void tramp_log_mark_restored(struct tramp_mod *tm);
+
 /** tramp_children_restore - tramp_process__restore() for the processes forked meanwhile. */
 void tramp_children_restore(struct tramp_process *tp);
 
@@ -67,7 +96,6 @@ void tramp_children_restore(struct tramp_process *tp);
  * @pt stopped; plain probes for the rest), plain probes on its functions without (or, with
  * @via_tramp, with) a trampoline, its jmps written (@on) or taken out, its -v summary, a reason
  * for all its selected functions. */
-struct ta_maps;
 int tramp_mod_attach(struct probes *p, struct pt_target *pt, const struct ta_maps *maps,
 		     struct tramp_mod *tm, const struct tramp_opts *o);
 int tramp_mod_attach_plain(struct probes *p, struct sym_module *m, pid_t pid, bool verbose,

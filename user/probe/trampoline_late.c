@@ -154,6 +154,7 @@ static void retire_mod(struct probes *p, struct pt_target *pt, const struct ta_m
 	if (tm->fd >= 0)
 		close(tm->fd);
 	free(tm->fns);
+	free(tm->log);
 	*tm = (struct tramp_mod){ .m = tm->m, .fd = -1 };
 	for (size_t i = 0; i < tm->m->nfuncs; i++) {
 		tm->m->funcs[i].via_tramp = false;

@@ -1,0 +1,94 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The session's side of a trampoline area's patch log (include/patch_log.h): the header pages at
+ * the start of each area say which module the area serves, which session owns it (the
+ * recorder's pid and start time), and every jmp the session writes, with the bytes it replaced.
+ * They are written through our descriptor of the memfd together with the trampolines, before
+ * any jmp, and marked restored once the session wrote the original bytes back; so a session
+ * that dies first leaves an area that `atftrace restore -p PID` can undo
+ * (user/probe/trampoline_restore.c).
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "patch_log.h"
+#include "proc.h"
+#include "trampoline_area.h"
+#include "trampoline_int.h"
+
+/* The hex build-id @hex as bytes; how many (0 when there is none or it is not hex). */
+static uint32_t build_id_bytes(const char *hex, uint8_t *out)
+{
+	uint32_t n = 0;
+
+	for (; hex && hex[0] && hex[1] && n < PATCH_LOG_MAX_BUILD_ID; hex += 2) {
+		unsigned v;
+
+		if (sscanf(hex, "%2x", &v) != 1)
+			return 0;
+		out[n++] = (uint8_t)v;
+	}
+	return hex && *hex ? 0 : n;
+}
+
+int tramp_log_init(struct tramp_mod *tm, const struct ta_maps *maps, uint8_t *buf, uint32_t size)
+{
+	struct patch_log log = { .state = PATCH_LOG_PATCHED, .owner_pid = (uint32_t)getpid(),
+				 .area_addr = tm->area, .dev = tm->dev, .ino = tm->ino };
+	struct patch_record *recs = calloc(tm->nfns ? tm->nfns : 1, sizeof(*recs));
+	int err = -ENOMEM;
+
+	if (!recs)
+		return -ENOMEM;
+	proc_start_time(getpid(), &log.owner_start);
+	/* the executable mapping the patches are in: what restore checks is still there */
+	for (size_t i = 0; tm->nfns && i < maps->n; i++) {
+		const struct ta_map *m = &maps->v[i];
+
+		if (m->exec && m->dev == tm->dev && m->ino == tm->ino &&
+		    tm->fns[0].patch_addr >= m->lo && tm->fns[0].patch_addr < m->hi) {
+			log.map_addr = m->lo;
+			log.map_offset = m->offset;
+			log.map_size = m->hi - m->lo;
+			break;
+		}
+	}
+	log.build_id_len = build_id_bytes(tm->m->build_id, log.build_id);
+	snprintf(log.path, sizeof(log.path), "%s", tm->m->path);
+	for (size_t i = 0; i < tm->nfns; i++) {
+		const struct tramp_fn *t = &tm->fns[i];
+
+		recs[i] = (struct patch_record){ .addr = t->patch_addr, .kind = PATCH_KIND_ENTRY_JMP,
+						 .file_off = t->f->probe_offset, .len = TRAMP_JMP_LEN };
+		memcpy(recs[i].orig, t->moved, TRAMP_JMP_LEN);
+		memcpy(recs[i].written, t->jmp, TRAMP_JMP_LEN);
+	}
+	log.records = recs;
+	log.nrecords = (uint32_t)tm->nfns;
+	if (patch_log_encode(&log, buf, size) != PATCH_LOG_OK) {
+		err = -EINVAL;
+		goto cleanup;
+	}
+	free(tm->log);
+	tm->log = malloc(size);
+	if (!tm->log)
+		goto cleanup;
+	memcpy(tm->log, buf, size);
+	tm->code_off = size;
+	err = 0;
+cleanup:
+	free(recs);
+	return err;
+}
+
+void tramp_log_mark_restored(struct tramp_mod *tm)
+{
+	if (tm->fd < 0 || !tm->log ||
+	    patch_log_set_state(tm->log, tm->code_off, PATCH_LOG_RESTORED) != PATCH_LOG_OK)
+		return;
+	/* a failure leaves it "patched": restore then finds our bytes gone and writes nothing */
+	if (pwrite(tm->fd, tm->log, tm->code_off, 0) != (ssize_t)tm->code_off)
+		return;
+}

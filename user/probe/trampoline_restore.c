@@ -1,0 +1,302 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Undo a dead session's patches from the outside (include/tramp_restore.h).
+ *
+ * A recorder killed with -9 (or one whose restore failed because a debugger held the process)
+ * leaves its jmps over function entries, and the areas they jump to. Each area starts with its
+ * patch log (include/patch_log.h, written by trampoline_log.c before any jmp): here the areas
+ * are found by their memfd's name in /proc/PID/maps, their headers read through /proc/PID/mem
+ * and checked whole, and, when no live session owns them, every patch whose address still maps
+ * the module's file at its offset and still holds our bytes gets the original bytes back, with
+ * every thread stopped (ptrace_target.c, as the session's own restore). Bytes that are no longer
+ * ours are never written; another tool's int3 over our jmp stays, over the original bytes.
+ *
+ * A live session owns an area when the recorder its header names is alive (same pid, same start
+ * time), or when any process holds a descriptor of the area's memfd: the recorder keeps one for
+ * the whole session (the target closes its own at once), which also holds for a recorder in
+ * another pid namespace, whose pid the header cannot name for us.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include "proc.h"
+#include "ptrace_target.h"
+#include "tramp_restore.h"
+#include "trampoline_area.h"
+
+static int open_mem(pid_t pid)
+{
+	char path[64];
+
+	snprintf(path, sizeof(path), "/proc/%d/mem", (int)pid);
+	return open(path, O_RDONLY | O_CLOEXEC);
+}
+
+/* The mappings of our memfd in @pid: one area each (the whole file is mapped at once). */
+static int find_areas(pid_t pid, struct tramp_areas *out)
+{
+	static const char name[] = "/memfd:" TA_MEMFD_NAME;
+	char path[64], line[4096];
+	size_t cap = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/maps", (int)pid);
+	f = fopen(path, "re");
+	if (!f)
+		return errno == ENOENT ? -ESRCH : -errno;
+	while (fgets(line, sizeof(line), f)) {
+		unsigned long lo, hi, off, ino;
+		unsigned maj, min;
+		char perms[5];
+		int pos = 0;
+
+		if (sscanf(line, "%lx-%lx %4s %lx %x:%x %lu %n", &lo, &hi, perms, &off, &maj, &min,
+			   &ino, &pos) < 7 || strncmp(line + pos, name, sizeof(name) - 1) || off)
+			continue;
+		if (out->n == cap) {
+			struct tramp_area *n = realloc(out->v, (cap ? cap * 2 : 8) * sizeof(*n));
+
+			if (!n) {
+				fclose(f);
+				return -ENOMEM;
+			}
+			out->v = n;
+			cap = cap ? cap * 2 : 8;
+		}
+		out->v[out->n++] = (struct tramp_area){ .lo = lo, .hi = hi, .file_ino = ino,
+							.file_dev = makedev(maj, min) };
+	}
+	fclose(f);
+	return 0;
+}
+
+/* Read and check the header of @a through @mem. */
+static void read_header(int mem, struct tramp_area *a)
+{
+	uint8_t fixed[PATCH_LOG_FIXED], *buf;
+	uint32_t size;
+
+	if (pread(mem, fixed, sizeof(fixed), (off_t)a->lo) != (ssize_t)sizeof(fixed)) {
+		a->err = PATCH_LOG_ERR_TRUNCATED;
+		return;
+	}
+	a->err = patch_log_header_size(fixed, sizeof(fixed), &size);
+	if (a->err)
+		return;
+	if (size > a->hi - a->lo) {
+		a->err = PATCH_LOG_ERR_TRUNCATED;
+		return;
+	}
+	buf = malloc(size);
+	if (!buf) {
+		a->err = -ENOMEM;
+		return;
+	}
+	if (pread(mem, buf, size, (off_t)a->lo) != (ssize_t)size)
+		a->err = PATCH_LOG_ERR_TRUNCATED;
+	else
+		a->err = patch_log_decode(buf, size, &a->log);
+	free(buf);
+	/* a header copied from elsewhere, or of another mapping, is not this area's */
+	if (!a->err && a->log.area_addr != a->lo) {
+		patch_log_free(&a->log);
+		a->err = PATCH_LOG_ERR_FIELD;
+	}
+}
+
+/* Any process (but us) with a descriptor of one of @a's memfds: its owner. */
+static void find_fd_holders(struct tramp_areas *a)
+{
+	DIR *d = opendir("/proc");
+	struct dirent *de;
+
+	while (d && (de = readdir(d))) {
+		char *end, path[64];
+		long pid = strtol(de->d_name, &end, 10);
+		struct dirent *fe;
+		DIR *fds;
+
+		if (pid <= 0 || *end || pid == getpid())
+			continue;
+		snprintf(path, sizeof(path), "/proc/%ld/fd", pid);
+		fds = opendir(path);
+		while (fds && (fe = readdir(fds))) {
+			struct stat st;
+
+			/* the file the descriptor is open on (the link followed) */
+			if (fe->d_name[0] == '.' || fstatat(dirfd(fds), fe->d_name, &st, 0))
+				continue;
+			for (size_t i = 0; i < a->n; i++)
+				if (!a->v[i].owner && st.st_ino == a->v[i].file_ino &&
+				    st.st_dev == a->v[i].file_dev)
+					a->v[i].owner = (pid_t)pid;
+		}
+		if (fds)
+			closedir(fds);
+	}
+	if (d)
+		closedir(d);
+}
+
+int tramp_areas__read(pid_t pid, struct tramp_areas *out)
+{
+	int mem, err;
+
+	out->v = NULL;
+	out->n = 0;
+	err = find_areas(pid, out);
+	if (err || !out->n) {
+		tramp_areas__free(out);
+		return err;
+	}
+	mem = open_mem(pid);
+	if (mem < 0) {
+		err = errno == ENOENT ? -ESRCH : -errno;
+		tramp_areas__free(out);
+		return err;
+	}
+	for (size_t i = 0; i < out->n; i++) {
+		struct tramp_area *a = &out->v[i];
+		uint64_t start;
+
+		read_header(mem, a);
+		if (!a->err && a->log.owner_pid && proc_alive((pid_t)a->log.owner_pid) &&
+		    !proc_start_time((pid_t)a->log.owner_pid, &start) && start == a->log.owner_start)
+			a->owner = (pid_t)a->log.owner_pid;
+	}
+	close(mem);
+	find_fd_holders(out);
+	return 0;
+}
+
+/* Check (and with @write, restore) every patch of the sound, unowned area @a. */
+static void check_area(struct pt_target *pt, const struct ta_maps *maps, struct tramp_area *a,
+		       bool write)
+{
+	const struct patch_log *l = &a->log;
+
+	a->restored = a->original = a->foreign = a->unmapped = a->failed = 0;
+	a->module_mapped = l->map_size &&
+			   ta_file_addr(maps, l->dev, l->ino, l->map_offset) == l->map_addr;
+	for (uint32_t i = 0; i < l->nrecords; i++) {
+		const struct patch_record *r = &l->records[i];
+		struct tramp_patch *p = &a->patches[i];
+
+		memset(p, 0, sizeof(*p));
+		if (ta_file_addr(maps, l->dev, l->ino, r->file_off) != r->addr) {
+			p->state = TPATCH_UNMAPPED;
+			a->unmapped++;
+			continue;
+		}
+		if (pt_read(pt, r->addr, p->now, r->len)) {
+			p->state = TPATCH_FAILED;
+			a->failed++;
+			continue;
+		}
+		switch (patch_log_unpatch(r, p->now, p->out)) {
+		case PATCH_NOW_OURS:
+			if (write && pt_write(pt, r->addr, p->out, r->len)) {
+				p->state = TPATCH_FAILED;
+				a->failed++;
+			} else {
+				p->state = TPATCH_RESTORED;
+				a->restored++;
+			}
+			break;
+		case PATCH_NOW_ORIGINAL:
+			p->state = TPATCH_ORIGINAL;
+			a->original++;
+			break;
+		default:
+			p->state = TPATCH_FOREIGN;
+			a->foreign++;
+			break;
+		}
+	}
+}
+
+/* check_area() for every sound area that no live session owns. */
+static int check_all(pid_t pid, struct pt_target *pt, struct tramp_areas *a, bool write)
+{
+	struct ta_maps maps;
+	int err = ta_maps_read(pid, &maps);
+
+	if (err)
+		return err;
+	for (size_t i = 0; i < a->n; i++) {
+		struct tramp_area *ar = &a->v[i];
+
+		if (ar->err || ar->owner)
+			continue;
+		free(ar->patches);
+		ar->patches = calloc(ar->log.nrecords ? ar->log.nrecords : 1, sizeof(*ar->patches));
+		if (!ar->patches) {
+			err = -ENOMEM;
+			break;
+		}
+		check_area(pt, &maps, ar, write);
+	}
+	ta_maps_free(&maps);
+	return err;
+}
+
+int tramp_areas__restore(pid_t pid, struct tramp_areas *a, bool dry_run)
+{
+	struct pt_target pt = { .pid = pid, .mem_fd = -1 };
+	int err;
+
+	if (dry_run) {
+		/* reading needs no stop */
+		pt.mem_fd = open_mem(pid);
+		if (pt.mem_fd < 0)
+			return errno == ENOENT ? -ESRCH : -errno;
+		err = check_all(pid, &pt, a, false);
+		close(pt.mem_fd);
+		return err;
+	}
+	err = pt_stop_all(&pt, pid, false);
+	if (err)
+		return err;
+	/* the maps are read with every thread stopped: nothing maps or unmaps meanwhile */
+	err = check_all(pid, &pt, a, true);
+	pt_detach_all(&pt);
+	return err;
+}
+
+void tramp_areas__free(struct tramp_areas *a)
+{
+	for (size_t i = 0; i < a->n; i++) {
+		patch_log_free(&a->v[i].log);
+		free(a->v[i].patches);
+	}
+	free(a->v);
+	a->v = NULL;
+	a->n = 0;
+}
+
+int tramp_note_leftovers(pid_t pid)
+{
+	struct tramp_areas a;
+	unsigned left = 0;
+
+	if (tramp_areas__read(pid, &a) || !a.n)
+		return 0;
+	/* the areas no live session owns: a dry run says which patches are still in place */
+	if (!tramp_areas__restore(pid, &a, true))
+		for (size_t i = 0; i < a.n; i++)
+			if (!a.v[i].err && !a.v[i].owner)
+				left += a.v[i].restored;
+	if (left)
+		fprintf(stderr, "atftrace record: process %d still has %u function %s patched by an "
+			"atftrace session that ended without restoring them (killed?): not traced; "
+			"'atftrace restore -p %d' writes their original bytes back\n", (int)pid, left,
+			left == 1 ? "entry" : "entries", (int)pid);
+	tramp_areas__free(&a);
+	return (int)left;
+}
