@@ -14,12 +14,18 @@
  *   callsites all N               N rounds; print one line per function with the sum of its
  *                                 results (the output an untraced run must match)
  *   callsites threads T K READY   T threads call tr_sub and tr_mov in a loop; READY once all
- *                                 run; at SIGUSR1 each calls tr_mark, then exactly K of each
- *                                 (tr_mov with x = 1000000 + i), then tr_done, and ends
- *   callsites serve READY         create READY, call everything until SIGTERM; print "served N"
+ *                                 run; at SIGUSR1 each calls tr_mark, then exactly K of tr_sub,
+ *                                 K of tr_mov directly (x < K) and K of tr_mov through a
+ *                                 pointer (x = 1000000 + i: an indirect call, never
+ *                                 redirected), then tr_done, and ends
+ *   callsites serve READY         create READY, call everything until SIGTERM; print "served N";
+ *                                 at SIGUSR1, create READY.more after 1000 more rounds
+ *   callsites fork N              fork a child that runs "all N" and exits 0 if its results
+ *                                 were right; wait for it; then "all N" itself
  *   callsites time KIND N         call tr_mov (KIND mov) or cs_ripk (KIND ripk) N times from one
  *                                 site; print "KIND N ns_per_call" (bench)
  */
+#include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <sched.h>
@@ -29,6 +35,7 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <sys/wait.h>
 
 int tr_mov(int x);
 int tr_sub(int x);
@@ -129,20 +136,48 @@ static int touch(const char *path)
 
 static int serve(const char *ready)
 {
-	long n = 0;
+	char more[4096];
+	long n = 0, mark = -1;
 
 	signal(SIGTERM, on_signal);
+	signal(SIGUSR1, on_signal);
+	snprintf(more, sizeof(more), "%s.more", ready);
 	if (touch(ready))
 		return 2;
 	while (!stop) {
 		round_all((int)(n % 64));
 		n++;
+		if (go && mark < 0)
+			mark = n;
+		if (mark >= 0 && n == mark + 1000 && touch(more))
+			return 2;
 	}
 	printf("served %ld\n", n);
 	return bad ? 1 : 0;
 }
 
+static int fork_test(int n)
+{
+	int status;
+	pid_t pid;
+
+	fflush(stdout);
+	pid = fork();
+	if (pid < 0)
+		return 2;
+	if (pid == 0)
+		_exit(run_all(n));
+	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+		;
+	if (!WIFEXITED(status) || WEXITSTATUS(status)) {
+		fprintf(stderr, "callsites: the forked child failed (status 0x%x)\n", status);
+		return 1;
+	}
+	return run_all(n);
+}
+
 static int per_thread;
+static int (*volatile mov_ptr)(int) = tr_mov;
 static volatile int running;
 
 static void *hot_thread(void *arg)
@@ -157,7 +192,8 @@ static void *hot_thread(void *arg)
 	tr_mark();
 	for (int i = 0; i < per_thread; i++) {
 		check("tr_sub", i, tr_sub(i), i + 4);
-		check("tr_mov", 1000000 + i, tr_mov(1000000 + i), 1000003 + i);
+		check("tr_mov", i, tr_mov(i), i + 3);
+		check("tr_mov", 1000000 + i, mov_ptr(1000000 + i), 1000003 + i);
 	}
 	tr_done();
 	return NULL;
@@ -221,12 +257,14 @@ int main(int argc, char **argv)
 		return run_all(atoi(argv[2]));
 	if (argc == 5 && !strcmp(argv[1], "threads"))
 		return threads_test(atoi(argv[2]), atoi(argv[3]), argv[4]);
+	if (argc == 3 && !strcmp(argv[1], "fork"))
+		return fork_test(atoi(argv[2]));
 	if (argc == 3 && !strcmp(argv[1], "serve"))
 		return serve(argv[2]);
 	if (argc == 4 && !strcmp(argv[1], "time"))
 		return !strcmp(argv[2], "direct") ? time_direct(atoi(argv[3]))
 						  : time_one(argv[2], atoi(argv[3]));
 	fprintf(stderr, "usage: callsites all N | threads T K READY | serve READY | "
-		"time mov|ripk|direct N\n");
+		"fork N | time mov|ripk|direct N\n");
 	return 2;
 }
