@@ -37,11 +37,11 @@
 #include "recorder.h"
 #include "recorder_args.h"
 #include "recorder_detail.h"
+#include "record_call_sites.h"
 #include "record_outdir.h"
 #include "record_run.h"
 #include "timefmt.h"
 #include "trampoline.h"
-#include "callsite.h"
 
 
 struct record_args {
@@ -336,35 +336,6 @@ static int attach_trampolines(const struct record_args *a, struct rm_modules *mo
 	return 0;
 }
 
-/* --call-sites (include/callsite.h): the functions' plain probes are attached already. */
-static int attach_call_sites(const struct record_args *a, struct rm_modules *mods,
-			     struct probes *probes, pid_t target, pid_t link_pid,
-			     struct cs_process **cp)
-{
-	struct cs_opts o = { .link_pid = link_pid, .launched = a->cmd != NULL,
-			     .verbose = a->verbose };
-	size_t nsites = 0;
-	int err = cs_process__attach(cp, probes, mods->m, mods->n, target, &o, &nsites);
-
-	if (err < 0) {
-		fprintf(stderr, "atftrace record: cannot redirect call sites: %s\n", strerror(-err));
-		return err;
-	}
-	if (a->verbose)
-		fprintf(stderr, "atftrace record: %zu call %s redirected\n", nsites,
-			nsites == 1 ? "site" : "sites");
-	return 0;
-}
-
-static void restore_call_sites(struct cs_process *cp)
-{
-	int n = cs_process__restore(cp);
-
-	if (n < 0)
-		fprintf(stderr, "atftrace record: cannot write the target's original calls back (%s); "
-			"it goes on correctly through the call-site stubs\n", strerror(-n));
-}
-
 static void restore_trampolines(struct tramp_process *tp)
 {
 	int n = tramp_process__restore(tp);
@@ -541,7 +512,8 @@ static int record_main(struct record_args *a)
 	}
 	if (tramps && attach_trampolines(a, &mods, probes, target, link_pid, &tp) < 0)
 		goto cleanup;
-	if (sites && attach_call_sites(a, &mods, probes, target, link_pid, &cp) < 0)
+	if (sites && record_call_sites_attach(&mods, probes, target, link_pid, a->cmd != NULL,
+					      a->verbose, &cp) < 0)
 		goto cleanup;
 	recorder__set_trampolines(rec, tp);
 	rm_modules_trampolines(&mods, tp);     /* libraries it maps later get them too */
@@ -568,7 +540,7 @@ static int record_main(struct record_args *a)
 	reason = record_run(rec, sigfd, a->duration, &a->detail, probes, a->sys.all, ready, a->force);
 	/* the target's text is the file's again before the session ends */
 	restore_trampolines(tp);
-	restore_call_sites(cp);
+	record_call_sites_restore(cp);
 	err = recorder__finish(rec, reason ? reason : "recorder error");
 	if (!reason || err < 0)
 		goto cleanup;
@@ -608,7 +580,7 @@ cleanup:
 	if (child.gate_fd >= 0)
 		proc_child__abort(&child);      /* never released: it exits 127 without running */
 	restore_trampolines(tp);
-	restore_call_sites(cp);
+	record_call_sites_restore(cp);
 	recorder__set_trampolines(rec, NULL);
 	recorder__free(rec);
 	probes__free(probes);
