@@ -7,6 +7,7 @@
 #   - no frame of the 200-deep recursion ends as unwound (plain probes: the kernel's 64
 #     pending uretprobes per thread end the deeper ones as unwound);
 #   - the target's output is the untraced run's; its text is the file's after the session;
+#   - a C++ program is left on plain probes, with one line saying why;
 #   - refused with -a and with --trampolines / --no-trampolines.
 source "$(dirname "$0")/lib.sh"
 need_bpf
@@ -74,6 +75,13 @@ assert_eq 0 "$(text_diff $target "$CS")" "bytes of the text that differ from the
 kill -TERM $target
 wait $target || fail "the served target failed: $(cat "$T/serve.out")"
 assert_contains "$T/serve.out" "^served [1-9][0-9]*$" "the served target's count"
+
+# ---- a C++ program: not redirected (a throw would unwind through a stub), and says so -----------
+"$ATF" record --call-sites -o "$T/cxx" -f 'thrower_*' -- "$TARGETS/cxx_throw" 20 >/dev/null 2>"$T/cxx.err" \
+	|| { cat "$T/cxx.err" >&2; fail "record --call-sites of a C++ program failed"; }
+assert_contains "$T/cxx.err" "no call sites redirected: it maps a C\+\+ unwinder \(.*(libgcc_s|libstdc\+\+)" \
+	"the line saying why a C++ program keeps plain probes"
+check_throw_session cxx 20
 
 # ---- refused combinations: one line, non-zero ---------------------------------------------------
 for args in "-a -f $CS:tr_mov" "--trampolines -- $CS all 1" "--no-trampolines -- $CS all 1"; do
