@@ -7,6 +7,8 @@
 #   - no frame of the 200-deep recursion ends as unwound (plain probes: the kernel's 64
 #     pending uretprobes per thread end the deeper ones as unwound);
 #   - the target's output is the untraced run's; its text is the file's after the session;
+#   - bash with every function traced (about 2000 sites): the same calls per function as
+#     plain probes;
 #   - a C++ program is left on plain probes, with one line saying why;
 #   - refused with -a and with --trampolines / --no-trampolines.
 source "$(dirname "$0")/lib.sh"
@@ -58,6 +60,19 @@ assert_eq "$((3 * N)) $((3 * N)) $((2 * N)) $N" "$("$ATF" report "$T/cs" | awk '
 # cs_tail's tail call to tr_sub nests under it, in both
 assert_eq $N "$(awk '$1 == "edge" { print }' "$T/cs.sum" | awk -v fid="$(awk '$1 == "calls" && $3 == '$N' { print $2 }' "$T/cs.sum" | head -1)" '$2 == fid { n += $4 } END { print n + 0 }')" \
 	"calls made under cs_tail (its tail call)"
+
+# ---- a real program: bash, every function of the shell; the same counts as plain probes --------
+BASH_BIN=$(readlink -f /bin/bash)
+script='for i in $(seq 200); do x=$((i * 2)); f() { echo "$1"; }; f $x >/dev/null; done'
+"$ATF" record --call-sites -v -o "$T/b1" -f "$BASH_BIN:*" -- "$BASH_BIN" -c "$script" 2>"$T/b1.err" \
+	|| { cat "$T/b1.err" >&2; fail "record --call-sites of bash failed"; }
+"$ATF" record --no-trampolines -o "$T/b2" -f "$BASH_BIN:*" -- "$BASH_BIN" -c "$script" 2>"$T/b2.err" \
+	|| { cat "$T/b2.err" >&2; fail "record --no-trampolines of bash failed"; }
+assert_contains "$T/b1.err" "bash: [1-9][0-9][0-9]+ call sites of [1-9][0-9]* functions redirected" "bash's call sites"
+"$ATF" verify "$T/b1" >/dev/null || fail "verify the bash --call-sites session"
+for s in b1 b2; do "$ATF" report "$T/$s" | awk 'NR > 2 { print $13, $5, $14, $15 }' | sort >"$T/$s.calls"; done
+[ "$(wc -l <"$T/b1.calls")" -gt 100 ] || fail "bash: fewer than 100 functions called"
+diff "$T/b2.calls" "$T/b1.calls" >&2 || fail "bash: calls per function differ between --call-sites and plain probes"
 
 # ---- the text after a -p session is the file's; the stubs' calls are there during it ----------
 mkfifo "$T/served" "$T/ready"
