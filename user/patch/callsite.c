@@ -5,7 +5,8 @@
  * Order of one attach, every step while all threads are stopped (a failure at any step leaves
  * the sites it concerns as they are: their calls reach the function's plain probe):
  *   1. for each selected function, its first instructions as the entry trampolines move them
- *      (tramp_plan_function(): the same checks, from the file's bytes);
+ *      (tramp_plan_relocation(): the same checks, from the file's bytes; also for a function
+ *      whose first instruction the kernel emulates, which gains here: no uretprobe);
  *   2. every `call f` in the module's code, decoded from the file (cs_find_calls());
  *   3. leave out sites whose bytes in memory are not the file's (another tool's breakpoint) or
  *      that a thread's instruction pointer or a word of a stack lies inside;
@@ -112,7 +113,7 @@ static int plan_functions(int fd, struct cs_mod *cm, const struct ta_maps *maps,
 		struct cs_fn *c = &cm->fns[cm->nfns];
 
 		if (!tramp_wanted(f) || f->ifunc_impl ||
-		    tramp_plan_function(fd, m, i, &c->plan, c->moved, sizeof(c->moved)) != TRAMP_OK)
+		    tramp_plan_relocation(fd, m, i, &c->plan, c->moved, sizeof(c->moved)) != TRAMP_OK)
 			continue;
 		c->patch_addr = ta_file_addr(maps, cm->dev, cm->ino, f->probe_offset);
 		if (!c->patch_addr)
