@@ -143,7 +143,7 @@ wait_for() {
 EXIT_PIDS=()
 kill_on_exit() {
 	trap 'for _p in $(jobs -p); do
-		EXIT_PIDS+=($(cat /proc/"$_p"/task/*/children 2>/dev/null) "$_p")
+		EXIT_PIDS+=($(cat /proc/"$_p"/task/*/children 2>/dev/null || true) "$_p")
 	done
 	for _p in "${EXIT_PIDS[@]}"; do kill -KILL "$_p" 2>/dev/null || true; done
 	wait 2>/dev/null || true; rm -rf "$T"' EXIT
