@@ -66,7 +66,7 @@ BPF_CFLAGS := -g -O2 -target bpf -Wall -Wno-unused-function \
 # ---- sources --------------------------------------------------------------------------------
 # user/ is one folder per layer: cmd/ (subcommands) over record/ (the recorder) over probe/
 # (attach, symbols, /proc, containers) and atf/ (libatf); formats/ (exporters) sits on atf/.
-LAYERS    := user/cmd user/record user/probe user/atf formats
+LAYERS    := user/cmd user/record user/patch user/probe user/atf formats
 LIB_SRCS  := $(filter-out user/cmd/main.c,$(foreach d,$(LAYERS),$(wildcard $(d)/*.c)))
 BPF_SRCS  := $(wildcard bpf/*.bpf.c)
 SKELS     := $(patsubst bpf/%.bpf.c,$(OUTPUT)/%.skel.h,$(BPF_SRCS))
@@ -120,6 +120,9 @@ $(OUTPUT)/obj/%.o: %.c | $(SKELS)
 	$(call msg,CC,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(CFLAGS) -c $< -o $@
+
+# The patcher (user/patch/) builds on the probe layer's process control and trampoline code.
+$(OUTPUT)/obj/user/patch/%.o $(OUTPUT)/asan/user/patch/%.o: CFLAGS += -Iuser/probe
 
 $(OUTPUT)/asan/%.o: %.c | $(SKELS)
 	$(call msg,CC-SAN,$@)

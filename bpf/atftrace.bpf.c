@@ -255,22 +255,33 @@ static __always_inline void close_dead_frames(struct task_state *st, __u64 sp, b
  * tail_call - is this entry a tail call from the innermost open frame?
  * `jmp g` at the end of f enters g with f's own entry sp, which otherwise means f is dead (it
  * was unwound and its caller made a new call at the same place). The difference: f's return
- * address slot, at that sp, still holds the uretprobe trampoline the kernel put there at f's
- * entry, while a new call has just pushed a real return address. The kernel chains g's return
- * instance to f's, so both return probes fire at g's `ret`, innermost first. Only read when the
- * sps are equal, which is rare: no cost on ordinary calls. (arm64 keeps the return address in a
- * register at entry; there a tail call is still closed as unwound.)
+ * address slot, at that sp, still holds what our probe of f left there, while a new call has
+ * just pushed a real return address: the uretprobe trampoline the kernel put there at f's
+ * entry (the kernel chains g's return instance to f's, so both return probes fire at g's
+ * `ret`, innermost first), or, for f entered through a call-site stub, the stub's probe B
+ * (g's `ret` returns there, and probe B closes f after g). Only read when the sps are equal,
+ * which is rare: no cost on ordinary calls. (arm64 keeps the return address in a register at
+ * entry; there a tail call is still closed as unwound.)
  */
 static __always_inline bool tail_call(struct task_struct *task, struct task_state *st, __u64 sp)
 {
 #if defined(__TARGET_ARCH_x86)
 	__u32 d = st->depth;
-	__u64 slot = 0, tramp;
+	__u64 slot = 0, tramp, site_ret;
+	struct shadow_frame *f;
 
-	if (d == 0 || d > SHADOW_MAX || frame_at(st, d - 1)->entry_sp != sp)
+	if (d == 0 || d > SHADOW_MAX)
 		return false;
+	f = frame_at(st, d - 1);
+	if (f->entry_sp != sp)
+		return false;
+	site_ret = f->site_ret;
+	if (bpf_probe_read_user(&slot, sizeof(slot), (void *)sp))
+		return false;
+	if (site_ret)
+		return slot == site_ret;
 	tramp = BPF_CORE_READ(task, mm, uprobes_state.xol_area, vaddr);
-	return tramp && !bpf_probe_read_user(&slot, sizeof(slot), (void *)sp) && slot == tramp;
+	return tramp && slot == tramp;
 #else
 	return false;
 #endif
@@ -279,10 +290,15 @@ static __always_inline bool tail_call(struct task_struct *task, struct task_stat
 /*
  * on_entry - a traced function was called
  * @task: current; @multi: on a uprobe_multi or session link (hit_cookie).
+ * @site: the probe is a call-site stub's probe A (user/patch/callsite_plan.h), not the
+ * function's own entry: the stub dropped the call's return address and its own `call` will
+ * push one, so the function's entry sp is one word below this sp, and the frame's return
+ * address slot will hold probe B's address.
  * Returns 0 when a CALL was recorded (its return must be seen), 1 otherwise (a session
  * program returns this to skip the return run).
  */
-static __always_inline int on_entry(struct pt_regs *ctx, struct task_struct *task, bool multi)
+static __always_inline int on_entry(struct pt_regs *ctx, struct task_struct *task, bool multi,
+				    bool site)
 {
 	struct task_state *st = NULL;
 	__u64 pid_tgid;
@@ -311,12 +327,17 @@ static __always_inline int on_entry(struct pt_regs *ctx, struct task_struct *tas
 	__u64 ts = atf_now();
 
 	announce_task(pid_tgid);        /* record -a: the process's identity, once per thread */
-	__u64 sp = PT_REGS_SP(ctx);
+	__u64 sp = PT_REGS_SP(ctx) - (site ? 8 : 0);
 	__u64 function_id = hit_cookie(ctx, task, multi);
 
-	close_dead_frames(st, sp, !tail_call(task, st, sp), pid_tgid, ts);
+	/* a stub is entered by a call, never by a tail call's jmp (and its slot is not written yet) */
+	close_dead_frames(st, sp, site || !tail_call(task, st, sp), pid_tgid, ts);
 
 	__u32 depth = st->depth;
+
+	/* before the push (here or in filter_entry): a frame that is not pushed is not read */
+	if (depth < SHADOW_MAX)
+		frame_at(st, depth)->site_ret = site ? PT_REGS_IP(ctx) + ATF_SITE_RET_FROM_PROBE_A : 0;
 
 	if (call_filter_on)
 		return filter_entry(ctx, st, depth, function_id, sp, pid_tgid, ts);
@@ -332,7 +353,11 @@ static __always_inline int on_entry(struct pt_regs *ctx, struct task_struct *tas
 	return 0;
 }
 
-/* on_return - a traced function returned; only threads with open frames get here usefully. */
+/*
+ * on_return - a traced function returned; only threads with open frames get here usefully.
+ * The same for a return probe (after `ret`) and a call-site stub's probe B (where the stub's
+ * `call` returns): both run with the returning frame's entry sp one word below their sp.
+ */
 static __always_inline void on_return(struct pt_regs *ctx, struct task_struct *task, bool multi)
 {
 	struct task_state *st = task_state_of(task, false);
@@ -378,14 +403,14 @@ int atf_session(struct pt_regs *ctx)
 		on_return(ctx, task, true);
 		return 0;
 	}
-	return on_entry(ctx, task, true);
+	return on_entry(ctx, task, true, false);
 }
 
 /* Two uprobe_multi links (expected attach type BPF_TRACE_UPROBE_MULTI). */
 SEC("uprobe")
 int atf_multi_entry(struct pt_regs *ctx)
 {
-	on_entry(ctx, bpf_get_current_task_btf(), true);
+	on_entry(ctx, bpf_get_current_task_btf(), true, false);
 	return 0;
 }
 
@@ -396,11 +421,29 @@ int atf_multi_return(struct pt_regs *ctx)
 	return 0;
 }
 
+/*
+ * Call-site stubs (user/patch/callsite.c): two uprobe_multi links on a module's stub file, probe
+ * A (entry) and probe B (return, a plain uprobe), cookies = function ids.
+ */
+SEC("uprobe")
+int atf_site_entry(struct pt_regs *ctx)
+{
+	on_entry(ctx, bpf_get_current_task_btf(), true, true);
+	return 0;
+}
+
+SEC("uprobe")
+int atf_site_return(struct pt_regs *ctx)
+{
+	on_return(ctx, bpf_get_current_task_btf(), true);
+	return 0;
+}
+
 /* Per-function perf-event uprobes: the fallback on kernels without multi links. */
 SEC("uprobe")
 int atf_uprobe(struct pt_regs *ctx)
 {
-	on_entry(ctx, bpf_get_current_task_btf(), false);
+	on_entry(ctx, bpf_get_current_task_btf(), false, false);
 	return 0;
 }
 

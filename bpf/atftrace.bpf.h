@@ -35,10 +35,15 @@ static __always_inline void count_lost(__u64 *counters)
 	count_lost_n(counters, 1);
 }
 
-/* One open traced frame: which function, and the stack pointer at its entry probe. */
+/*
+ * One open traced frame: which function, the stack pointer at its entry, and, for a frame
+ * entered through a call-site stub, the return address its slot holds (the stub's probe B;
+ * 0 for a frame entered at the function itself).
+ */
 struct shadow_frame {
 	__u64 function_id;
 	__u64 entry_sp;
+	__u64 site_ret;
 };
 
 /* Per-thread state in BPF_MAP_TYPE_TASK_STORAGE; freed by the kernel when the thread dies. */

@@ -136,6 +136,13 @@ struct filter_fn {
 	__u32 depth;            /* FILTER_FN_DEPTH: levels kept from this function on */
 };
 
+/*
+ * Call-site stubs (user/patch/callsite_plan.h): probe B, where the stub's own call returns, lies
+ * this many bytes after probe A (a 1-byte nop, then a 5-byte call). A frame entered through a
+ * stub holds probe B's address in its return-address slot (bpf/atftrace.bpf.c: tail_call).
+ */
+#define ATF_SITE_RET_FROM_PROBE_A 6
+
 /* Processes with entry trampolines that the registration guard stops (bpf/reg_guard.bpf.h). */
 #define GUARD_MAX_PIDS 64
 /* Processes held at once (bpf/holds.bpf.h); a power of two. */

@@ -27,6 +27,7 @@ struct probe_opts {
 	bool verbose;               /* libbpf messages to stderr */
 	bool unwind_hooks;          /* C++ unwind hooks may be attached (loaded on first use) */
 	bool reg_guard;             /* load the registration guard (probes__guard_pid), x86_64 */
+	bool call_sites;            /* load the call-site stub programs (probes__attach_call_sites) */
 	/* system-wide filters (record -a), see bpf/filter.bpf.h */
 	uint32_t cgroup_level;      /* v2: level of the cgroup_id directory (root = 0) */
 	uint32_t cgroup_v1_ssid;    /* v1: controller's subsystem id + 1; 0 = cgroup_id is v2 */
@@ -81,6 +82,17 @@ int probes__attach_module(struct probes *p, const struct sym_module *m, pid_t pi
  */
 int probes__attach_sites(struct probes *p, const void *owner, const char *path,
 			 const uint64_t *offsets, const uint64_t *cookies, uint32_t n, pid_t pid);
+
+/**
+ * probes__attach_call_sites - the probes of @n call-site stubs in the file @path: an entry
+ * probe at each of @entry_offs and a plain (not return) probe at each of @return_offs, both
+ * with @cookies (function ids), in two uprobe_multi links owned by @owner
+ * (user/patch/callsite.c). Needs probe_opts.call_sites and multi links. 0, or a negative errno
+ * (nothing attached).
+ */
+int probes__attach_call_sites(struct probes *p, const void *owner, const char *path,
+			      const uint64_t *entry_offs, const uint64_t *return_offs,
+			      const uint64_t *cookies, uint32_t n, pid_t pid);
 
 /**
  * probes__detach_owner - close the links probes__attach_module(@owner) or

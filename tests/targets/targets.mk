@@ -14,6 +14,8 @@ TARGET_CFLAGS_attach_loop  := -pthread
 TARGET_LDFLAGS_attach_loop := -pthread
 TARGET_CFLAGS_thread_exec  := -pthread
 TARGET_LDFLAGS_thread_exec := -pthread
+TARGET_CFLAGS_callsites  := -pthread
+TARGET_LDFLAGS_callsites := -pthread
 TARGET_CFLAGS_threads_block  := -pthread
 TARGET_LDFLAGS_threads_block := -pthread
 # shlib_user calls into libatftest.so, found next to it through $ORIGIN.

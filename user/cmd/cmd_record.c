@@ -37,6 +37,7 @@
 #include "recorder.h"
 #include "recorder_args.h"
 #include "recorder_detail.h"
+#include "record_call_sites.h"
 #include "record_outdir.h"
 #include "record_run.h"
 #include "timefmt.h"
@@ -59,6 +60,7 @@ struct record_args {
 	bool kill_at_end;           /* SIGTERM the launched command when the session ends first */
 	bool trampolines;           /* --trampolines: asked for explicitly (the default anyway) */
 	bool no_trampolines;        /* --no-trampolines: plain probes on every function */
+	bool call_sites;            /* --call-sites: redirect direct calls instead (include/callsite.h) */
 	char **cmd;
 	int ncmd;
 	struct detail_args detail;  /* --detail* and --stack-bytes (user/record/recorder_detail.c) */
@@ -68,7 +70,8 @@ struct record_args {
 };
 
 enum { OPT_FOLLOW_FORK = 1000, OPT_DURATION, OPT_RING_SIZE, OPT_READY_FILE, OPT_DEBUG_DIR, OPT_FORCE,
-       OPT_KILL_AT_END, OPT_MODE, OPT_TRAMPOLINES, OPT_NO_TRAMPOLINES, OPT_ALLOW_MISSING };
+       OPT_KILL_AT_END, OPT_MODE, OPT_TRAMPOLINES, OPT_NO_TRAMPOLINES, OPT_ALLOW_MISSING,
+       OPT_CALL_SITES };
 
 static const struct argp_option options[] = {
 	{ "pid", 'p', "PID", 0, "Trace the running process PID instead of launching CMD", 0 },
@@ -108,6 +111,9 @@ static const struct argp_option options[] = {
 	  "(the default for a launched command and -p; see README)", 0 },
 	{ "no-trampolines", OPT_NO_TRAMPOLINES, NULL, 0,
 	  "Probe every function where it starts; the target's text is never written", 0 },
+	{ "call-sites", OPT_CALL_SITES, NULL, 0,
+	  "Instead of entry trampolines, redirect the direct calls to each traced function to stubs "
+	  "that probe its entry and return; no function's first bytes are written (see README)", 0 },
 	{ "verbose", 'v', NULL, 0, "Say more: skipped functions, processes, libbpf messages", 0 },
 	{ 0 }
 };
@@ -210,6 +216,9 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 	case OPT_NO_TRAMPOLINES:
 		a->no_trampolines = true;
 		break;
+	case OPT_CALL_SITES:
+		a->call_sites = true;
+		break;
 	case 'v':
 		a->verbose = true;
 		break;
@@ -258,6 +267,11 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 			argp_error(state, "give --trampolines or --no-trampolines, not both");
 		if (a->trampolines && a->sys.all)
 			argp_error(state, "--trampolines patches one process's text: not with -a");
+		if (a->call_sites && a->sys.all)
+			argp_error(state, "--call-sites redirects one process's calls: not with -a");
+		if (a->call_sites && (a->trampolines || a->no_trampolines))
+			argp_error(state, "--call-sites replaces the entry trampolines: not with "
+				   "--trampolines or --no-trampolines");
 		if (!a->pid && !a->cmd && !a->sys.all)
 			argp_error(state, "give a command to launch (-- CMD [ARGS...]), -p PID or -a");
 		break;
@@ -365,7 +379,8 @@ static int record_main(struct record_args *a)
 	int sigfd = -1, err, ret = 1, status;
 	pid_t target, link_pid;
 	struct tramp_process *tp = NULL;
-	bool tramps, ended_by_us = false;      /* --kill-at-end sent the signal that ended it */
+	struct cs_process *cp = NULL;
+	bool tramps, sites, ended_by_us = false;      /* --kill-at-end sent the signal that ended it */
 	double t0;
 
 	raise_nofile_limit();
@@ -419,7 +434,9 @@ static int record_main(struct record_args *a)
 	po.announce_tasks = po.exclude_self = a->sys.all;
 	po.verbose = a->verbose;
 	po.unwind_hooks = mods.unwind_hooks;
-	po.reg_guard = !a->no_trampolines && !a->sys.all;
+	/* call sites write no function's entry: nothing for the guard to protect */
+	po.reg_guard = !a->no_trampolines && !a->sys.all && !a->call_sites;
+	po.call_sites = a->call_sites;
 	err = probes__open(&probes, &po);
 	if (err < 0) {
 		fprintf(stderr, "atftrace record: cannot load the BPF probes: %s%s\n", strerror(-err),
@@ -470,10 +487,12 @@ static int record_main(struct record_args *a)
 	}
 	link_pid = a->follow_fork || a->sys.all ? 0 : target;
 	tramps = use_trampolines(a, probes);
-	if (tramps && a->cmd && (err = tramp_seize_child(target)) < 0) {
-		fprintf(stderr, "atftrace record: cannot trace %d to place trampolines (%s): plain "
-			"probes\n", (int)target, strerror(-err));
-		tramps = false;
+	sites = tramps && a->call_sites;
+	tramps = tramps && !sites;
+	if ((tramps || sites) && a->cmd && (err = tramp_seize_child(target)) < 0) {
+		fprintf(stderr, "atftrace record: cannot trace %d to place %s (%s): plain probes\n",
+			(int)target, sites ? "call-site stubs" : "trampolines", strerror(-err));
+		tramps = sites = false;
 	}
 	/* the target's later programs (exec) and libraries (dlopen): user/record/record_live.c;
 	 * a container's files are never opened by host paths, so its modules stay as attached.
@@ -498,6 +517,9 @@ static int record_main(struct record_args *a)
 		}
 	}
 	if (tramps && attach_trampolines(a, &mods, probes, target, link_pid, &tp) < 0)
+		goto cleanup;
+	if (sites && record_call_sites_attach(&mods, probes, target, link_pid, a->cmd != NULL,
+					      a->verbose, &cp) < 0)
 		goto cleanup;
 	recorder__set_trampolines(rec, tp);
 	rm_modules_trampolines(&mods, tp);     /* libraries it maps later get them too */
@@ -524,6 +546,7 @@ static int record_main(struct record_args *a)
 	reason = record_run(rec, sigfd, a->duration, &a->detail, probes, a->sys.all, ready, a->force);
 	/* the target's text is the file's again before the session ends */
 	restore_trampolines(tp);
+	record_call_sites_restore(cp);
 	err = recorder__finish(rec, reason ? reason : "recorder error");
 	if (!reason || err < 0)
 		goto cleanup;
@@ -563,10 +586,12 @@ cleanup:
 	if (child.gate_fd >= 0)
 		proc_child__abort(&child);      /* never released: it exits 127 without running */
 	restore_trampolines(tp);
+	record_call_sites_restore(cp);
 	recorder__set_trampolines(rec, NULL);
 	recorder__free(rec);
 	probes__free(probes);
 	tramp_process__free(tp);
+	cs_process__free(cp);
 	rm_modules_free(&mods);
 	free(session_dir);
 	if (sigfd >= 0)

@@ -175,6 +175,9 @@ static int configure(struct probes *p, const struct probe_opts *opts)
 	bpf_program__set_autoload(s->progs.atf_session, p->kind == PROBE_LINK_SESSION);
 	bpf_program__set_autoload(s->progs.atf_multi_entry, p->kind == PROBE_LINK_MULTI);
 	bpf_program__set_autoload(s->progs.atf_multi_return, p->kind == PROBE_LINK_MULTI);
+	p->call_sites = opts->call_sites && p->kind != PROBE_LINK_PERF;
+	bpf_program__set_autoload(s->progs.atf_site_entry, p->call_sites);
+	bpf_program__set_autoload(s->progs.atf_site_return, p->call_sites);
 	bpf_program__set_autoload(s->progs.atf_uprobe, p->kind == PROBE_LINK_PERF);
 	bpf_program__set_autoload(s->progs.atf_uretprobe, p->kind == PROBE_LINK_PERF);
 	/* the verifier's time is most of the start-up: programs a session will not use stay out,
@@ -206,6 +209,8 @@ static int configure(struct probes *p, const struct probe_opts *opts)
 	bpf_program__set_expected_attach_type(s->progs.atf_session, ATF_BPF_TRACE_UPROBE_SESSION);
 	bpf_program__set_expected_attach_type(s->progs.atf_multi_entry, ATF_BPF_TRACE_UPROBE_MULTI);
 	bpf_program__set_expected_attach_type(s->progs.atf_multi_return, ATF_BPF_TRACE_UPROBE_MULTI);
+	bpf_program__set_expected_attach_type(s->progs.atf_site_entry, ATF_BPF_TRACE_UPROBE_MULTI);
+	bpf_program__set_expected_attach_type(s->progs.atf_site_return, ATF_BPF_TRACE_UPROBE_MULTI);
 	/*
 	 * The entry hooks go in uprobe_multi links wherever the kernel has them: a perf uprobe
 	 * costs about as much to attach, but far more to detach (bench/bench_probe_cost.sh).
@@ -473,6 +478,28 @@ int probes__attach_sites(struct probes *p, const void *owner, const char *path,
 	if (p->kind == PROBE_LINK_PERF || !n)
 		return -EOPNOTSUPP;
 	return attach_offsets(p, owner, path, offsets, cookies, n, pid);
+}
+
+int probes__attach_call_sites(struct probes *p, const void *owner, const char *path,
+			      const uint64_t *entry_offs, const uint64_t *return_offs,
+			      const uint64_t *cookies, uint32_t n, pid_t pid)
+{
+	struct atftrace_bpf *s = p->skel;
+	int err;
+
+	if (!p->call_sites || !n)
+		return -EOPNOTSUPP;
+	/* the return probes first: no entry is seen before its return can be */
+	err = probes_attach_multi_link(&p->function_fds, owner, bpf_program__fd(s->progs.atf_site_return),
+				       ATF_BPF_TRACE_UPROBE_MULTI, path, return_offs, cookies, n, 0, pid);
+	if (!err)
+		err = probes_attach_multi_link(&p->function_fds, owner,
+					       bpf_program__fd(s->progs.atf_site_entry),
+					       ATF_BPF_TRACE_UPROBE_MULTI, path, entry_offs, cookies,
+					       n, 0, pid);
+	if (err)
+		probes__detach_owner(p, owner);
+	return err;
 }
 
 int probes__detach_owner(struct probes *p, const void *owner)

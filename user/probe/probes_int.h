@@ -35,6 +35,7 @@ struct probes {
 	struct atftrace_bpf *unwind;    /* the C++ unwind hooks' programs, loaded when first needed */
 	bool unwind_wanted;         /* probe_opts.unwind_hooks */
 	bool guard;                 /* the registration guard is loaded */
+	bool call_sites;            /* the call-site stub programs are loaded */
 	bool guard_tp;              /* on the syscalls' own tracepoints (not the raw ones) */
 	bool verbose;               /* probe_opts.verbose */
 };

@@ -179,27 +179,28 @@ static bool module_refers_into(int fd, const struct sym_module *m, uint64_t lo, 
 	return a < refs.n && refs.addrs[a] < hi;
 }
 
-enum tramp_reason tramp_plan_function(int fd, const struct sym_module *m, size_t i,
-				      struct tramp_plan *plan, uint8_t *moved, size_t cap)
+/*
+ * plan - tramp_plan() for function @i of @m from its bytes @code (read from @fd), with the
+ * checks on the rest of the module; @emulated_ok: also a function whose first instruction the
+ * kernel emulates.
+ */
+static enum tramp_reason plan(int fd, const struct sym_module *m, size_t i, const uint8_t *code,
+			      bool emulated_ok, struct tramp_plan *plan, uint8_t *moved, size_t cap)
 {
 	const struct sym_func *f = &m->funcs[i];
 	uint64_t hop = f->endbr64 ? 4 : 0;
-	uint8_t *code = read_code(fd, f->probe_offset - hop, f->size);
 	enum tramp_reason r;
 	bool endbr;
 
-	if (!code)
-		return TRAMP_DECODE;
 	/*
 	 * A site the kernel emulates (push, nop, jmp) costs what the trampoline's own emulated nop
 	 * costs: moving it gains nothing. Patching only single-stepped sites also means that
 	 * another tool's later probe on the patch site always passes through the single-step
 	 * path, where the trampoline guard sees it.
 	 */
-	if (sym_probe_site(code + hop, f->size - hop, f->size - hop, &endbr) == SYM_INSN_EMULATED) {
-		free(code);
+	if (!emulated_ok &&
+	    sym_probe_site(code + hop, f->size - hop, f->size - hop, &endbr) == SYM_INSN_EMULATED)
 		return TRAMP_EMULATED;
-	}
 	r = tramp_plan(code, f->size, f->addr, f->addr + hop, plan);
 	if (r == TRAMP_OK && plan->patch_len > cap)
 		r = TRAMP_INSN;
@@ -209,8 +210,33 @@ enum tramp_reason tramp_plan_function(int fd, const struct sym_module *m, size_t
 		r = TRAMP_BRANCH_IN;
 	if (r == TRAMP_OK)
 		memcpy(moved, code + hop, plan->patch_len);
+	return r;
+}
+
+static enum tramp_reason plan_read(int fd, const struct sym_module *m, size_t i, bool emulated_ok,
+				   struct tramp_plan *p, uint8_t *moved, size_t cap)
+{
+	const struct sym_func *f = &m->funcs[i];
+	uint8_t *code = read_code(fd, f->probe_offset - (f->endbr64 ? 4 : 0), f->size);
+	enum tramp_reason r;
+
+	if (!code)
+		return TRAMP_DECODE;
+	r = plan(fd, m, i, code, emulated_ok, p, moved, cap);
 	free(code);
 	return r;
+}
+
+enum tramp_reason tramp_plan_function(int fd, const struct sym_module *m, size_t i,
+				      struct tramp_plan *plan, uint8_t *moved, size_t cap)
+{
+	return plan_read(fd, m, i, false, plan, moved, cap);
+}
+
+enum tramp_reason tramp_plan_relocation(int fd, const struct sym_module *m, size_t i,
+					struct tramp_plan *plan, uint8_t *moved, size_t cap)
+{
+	return plan_read(fd, m, i, true, plan, moved, cap);
 }
 
 /*

@@ -101,6 +101,14 @@ enum tramp_reason tramp_plan_function(int fd, const struct sym_module *m, size_t
 				      struct tramp_plan *plan, uint8_t *moved, size_t cap);
 
 /**
+ * tramp_plan_relocation - tramp_plan_function() for a function whose first instruction the
+ * kernel emulates too (push, jmp, a short nop): where the moved instructions run without the
+ * function's own probe (call-site stubs, user/patch/callsite.c), moving them gains something.
+ */
+enum tramp_reason tramp_plan_relocation(int fd, const struct sym_module *m, size_t i,
+					struct tramp_plan *plan, uint8_t *moved, size_t cap);
+
+/**
  * tramp_only_breakpoint - do the process's bytes @now and the file's @file (@len each) differ
  * by no more than a uprobe: an int3 on the first byte, or the kernel's call at a 5-byte nop?
  */

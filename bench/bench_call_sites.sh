@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# record --call-sites (include/callsite.h), figures only; nothing here asserts a time.
+# (1) ns per traced call (entry + return) of a function whose first instruction the kernel
+#     single-steps (tests/targets/callsites: tr_mov, mov first), called from one direct site:
+#     untraced, plain probes (--no-trampolines), the entry trampoline (--trampolines: nop5 probe
+#     + uretprobe), a redirected call site (--call-sites: two emulated 1-byte-nop probes in the
+#     stub); against atftrace at a nop5 site (tests/targets/tramp_sites tr_nop5, plain probe)
+#     and the same function through a pointer (an indirect call: never redirected, its plain
+#     probe). Best of $REPEAT runs of $N calls.
+# (2) the share of traced calls that take the stubs (bench/call_sites_share.py): sqlite3 with
+#     every libsqlite3 function traced, $ROWS INSERT statements; bash with every function of
+#     the shell traced, a loop of $ROWS iterations.
+#   bench/bench_call_sites.sh      CS_BENCH_N=200000 CS_BENCH_REPEAT=3 CS_BENCH_ROWS=3000
+set -u
+cd "$(dirname "$0")/.."
+source bench/lib.sh
+CS=$PWD/${OUTPUT:-.output}/targets/callsites
+TS=$PWD/${OUTPUT:-.output}/targets/tramp_sites
+N=${CS_BENCH_N:-200000}
+REPEAT=${CS_BENCH_REPEAT:-3}
+ROWS=${CS_BENCH_ROWS:-3000}
+bench_probe_setup bench_call_sites "$CS" "$TS"
+figure() {
+	local field=$1
+	shift
+	rm -rf "$tmp/rec"
+	"$@" 2>/dev/null | awk -v f="$field" 'NF >= f { v = $f } END { print v }'
+}
+best() { bench_lowest "$REPEAT" figure "$@"; }
+
+echo "call sites: ns per traced call (entry + return), best of $REPEAT x $N; load: $(cut -d' ' -f1-3 /proc/loadavg)"
+none=$(best 3 "$CS" time direct "$N")
+plain=$(best 3 "$ATF" record --no-trampolines -o "$tmp/rec" -f tr_mov -- "$CS" time direct "$N")
+tr=$(best 3 "$ATF" record --trampolines -o "$tmp/rec" -f tr_mov -- "$CS" time direct "$N")
+cs=$(best 3 "$ATF" record --call-sites -o "$tmp/rec" -f tr_mov -- "$CS" time direct "$N")
+ind=$(best 3 "$ATF" record --call-sites -o "$tmp/rec" -f tr_mov -- "$CS" time mov "$N")
+nop5=$(best 3 "$ATF" record --no-trampolines -o "$tmp/rec" -f tr_nop5 -- "$TS" nop5 "$N")
+printf '%-34s %8s\n' "untraced" "$none" "plain probe (single-step)" "$plain" \
+	"entry trampoline (nop5 + uretprobe)" "$tr" "call site (two emulated nops)" "$cs" \
+	"--call-sites, indirect call (plain)" "$ind" "plain probe at a nop5 site" "$nop5"
+
+SQLITE=$(command -v sqlite3 || true)
+LIB=$([ -n "$SQLITE" ] && ldd "$SQLITE" | awk '$1 ~ /^libsqlite3\.so/ { print $3 }')
+command -v bpftool >/dev/null || { echo "share: bpftool missing"; exit 0; }
+echo "call sites: share of traced calls through the stubs"
+if [ -n "$LIB" ]; then
+	{
+		echo "CREATE TABLE t(a INTEGER PRIMARY KEY, b TEXT);"
+		for i in $(seq "$ROWS"); do echo "INSERT INTO t(b) VALUES ('row $i');"; done
+		echo "SELECT 'MARK';"
+	} >"$tmp/q.sql"
+	echo "sqlite3 ($ROWS INSERTs, every function of $(basename "$(readlink -f "$LIB")")): $(python3 bench/call_sites_share.py \
+		"$ATF" "$tmp/sq" "$tmp/q.sql" -f "$(readlink -f "$LIB"):*" -- "$SQLITE" -batch :memory:)"
+fi
+printf 'for ((i = 0; i < %d; i++)); do x=$((i * 2)); s="${s:0:64}$x"; done\necho MARK\n' "$ROWS" >"$tmp/b.sh"
+echo "bash (a loop of $ROWS, every function of bash): $(python3 bench/call_sites_share.py \
+	"$ATF" "$tmp/bash" "$tmp/b.sh" -f "$(readlink -f /bin/bash):*" -- /bin/bash -s)"

@@ -1,0 +1,68 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""The share of traced calls that take record --call-sites' fast path (bench/bench_call_sites.sh).
+
+call_sites_share.py ATFTRACE OUTDIR WORKLOAD_FILE -f SPEC... -- CMD...
+Runs `ATFTRACE record --call-sites -v` on CMD, whose stdin is WORKLOAD_FILE's text followed by
+a line that makes it print MARK; once MARK is printed (the workload is done, the session still
+runs), reads how often this session's stub entry program (atf_site_entry) and its plain probe
+program (atf_session: one run at each entry, one at each recorded return) ran, then ends CMD.
+Prints: sites redirected, calls through stubs, calls recorded (events / 2), the share.
+BPF run counts need the kernel's statistics: held on with BPF_ENABLE_STATS while this runs.
+"""
+import ctypes, json, os, re, subprocess, sys, tempfile, time
+
+BPF_ENABLE_STATS = 32
+
+
+def enable_stats():
+    libc = ctypes.CDLL(None, use_errno=True)
+    attr = ctypes.create_string_buffer(128)        # enable_stats.type = BPF_STATS_RUN_TIME (0)
+    fd = libc.syscall(321, BPF_ENABLE_STATS, attr, 128)   # __NR_bpf on x86_64
+    return fd                                       # held open: statistics stay on
+
+
+def progs():
+    out = subprocess.run(["bpftool", "prog", "show", "--json"], capture_output=True, text=True).stdout
+    return {p["id"]: p for p in json.loads(out or "[]")}
+
+
+def main():
+    atf, outdir, workload = sys.argv[1:4]
+    rest = sys.argv[4:]
+    sep = rest.index("--")
+    specs, cmd = rest[:sep], rest[sep + 1:]
+    stats_fd = enable_stats()
+    before = set(progs())
+    ready = tempfile.mktemp(prefix="atf-share-ready.")
+    err = open(outdir + ".err", "w")
+    rec = subprocess.Popen([atf, "record", "--call-sites", "-v", "-o", outdir, "--ready-file", ready]
+                           + specs + ["--"] + cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                           stderr=err, text=True)
+    deadline = time.time() + 120
+    while not os.path.exists(ready):
+        if rec.poll() is not None or time.time() > deadline:
+            sys.exit("the recording did not start: see " + outdir + ".err")
+        time.sleep(0.05)
+    rec.stdin.write(open(workload).read())
+    rec.stdin.flush()
+    for line in rec.stdout:
+        if line.strip().endswith("MARK"):
+            break
+    new = [p for i, p in progs().items() if i not in before]
+    site = sum(p.get("run_cnt", 0) for p in new if p.get("name") == "atf_site_entry")
+    rec.stdin.close()
+    rec.stdout.read()
+    rec.wait()
+    err.close()
+    text = open(outdir + ".err").read()
+    events = int(re.search(r"(\d+) events", text).group(1))
+    lost = re.search(r"events.*?, (\d+) lost", text)
+    nsites = sum(int(n) for n in re.findall(r": (\d+) call sites? of", text))
+    calls = events // 2
+    os.close(stats_fd) if stats_fd >= 0 else None
+    print("sites %d stub_calls %d calls %d lost %s share %.1f%%" %
+          (nsites, site, calls, lost.group(1) if lost else "?", 100.0 * site / calls if calls else 0))
+
+
+main()

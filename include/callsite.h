@@ -1,0 +1,60 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Call-site redirection (user/patch/callsite*.c), `record --call-sites`.
+ *
+ * Instead of writing a `jmp` over a traced function's first bytes (entry trampolines,
+ * include/trampoline.h), each direct call `call f` (e8 rel32) in f's module is pointed at a
+ * small stub in the module's trampoline memfd, which probes the entry, calls f's first
+ * instructions relocated (then f itself, past them), probes the return and jumps back after the
+ * call (user/patch/callsite_plan.h). f's own first bytes stay the file's: another tool's uprobe
+ * on f works as it would without us, and f keeps its plain probe for the calls no stub covers
+ * (tail calls, indirect calls, calls from other modules). A redirected call never runs f's
+ * first bytes, so no call is counted twice; it returns into the stub, not into a uretprobe
+ * trampoline, so it has no nesting limit.
+ *
+ * The rel32s are written only while every thread is stopped, never where a thread's
+ * instruction pointer or a word of a stack lies inside the 5 bytes, and are written back at
+ * the end where they are still ours; the stubs stay mapped (a thread may be inside one), and
+ * without their probes (a recorder killed with -9) they are plain code.
+ */
+#ifndef ATFTRACE_CALLSITE_H
+#define ATFTRACE_CALLSITE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
+#include "probes.h"
+#include "symbols.h"
+
+struct cs_process;
+
+struct cs_opts {
+	pid_t link_pid;             /* the links' process filter (0: every process, --follow-fork) */
+	bool launched;              /* a child seized with tramp_seize_child() before its exec */
+	bool verbose;               /* one line per module: sites redirected, and why not more */
+};
+
+/**
+ * cs_process__attach - redirect the direct calls to the selected functions of @mods in process
+ * @pid to call-site stubs and attach the stubs' probes. The functions' own plain probes must be
+ * attached already (probes__attach_module()). With @o->launched, first waits for the child's
+ * exec and runs it to its entry point. Nothing is redirected in a process that maps a C++
+ * unwinder (an exception would unwind through a stub, which has no unwind information) or has
+ * a seccomp filter; one line says so. The process runs again when this returns. Returns 0 with
+ * @nsites set to the number of sites redirected, or a negative errno (nothing redirected).
+ */
+int cs_process__attach(struct cs_process **out, struct probes *p, struct sym_module **mods,
+		       size_t nmods, pid_t pid, const struct cs_opts *o, size_t *nsites);
+
+/**
+ * cs_process__restore - stop the process and write each redirected site's original rel32 back,
+ * where our call is still there and the module is still mapped where it was (the stubs stay
+ * mapped). Nothing to do when the process is gone. Returns the number of sites restored, or a
+ * negative errno.
+ */
+int cs_process__restore(struct cs_process *cp);
+
+/** cs_process__free - release (restores first if that was not done). NULL is ignored. */
+void cs_process__free(struct cs_process *cp);
+
+#endif

@@ -1,0 +1,117 @@
+// SPDX-License-Identifier: MIT
+/* Unit tests for call-site redirection's pure part: the call finder and the stub encoder. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+#include <cmocka.h>
+#include "callsite_plan.h"
+
+static int32_t rel_at(const uint8_t *p)
+{
+	int32_t v;
+
+	memcpy(&v, p, 4);
+	return v;
+}
+
+/* e8 rel32 at @code[@off] (address @addr + @off) calling @to. */
+static void put_call(uint8_t *code, size_t off, uint64_t addr, uint64_t to)
+{
+	int32_t rel = (int32_t)(to - (addr + off + 5));
+
+	code[off] = 0xe8;
+	memcpy(code + off + 1, &rel, 4);
+}
+
+static void test_find_calls_only_direct_to_targets(void **state)
+{
+	const uint64_t addr = 0x401000, f = 0x402000, g = 0x403000, other = 0x404000;
+	const uint64_t targets[] = { f, g };        /* sorted */
+	uint8_t code[64];
+	struct cs_call out[8];
+	size_t n = 0;
+
+	memset(code, 0x90, sizeof(code));
+	put_call(code, 0, addr, f);                 /* call f */
+	code[5] = 0x89; code[6] = 0xc7;             /* mov %eax,%edi */
+	put_call(code, 7, addr, other);             /* call other: not traced */
+	code[12] = 0xff; code[13] = 0xd0;           /* call *%rax: indirect */
+	code[14] = 0xe9;                            /* jmp g: a tail call, not a call */
+	{ int32_t rel = (int32_t)(g - (addr + 19)); memcpy(code + 15, &rel, 4); }
+	put_call(code, 19, addr, g);                /* call g */
+	code[24] = 0x48; code[25] = 0xb8;           /* movabs $..., %rax holding e8 bytes */
+	put_call(code, 26, addr, f);                /* inside the immediate: not an instruction */
+	memset(code + 31, 0, 3);
+	put_call(code, 34, addr, f);                /* call f again */
+	n = cs_find_calls(code, 39, addr, targets, 2, out, 8);
+	assert_int_equal(n, 3);
+	assert_int_equal(out[0].site, addr);
+	assert_int_equal(out[0].target, 0);
+	assert_int_equal(out[1].site, addr + 19);
+	assert_int_equal(out[1].target, 1);
+	assert_int_equal(out[2].site, addr + 34);
+	assert_int_equal(out[2].target, 0);
+	/* @cap bounds the list */
+	assert_int_equal(cs_find_calls(code, 39, addr, targets, 2, out, 1), 1);
+}
+
+static void test_find_calls_stops_at_bad_bytes(void **state)
+{
+	const uint64_t addr = 0x1000, f = 0x2000;
+	uint8_t code[16];
+	struct cs_call out[4];
+
+	memset(code, 0x90, sizeof(code));
+	code[0] = 0x0f; code[1] = 0x0b;             /* ud2 decodes; then an invalid opcode */
+	code[2] = 0x06;                             /* push %es: invalid in 64-bit mode */
+	put_call(code, 3, addr, f);
+	assert_int_equal(cs_find_calls(code, 8, addr, &f, 1, out, 4), 0);
+	/* a truncated call at the end is not one */
+	put_call(code, 0, addr, f);
+	assert_int_equal(cs_find_calls(code, 4, addr, &f, 1, out, 4), 0);
+	assert_int_equal(cs_find_calls(code, 5, addr, &f, 1, out, 4), 1);
+}
+
+static void test_stub_bytes(void **state)
+{
+	const uint64_t stub = 0x7f0000001040, site = 0x7f0000400123, body = 0x7f0000001000;
+	static const uint8_t lea[] = { 0x48, 0x8d, 0x64, 0x24, 0x08 };
+	uint8_t s[CS_STUB_SLOT];
+
+	assert_true(cs_stub_emit(stub, site, body, s));
+	assert_memory_equal(s, lea, sizeof(lea));            /* lea 8(%rsp),%rsp */
+	assert_int_equal(s[CS_PROBE_A], 0x90);               /* probe A */
+	assert_int_equal(s[CS_PROBE_A + 1], 0xe8);           /* call body */
+	assert_int_equal(stub + CS_PROBE_A + 1 + 5 + rel_at(s + CS_PROBE_A + 2), body);
+	assert_int_equal(CS_PROBE_B, CS_PROBE_A + 6);         /* where that call returns */
+	assert_int_equal(s[CS_PROBE_B], 0x90);               /* probe B */
+	assert_int_equal(s[CS_PROBE_B + 1], 0xe9);           /* jmp site+5 */
+	assert_int_equal(stub + CS_PROBE_B + 1 + 5 + rel_at(s + CS_PROBE_B + 2), site + 5);
+	for (size_t i = CS_PROBE_B + 6; i < CS_STUB_SLOT; i++)
+		assert_int_equal(s[i], 0xcc);
+}
+
+static void test_out_of_reach(void **state)
+{
+	uint8_t s[CS_STUB_SLOT], c[CS_CALL_LEN];
+
+	assert_false(cs_stub_emit(0x100000000000, 0x1000, 0x100000000100, s));   /* site far */
+	assert_false(cs_stub_emit(0x100000000000, 0x100000001000, 0x1000, s));   /* body far */
+	assert_false(cs_call_bytes(0x1000, 0x100000000000, c));
+	assert_true(cs_call_bytes(0x401000, 0x400000, c));
+	assert_int_equal(c[0], 0xe8);
+	assert_int_equal(0x401005 + (int64_t)rel_at(c + 1), 0x400000);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_find_calls_only_direct_to_targets),
+		cmocka_unit_test(test_find_calls_stops_at_bad_bytes),
+		cmocka_unit_test(test_stub_bytes),
+		cmocka_unit_test(test_out_of_reach),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

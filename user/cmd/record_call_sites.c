@@ -1,0 +1,32 @@
+// SPDX-License-Identifier: MIT
+/* record --call-sites: the command's side of include/callsite.h (user/cmd/record_call_sites.h). */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include "record_call_sites.h"
+
+int record_call_sites_attach(struct rm_modules *mods, struct probes *probes, pid_t target,
+			     pid_t link_pid, bool launched, bool verbose, struct cs_process **cp)
+{
+	struct cs_opts o = { .link_pid = link_pid, .launched = launched, .verbose = verbose };
+	size_t nsites = 0;
+	int err = cs_process__attach(cp, probes, mods->m, mods->n, target, &o, &nsites);
+
+	if (err < 0) {
+		fprintf(stderr, "atftrace record: cannot redirect call sites: %s\n", strerror(-err));
+		return err;
+	}
+	if (verbose)
+		fprintf(stderr, "atftrace record: %zu call %s redirected\n", nsites,
+			nsites == 1 ? "site" : "sites");
+	return 0;
+}
+
+void record_call_sites_restore(struct cs_process *cp)
+{
+	int n = cs_process__restore(cp);
+
+	if (n < 0)
+		fprintf(stderr, "atftrace record: cannot write the target's original calls back (%s); "
+			"it goes on correctly through the call-site stubs\n", strerror(-n));
+}

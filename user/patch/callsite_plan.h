@@ -1,0 +1,55 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Call-site redirection, the pure part (user/patch/callsite_plan.c): find the direct calls
+ * (`e8 rel32`) of a module's code that target traced functions, and encode the per-site stub
+ * they are redirected to. Unit-tested (tests/unit/test_callsite_plan.c).
+ *
+ * The stub of one site, in the module's trampoline memfd:
+ *     lea  8(%rsp), %rsp     drop the return address the call pushed (site+5, a constant);
+ *                            lea, not add: the flags stay as the caller left them
+ *     nop                    probe A, entry: the link cookie is the function id
+ *     call body              the function's first instructions, relocated, then jmp f+len:
+ *                            f runs on exactly the stack it would have had, and returns here
+ *     nop                    probe B, return: a plain uprobe, no return-address hijack
+ *     jmp  site+5
+ * The probes are 1-byte nops, which the kernel emulates: a 5-byte nop would be optimised into
+ * a call to the kernel's [uprobes-trampoline] page, which fork does not copy.
+ */
+#ifndef ATFTRACE_CALLSITE_PLAN_H
+#define ATFTRACE_CALLSITE_PLAN_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include "atftrace.h"
+
+#define CS_CALL_LEN   5             /* e8 rel32 */
+#define CS_STUB_SLOT  32            /* bytes reserved per stub (the rest int3) */
+#define CS_PROBE_A    5             /* offset of probe A in a stub */
+#define CS_PROBE_B    (CS_PROBE_A + ATF_SITE_RET_FROM_PROBE_A)
+
+/* One direct call whose target is a traced function. */
+struct cs_call {
+	uint64_t site;              /* address of the e8 */
+	uint32_t target;            /* index into the caller's target list */
+};
+
+/**
+ * cs_find_calls - every `call rel32` (e8) in the code at @addr (@size bytes in @code) whose
+ * target is one of @targets (@ntargets addresses, sorted ascending), in order, into @out (at
+ * most @cap). Decoding stops at the first bytes that are not code. Returns how many were found.
+ */
+size_t cs_find_calls(const uint8_t *code, uint64_t size, uint64_t addr, const uint64_t *targets,
+		     size_t ntargets, struct cs_call *out, size_t cap);
+
+/** cs_call_bytes - the 5 bytes `call @to` placed at @from; false when out of rel32 range. */
+bool cs_call_bytes(uint64_t from, uint64_t to, uint8_t out[CS_CALL_LEN]);
+
+/**
+ * cs_stub_emit - the stub at @stub for the call site @site, whose function's relocated first
+ * instructions start at @body, into @out (CS_STUB_SLOT bytes, the rest int3). False when
+ * @body or @site+5 is out of rel32 reach from the stub.
+ */
+bool cs_stub_emit(uint64_t stub, uint64_t site, uint64_t body, uint8_t out[CS_STUB_SLOT]);
+
+#endif
