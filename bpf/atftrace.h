@@ -135,10 +135,18 @@ struct filter_fn {
 	__u32 depth;            /* FILTER_FN_DEPTH: levels kept from this function on */
 };
 
-/* Processes with entry trampolines that the registration guard stops (bpf/reg_guard.bpf.h). */
-#define GUARD_MAX_PIDS 64
+/* Processes with entry trampolines that the registration guard stops (bpf/reg_guard.bpf.h):
+ * the traced process, the children it forks, the processes that share its memory. */
+#define GUARD_MAX_PIDS 16384
+/* Tracepoint ids the guard knows (bpf/reg_guard.bpf.h): TP_ID_STATIC, TP_ID_DYNAMIC. */
+#define GUARD_MAX_TP_IDS 32768
+#define TP_ID_STATIC  1u        /* a tracepoint compiled into the kernel: never a uprobe */
+#define TP_ID_DYNAMIC 2u        /* a tracefs dynamic event (uprobe, kprobe, synthetic, ...) */
 /* Processes held at once (bpf/holds.bpf.h); a power of two. */
 #define HELD_MAX_PIDS 256
+/* A held_pids entry with this bit: someone else stopped the process during our hold (the
+ * user's kill -STOP, job control), so our hold's end does not continue it. */
+#define HELD_STOPPED_BY_OTHER (1ull << 63)
 
 /* REC_TASK_EXEC and REC_DL_STATE: child_pid holds REC_TASK_HELD when the process was stopped
  * (SIGSTOP) for the recorder, which sends SIGCONT once it has attached what is new. */

@@ -9,6 +9,9 @@
  * A process that someone else has stopped, or is stopping (the user's kill -STOP, a shell's
  * job control: a group stop in effect, or a stop signal pending for the group), is not stopped
  * by us and not put in the set: it was not ours to stop, so it is not ours to continue either.
+ * One that someone else stops while we hold it (the stop signal's generation names a held
+ * process, and did not come from us) gets HELD_STOPPED_BY_OTHER on its entry: the end of our
+ * hold takes it out of the set without a SIGCONT, so it stays stopped until they continue it.
  * Part of bpf/atftrace.bpf.c.
  */
 #ifndef ATFTRACE_HOLDS_BPF_H
@@ -31,7 +34,7 @@ static int held_find(__u32 i, void *data)
 {
 	struct held_ctx *c = data;
 
-	if (held_pids[i & (HELD_MAX_PIDS - 1)] != c->pid)
+	if ((held_pids[i & (HELD_MAX_PIDS - 1)] & ~HELD_STOPPED_BY_OTHER) != c->pid)
 		return 0;
 	c->done = true;
 	return 1;
@@ -45,6 +48,17 @@ static int held_claim(__u32 i, void *data)
 		return 0;
 	c->done = true;
 	return 1;
+}
+
+static int held_unclaim(__u32 i, void *data)
+{
+	struct held_ctx *c = data;
+
+	__u64 *slot = &held_pids[i & (HELD_MAX_PIDS - 1)];
+
+	return __sync_val_compare_and_swap(slot, c->pid, 0) == c->pid ||
+	       __sync_val_compare_and_swap(slot, c->pid | HELD_STOPPED_BY_OTHER, 0) ==
+	       (c->pid | HELD_STOPPED_BY_OTHER);
 }
 
 /* Has someone other than us stopped @task's group, or is a stop signal on its way to it? */
@@ -77,9 +91,77 @@ static __always_inline bool hold_begin(struct task_struct *task, __u32 pid)
 	if (stopped_by_other(task))
 		return false;
 	bpf_loop(HELD_MAX_PIDS, held_claim, &c, 0);
-	if (!c.done)
+	if (!c.done) {
 		__sync_fetch_and_add(&held_unlisted, 1);
+		return true;
+	}
+	/* a stop that someone else sent between the look above and the claim, which the claim
+	 * hid from atf_signal_generate: theirs, so not ours to stop (the claim is a full barrier) */
+	if (stopped_by_other(task)) {
+		bpf_loop(HELD_MAX_PIDS, held_unclaim, &c, 0);
+		return false;
+	}
 	return true;
+}
+
+#define ATF_SIGCONT     18
+#define ATF_SI_KERNEL   0x80
+
+struct held_mark_ctx {
+	__u64 pid;
+	bool stopped;           /* set HELD_STOPPED_BY_OTHER, or (a SIGCONT) clear it */
+};
+
+static int held_mark(__u32 i, void *data)
+{
+	struct held_mark_ctx *c = data;
+	__u64 *slot = &held_pids[i & (HELD_MAX_PIDS - 1)];
+
+	if ((*slot & ~HELD_STOPPED_BY_OTHER) != c->pid)
+		return 0;
+	if (c->stopped)
+		__sync_fetch_and_or(slot, HELD_STOPPED_BY_OTHER);
+	else
+		__sync_fetch_and_and(slot, ~HELD_STOPPED_BY_OTHER);
+	return 1;
+}
+
+/*
+ * Someone else stops (or continues) a process while we hold it. Our own stops are
+ * bpf_send_signal_task()'s: a siginfo with SI_KERNEL; kill(), tgkill() and a terminal's job
+ * control (SEND_SIG_PRIV) are not. A SIGTSTP, SIGTTIN or SIGTTOU stops only with its default
+ * action; a signal the kernel ignores changes nothing.
+ */
+SEC("?tp_btf/signal_generate")
+int BPF_PROG(atf_signal_generate, int sig, struct kernel_siginfo *info, struct task_struct *task,
+	     int group, int result)
+{
+	struct held_mark_ctx c = { .stopped = sig != ATF_SIGCONT };
+	struct sighand_struct *sh;
+	unsigned long handler = 0;
+	int code = 0;
+
+	if (sig != ATF_SIGCONT && !(sig >= 19 && sig <= 22))
+		return 0;
+	if (result == 1)                /* TRACE_SIGNAL_IGNORED */
+		return 0;
+	if ((unsigned long)info > 1 &&
+	    !bpf_probe_read_kernel(&code, sizeof(code), &info->si_code) && code == ATF_SI_KERNEL)
+		return 0;               /* ours (or another program's) */
+	if (sig > 19) {
+		sh = BPF_CORE_READ(task, sighand);
+		if (!sh || bpf_probe_read_kernel(&handler, sizeof(handler),
+						 &sh->action[(sig - 1) & 63].sa.sa_handler) || handler)
+			return 0;
+	}
+	c.pid = task_pid_tgid(task) >> 32;
+	if (!c.pid)
+		return 0;
+	/* a full barrier between the kernel's pending bit and our look at the set (hold_begin
+	 * does the mirror image: claim, then look at the pending bits again) */
+	__sync_fetch_and_add(&held_unlisted, 0);
+	bpf_loop(HELD_MAX_PIDS, held_mark, &c, 0);
+	return 0;
 }
 
 #endif

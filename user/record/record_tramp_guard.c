@@ -23,6 +23,7 @@
  */
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include "atftrace.h"
 #include "recorder_int.h"
@@ -40,8 +41,9 @@ void recorder__set_trampolines(struct recorder *r, struct tramp_process *tp)
  */
 static void hold_guarded(struct recorder *r)
 {
-	pid_t pids[1 + GUARD_MAX_PIDS];
-	size_t n = tramp_process__pids(r->tramps, pids, sizeof(pids) / sizeof(pids[0]));
+	size_t cap = tramp_process__pids(r->tramps, NULL, 0);
+	pid_t *pids = calloc(cap ? cap : 1, sizeof(*pids));
+	size_t n = pids ? tramp_process__pids(r->tramps, pids, cap) : 0;
 
 	for (size_t i = 0; i < n; i++) {
 		if (!rec_holds_ours(r, pids[i]))
@@ -49,6 +51,7 @@ static void hold_guarded(struct recorder *r)
 		rec_hold(r, pids[i]);
 		rec_hold_wait(pids[i], pids[i]);
 	}
+	free(pids);
 }
 
 void rec_tramp_guard_on_record(struct recorder *r, const void *data, size_t size)
@@ -121,6 +124,8 @@ void rec_tramp_guard_after_drain(struct recorder *r)
 
 	if (!r->tramps)
 		return;
+	/* a tracepoint event opened by an id the guard did not know: tracefs has new events */
+	probes__guard_tp_ids_stale(r->opts.probes);
 	/* stops the ring had no room to announce: which processes is not known, so all of them */
 	unannounced = probes__guard_unannounced(r->opts.probes);
 	if (unannounced != r->guard_unannounced) {

@@ -1,0 +1,261 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The registration guard's view of the machine's tracepoints (bpf/reg_guard.bpf.h). A tracefs
+ * uprobe event is opened with perf_event_open as a tracepoint event, by its id: so the guard
+ * has to stop the patched processes for a tracepoint event that may be one. Here the recorder
+ * reads every tracepoint id from tracefs (events/<group>/<event>/id) into the map tp_ids, and
+ * says which ones are tracepoints compiled into the kernel (TP_ID_STATIC: never a uprobe, and
+ * their id is never reused while the kernel runs, bar a module unload, which BPF counts) and
+ * which are dynamic events (TP_ID_DYNAMIC: uprobe, kprobe, synthetic, eprobe, user events,
+ * whose ids are freed and reused, so any of them may be a uprobe on a patched function by
+ * the time it is opened). Opening a static tracepoint (perf stat -e 'sched:*', bpftrace's
+ * tracepoint probes) then stops nothing.
+ *
+ * Which events are dynamic: those that tracefs's dynamic_events (or, on older kernels,
+ * uprobe_events and kprobe_events) lists, read before and after the walk of events/ (an
+ * event defined during the walk is in the second list), and those of the dynamic-only groups.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include "atftrace.h"
+#include "atftrace.skel.h"
+#include "probes_int.h"
+
+#if defined(__x86_64__)
+/* Groups whose every event is dynamic (their default names). */
+static const char *const dynamic_groups[] = { "uprobes", "kprobes", "synthetic", "eprobes",
+					      "fprobes", "tracepoints", "user_events" };
+
+struct names {
+	char **v;
+	size_t n, cap;
+};
+
+static void names_free(struct names *n)
+{
+	for (size_t i = 0; i < n->n; i++)
+		free(n->v[i]);
+	free(n->v);
+	memset(n, 0, sizeof(*n));
+}
+
+static int names_add(struct names *n, const char *s, size_t len)
+{
+	if (n->n == n->cap) {
+		size_t cap = n->cap ? 2 * n->cap : 32;
+		char **v = realloc(n->v, cap * sizeof(*v));
+
+		if (!v)
+			return -ENOMEM;
+		n->v = v;
+		n->cap = cap;
+	}
+	n->v[n->n] = strndup(s, len);
+	return n->v[n->n] ? (int)n->n++ : -ENOMEM;
+}
+
+static bool names_has(const struct names *n, const char *s)
+{
+	for (size_t i = 0; i < n->n; i++)
+		if (!strcmp(n->v[i], s))
+			return true;
+	return false;
+}
+
+/* "GROUP/EVENT" of each line "X:GROUP/EVENT ..." (or "X:EVENT ...") of tracefs file @name. */
+static void read_dynamic(const char *dir, const char *name, struct names *out)
+{
+	char path[256], line[512];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	f = fopen(path, "re");
+	if (!f)
+		return;
+	while (fgets(line, sizeof(line), f)) {
+		char *colon = strchr(line, ':');
+		size_t len;
+
+		if (!colon)
+			continue;
+		len = strcspn(colon + 1, " \t\n");
+		names_add(out, colon + 1, len);
+	}
+	fclose(f);
+}
+
+static void read_all_dynamic(const char *dir, struct names *out)
+{
+	read_dynamic(dir, "dynamic_events", out);
+	read_dynamic(dir, "uprobe_events", out);
+	read_dynamic(dir, "kprobe_events", out);
+}
+
+static bool dynamic_group(const char *group)
+{
+	for (size_t i = 0; i < sizeof(dynamic_groups) / sizeof(dynamic_groups[0]); i++)
+		if (!strcmp(group, dynamic_groups[i]))
+			return true;
+	return false;
+}
+
+static int read_id(int events_fd, const char *group, const char *event, uint32_t *id)
+{
+	char rel[600], buf[32];
+	ssize_t len;
+	int fd;
+
+	snprintf(rel, sizeof(rel), "%s/%s/id", group, event);
+	fd = openat(events_fd, rel, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	len = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (len <= 0)
+		return -EIO;
+	buf[len] = 0;
+	*id = (uint32_t)strtoul(buf, NULL, 10);
+	return 0;
+}
+
+/* Every event of @group (a directory of @events_fd) into the map. How many. */
+static int walk_group(struct probes *p, int events_fd, const char *group, const struct names *dyn)
+{
+	int fd = openat(events_fd, group, O_RDONLY | O_DIRECTORY | O_CLOEXEC), n = 0;
+	bool all_dynamic = dynamic_group(group);
+	struct dirent *e;
+	char name[600];
+	DIR *d;
+
+	if (fd < 0)
+		return 0;
+	d = fdopendir(fd);
+	if (!d) {
+		close(fd);
+		return 0;
+	}
+	while ((e = readdir(d))) {
+		uint32_t id;
+		uint8_t kind;
+
+		if (e->d_type != DT_DIR || e->d_name[0] == '.' ||
+		    read_id(events_fd, group, e->d_name, &id))
+			continue;
+		snprintf(name, sizeof(name), "%s/%s", group, e->d_name);
+		kind = all_dynamic || names_has(dyn, name) || names_has(dyn, e->d_name) ?
+		       TP_ID_DYNAMIC : TP_ID_STATIC;
+		if (!bpf_map__update_elem(p->skel->maps.tp_ids, &id, sizeof(id), &kind, sizeof(kind),
+					  BPF_ANY))
+			n++;
+	}
+	closedir(d);
+	return n;
+}
+
+int probes__guard_refresh_tp_ids(struct probes *p)
+{
+	static const char *const dirs[] = { "/sys/kernel/tracing", "/sys/kernel/debug/tracing" };
+	struct atftrace_bpf__bss *b = p->skel->bss;
+	struct names dyn = { 0 };
+	uint64_t gen;
+	int events_fd = -1, n = 0;
+	const char *dir = NULL;
+	struct dirent *e;
+	char path[256];
+	DIR *d;
+
+	if (!p->guard)
+		return -EOPNOTSUPP;
+	for (size_t i = 0; i < sizeof(dirs) / sizeof(dirs[0]) && events_fd < 0; i++) {
+		snprintf(path, sizeof(path), "%s/events", dirs[i]);
+		events_fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		dir = dirs[i];
+	}
+	if (events_fd < 0)
+		return -ENOENT;
+	/* the count of module unloads before the walk: one during it leaves the map untrusted */
+	gen = __atomic_load_n(&b->tp_ids_gen, __ATOMIC_SEQ_CST);
+	__atomic_store_n(&b->tp_ids_stale, 0, __ATOMIC_SEQ_CST);
+	read_all_dynamic(dir, &dyn);
+	d = fdopendir(dup(events_fd));
+	if (!d) {
+		close(events_fd);
+		names_free(&dyn);
+		return -errno;
+	}
+	/* the groups first, then the second list of dynamic events, then the ids */
+	struct names groups = { 0 };
+
+	while ((e = readdir(d)))
+		if (e->d_type == DT_DIR && e->d_name[0] != '.')
+			names_add(&groups, e->d_name, strlen(e->d_name));
+	closedir(d);
+	read_all_dynamic(dir, &dyn);
+	for (size_t i = 0; i < groups.n; i++)
+		n += walk_group(p, events_fd, groups.v[i], &dyn);
+	read_all_dynamic(dir, &dyn);
+	names_free(&groups);
+	names_free(&dyn);
+	close(events_fd);
+	__atomic_store_n(&b->tp_ids_valid_gen, gen, __ATOMIC_SEQ_CST);
+	/* a kernel that unloads modules without telling us could reuse a static id */
+	__atomic_store_n(&b->tp_ids_ready, p->tp_ids_trusted, __ATOMIC_SEQ_CST);
+	if (p->verbose)
+		fprintf(stderr, "atftrace record: registration guard: %d tracepoint ids read from %s%s\n",
+			n, dir, p->tp_ids_trusted ? "" : " (not used: modules are unloaded unseen)");
+	return n;
+}
+
+bool probes__guard_tp_ids_stale(struct probes *p)
+{
+	static struct timespec last;
+	struct timespec now;
+
+	if (!p->guard || !__atomic_load_n(&p->skel->bss->tp_ids_stale, __ATOMIC_ACQUIRE))
+		return false;
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	if (last.tv_sec && now.tv_sec - last.tv_sec < 1)
+		return false;
+	last = now;
+	return probes__guard_refresh_tp_ids(p) >= 0;
+}
+
+uint64_t probes__guard_tp_skipped(const struct probes *p)
+{
+	return p->guard ? __atomic_load_n(&p->skel->bss->tp_static_skipped, __ATOMIC_RELAXED) : 0;
+}
+#else
+int probes__guard_refresh_tp_ids(struct probes *p)
+{
+	(void)p;
+	return -EOPNOTSUPP;
+}
+
+bool probes__guard_tp_ids_stale(struct probes *p)
+{
+	(void)p;
+	return false;
+}
+
+uint64_t probes__guard_tp_skipped(const struct probes *p)
+{
+	(void)p;
+	return 0;
+}
+#endif
+
+int probes__watch_stops(struct probes *p)
+{
+	struct atftrace_bpf *s = p->skel;
+
+	if (s->links.atf_signal_generate)
+		return 0;
+	s->links.atf_signal_generate = bpf_program__attach(s->progs.atf_signal_generate);
+	return s->links.atf_signal_generate ? 0 : -errno;
+}
