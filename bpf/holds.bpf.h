@@ -128,9 +128,10 @@ static int held_mark(__u32 i, void *data)
 
 /*
  * Someone else stops (or continues) a process while we hold it. Our own stops are
- * bpf_send_signal_task()'s: a siginfo with SI_KERNEL; kill(), tgkill() and a terminal's job
- * control (SEND_SIG_PRIV) are not. A SIGTSTP, SIGTTIN or SIGTTOU stops only with its default
- * action; a signal the kernel ignores changes nothing.
+ * bpf_send_signal_task()'s (a siginfo with SI_KERNEL) or bpf_send_signal_thread()'s
+ * (SEND_SIG_PRIV, sent by the process to itself); kill(), tgkill() (raise() too) and a
+ * terminal's job control (SEND_SIG_PRIV, from the terminal's side) are not. A SIGTSTP, SIGTTIN
+ * or SIGTTOU stops only with its default action; a signal the kernel ignores changes nothing.
  */
 SEC("?tp_btf/signal_generate")
 int BPF_PROG(atf_signal_generate, int sig, struct kernel_siginfo *info, struct task_struct *task,
@@ -145,6 +146,8 @@ int BPF_PROG(atf_signal_generate, int sig, struct kernel_siginfo *info, struct t
 		return 0;
 	if (result == 1)                /* TRACE_SIGNAL_IGNORED */
 		return 0;
+	if ((unsigned long)info == 1 && task->tgid == (bpf_get_current_pid_tgid() >> 32))
+		return 0;               /* ours, sent by the process to itself */
 	if ((unsigned long)info > 1 &&
 	    !bpf_probe_read_kernel(&code, sizeof(code), &info->si_code) && code == ATF_SI_KERNEL)
 		return 0;               /* ours (or another program's) */

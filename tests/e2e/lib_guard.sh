@@ -6,10 +6,11 @@ cp "$TARGETS/guard_loop" "$GL" || fail "build first: make OUTPUT=$OUTPUT targets
 command -v bpftrace >/dev/null || fail "bpftrace is missing (scripts/deps.sh installs it)"
 
 # guard_record NAME ARGS...: record the launched command ARGS (gl_* functions, -v) into $T/NAME,
-# its stderr in $T/NAME.err; sets REC. The caller waits for the target's READY file.
+# its stderr in $T/NAME.err, the target's output in $T/NAME.out; sets REC. The caller waits for
+# the target's READY file.
 guard_record() {
 	local name=$1; shift
-	"$ATF" record -v -o "$T/$name" -f 'gl_*' -- "$@" 2>"$T/$name.err" &
+	"$ATF" record -v -o "$T/$name" -f 'gl_*' -- "$@" 2>"$T/$name.err" >"$T/$name.out" &
 	REC=$!
 }
 
@@ -27,6 +28,9 @@ guard_record_pid() {
 wait_file() {
 	timeout 60 bash -c 'until [ -e "$1" ]; do sleep 0.05; done' _ "$1" || fail "$2: no $1 after 60 s"
 }
+
+# launched_pid NAME: the pid of the command that guard_record NAME launched
+launched_pid() { sed -n 's/^atftrace record: launched \([0-9]*\):.*/\1/p' "$T/$1.err"; }
 
 # proc_state PID: its state letter in /proc/PID/stat (R, S, T, Z, ...)
 proc_state() { awk '{ print $3 }' /proc/"$1"/stat 2>/dev/null || echo gone; }
