@@ -143,7 +143,7 @@ struct filter_fn {
 #define TP_ID_STATIC  1u        /* a tracepoint compiled into the kernel: never a uprobe */
 #define TP_ID_DYNAMIC 2u        /* a tracefs dynamic event (uprobe, kprobe, synthetic, ...) */
 /* Processes held at once (bpf/holds.bpf.h); a power of two. */
-#define HELD_MAX_PIDS 256
+#define HELD_MAX_PIDS 1024
 /* A held_pids entry with this bit: someone else stopped the process during our hold (the
  * user's kill -STOP, job control), so our hold's end does not continue it. */
 #define HELD_STOPPED_BY_OTHER (1ull << 63)

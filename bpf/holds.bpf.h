@@ -23,7 +23,7 @@
 
 /* Written by BPF, cleared by the recorder (mmaped .bss): held tgids, recorder's pid namespace. */
 __u64 held_pids[HELD_MAX_PIDS];         /* 64-bit: the compare-and-swap needs it */
-__u64 held_unlisted;            /* stops sent while the set was full */
+__u64 held_unlisted;            /* stops not sent: the set was full */
 
 struct held_ctx {
 	__u64 pid;
@@ -77,7 +77,8 @@ static __always_inline bool stopped_by_other(struct task_struct *task)
 /*
  * hold_begin - may a hold stop @task, whose tgid in the recorder's namespace is @pid? Yes when
  * it is in the held set already (ours), or when nobody else stops it: then it is added to the
- * set first, and the caller sends SIGSTOP. No when another one stopped it (see above).
+ * set first, and the caller sends SIGSTOP. No when another one stopped it (see above), or
+ * when HELD_MAX_PIDS processes are held already (the hold is not done).
  */
 static __always_inline bool hold_begin(struct task_struct *task, __u32 pid)
 {
@@ -92,8 +93,9 @@ static __always_inline bool hold_begin(struct task_struct *task, __u32 pid)
 		return false;
 	bpf_loop(HELD_MAX_PIDS, held_claim, &c, 0);
 	if (!c.done) {
+		/* nobody would continue a process that is not in the set: not stopped at all */
 		__sync_fetch_and_add(&held_unlisted, 1);
-		return true;
+		return false;
 	}
 	/* a stop that someone else sent between the look above and the claim, which the claim
 	 * hid from atf_signal_generate: theirs, so not ours to stop (the claim is a full barrier) */

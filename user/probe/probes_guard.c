@@ -167,11 +167,13 @@ int probes__guard_refresh_tp_ids(struct probes *p)
 	int events_fd = -1, n = 0;
 	const char *dir = NULL;
 	struct dirent *e;
+	struct timespec t0, t1;
 	char path[256];
 	DIR *d;
 
 	if (!p->guard)
 		return -EOPNOTSUPP;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
 	for (size_t i = 0; i < sizeof(dirs) / sizeof(dirs[0]) && events_fd < 0; i++) {
 		snprintf(path, sizeof(path), "%s/events", dirs[i]);
 		events_fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -206,9 +208,12 @@ int probes__guard_refresh_tp_ids(struct probes *p)
 	__atomic_store_n(&b->tp_ids_valid_gen, gen, __ATOMIC_SEQ_CST);
 	/* a kernel that unloads modules without telling us could reuse a static id */
 	__atomic_store_n(&b->tp_ids_ready, p->tp_ids_trusted, __ATOMIC_SEQ_CST);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
 	if (p->verbose)
-		fprintf(stderr, "atftrace record: registration guard: %d tracepoint ids read from %s%s\n",
-			n, dir, p->tp_ids_trusted ? "" : " (not used: modules are unloaded unseen)");
+		fprintf(stderr, "atftrace record: registration guard: %d tracepoint ids read from %s "
+			"in %.1f ms%s\n", n, dir, (t1.tv_sec - t0.tv_sec) * 1e3 +
+			(t1.tv_nsec - t0.tv_nsec) / 1e6,
+			p->tp_ids_trusted ? "" : " (not used: modules are unloaded unseen)");
 	return n;
 }
 

@@ -124,8 +124,6 @@ void rec_tramp_guard_after_drain(struct recorder *r)
 
 	if (!r->tramps)
 		return;
-	/* a tracepoint event opened by an id the guard did not know: tracefs has new events */
-	probes__guard_tp_ids_stale(r->opts.probes);
 	/* stops the ring had no room to announce: which processes is not known, so all of them */
 	unannounced = probes__guard_unannounced(r->opts.probes);
 	if (unannounced != r->guard_unannounced) {
@@ -140,4 +138,12 @@ void rec_tramp_guard_after_drain(struct recorder *r)
 	if (n < 0)
 		fprintf(stderr, "atftrace record: cannot check the target's trampolines after another "
 			"tool's uprobe registration (%s)\n", strerror(-n));
+}
+
+void rec_tramp_guard_after_resume(struct recorder *r)
+{
+	/* a tracepoint event opened by an id the guard did not know: tracefs has new events
+	 * (read once the processes it stopped for that run again: it takes tens of ms) */
+	if (r->tramps)
+		probes__guard_tp_ids_stale(r->opts.probes);
 }

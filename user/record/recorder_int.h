@@ -190,6 +190,8 @@ void rec_tramp_guard_on_record(struct recorder *r, const void *data, size_t size
 void rec_tramp_guard_on_fork(struct recorder *r, const void *data, size_t size);
 /** rec_tramp_guard_after_drain - check (and resume) the process the guard stopped. */
 void rec_tramp_guard_after_drain(struct recorder *r);
+/** rec_tramp_guard_after_resume - re-read the tracepoint ids if an unknown one was opened. */
+void rec_tramp_guard_after_resume(struct recorder *r);
 
 /* user/record/recorder_detach.c: detach without leaving uretprobe trampolines in the target */
 struct rec_detach;
