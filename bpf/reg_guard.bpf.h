@@ -105,9 +105,12 @@ static __always_inline bool static_tracepoint(__u32 id)
 		*(volatile __u32 *)&tp_ids_stale = 1;
 		return false;
 	}
-	if (*kind != TP_ID_STATIC || !*(volatile __u32 *)&tp_ids_ready ||
-	    *(volatile __u64 *)&tp_ids_valid_gen != *(volatile __u64 *)&tp_ids_gen)
+	if (*kind != TP_ID_STATIC || !*(volatile __u32 *)&tp_ids_ready)
 		return false;
+	if (*(volatile __u64 *)&tp_ids_valid_gen != *(volatile __u64 *)&tp_ids_gen) {
+		*(volatile __u32 *)&tp_ids_stale = 1;   /* a module went: read them again */
+		return false;
+	}
 	__sync_fetch_and_add(&tp_static_skipped, 1);
 	return true;
 }

@@ -13,7 +13,9 @@
  *
  * Which events are dynamic: those that tracefs's dynamic_events (or, on older kernels,
  * uprobe_events and kprobe_events) lists, read before and after the walk of events/ (an
- * event defined during the walk is in the second list), and those of the dynamic-only groups.
+ * event that the walk found is in the second list, unless deleted meanwhile), and those of the dynamic-only groups.
+ * The ids that the walk did not find (a module unloaded, an event deleted) leave the map:
+ * their next owner may be anything.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -124,38 +126,96 @@ static int read_id(int events_fd, const char *group, const char *event, uint32_t
 	return 0;
 }
 
-/* Every event of @group (a directory of @events_fd) into the map. How many. */
-static int walk_group(struct probes *p, int events_fd, const char *group, const struct names *dyn)
+/* Trace event ids are 16-bit (the kernel's TRACE_EVENT_TYPE_MAX): one bit each, seen or not. */
+#define TP_ID_LIMIT 65536u
+
+/* The events of a walk of events/: "GROUP/EVENT" and its id. */
+struct found {
+	struct names names;
+	uint32_t *ids;
+	size_t cap;
+};
+
+/* Every event of @group (a directory of @events_fd) into @out, its id into @seen. */
+static void walk_group(int events_fd, const char *group, struct found *out, uint8_t *seen)
 {
-	int fd = openat(events_fd, group, O_RDONLY | O_DIRECTORY | O_CLOEXEC), n = 0;
-	bool all_dynamic = dynamic_group(group);
+	int fd = openat(events_fd, group, O_RDONLY | O_DIRECTORY | O_CLOEXEC), k;
 	struct dirent *e;
 	char name[600];
 	DIR *d;
 
 	if (fd < 0)
-		return 0;
+		return;
 	d = fdopendir(fd);
 	if (!d) {
 		close(fd);
-		return 0;
+		return;
 	}
 	while ((e = readdir(d))) {
-		uint32_t id;
-		uint8_t kind;
+		uint32_t id = 0;
 
 		if (e->d_type != DT_DIR || e->d_name[0] == '.' ||
-		    read_id(events_fd, group, e->d_name, &id))
+		    read_id(events_fd, group, e->d_name, &id) || id >= TP_ID_LIMIT)
 			continue;
 		snprintf(name, sizeof(name), "%s/%s", group, e->d_name);
-		kind = all_dynamic || names_has(dyn, name) || names_has(dyn, e->d_name) ?
-		       TP_ID_DYNAMIC : TP_ID_STATIC;
-		if (!bpf_map__update_elem(p->skel->maps.tp_ids, &id, sizeof(id), &kind, sizeof(kind),
-					  BPF_ANY))
-			n++;
+		k = names_add(&out->names, name, strlen(name));
+		if (k < 0)
+			break;
+		if ((size_t)k >= out->cap) {    /* names grew: grow ids to match */
+			uint32_t *ids = realloc(out->ids, out->names.cap * sizeof(*ids));
+
+			if (!ids) {
+				out->names.n--;
+				free(out->names.v[k]);
+				break;
+			}
+			out->ids = ids;
+			out->cap = out->names.cap;
+		}
+		out->ids[k] = id;
+		seen[id / 8] |= (uint8_t)(1u << (id % 8));
 	}
 	closedir(d);
+}
+
+/* The events of @f into the map, each with its kind: dynamic if @dyn names it. How many. */
+static int classify(struct probes *p, const struct found *f, const struct names *dyn)
+{
+	int n = 0;
+
+	for (size_t i = 0; i < f->names.n; i++) {
+		const char *name = f->names.v[i], *event = strchr(name, '/') + 1;
+		char group[300];
+		uint8_t kind;
+
+		snprintf(group, sizeof(group), "%.*s", (int)(event - 1 - name), name);
+		kind = dynamic_group(group) || names_has(dyn, name) || names_has(dyn, event) ?
+		       TP_ID_DYNAMIC : TP_ID_STATIC;
+		if (!bpf_map__update_elem(p->skel->maps.tp_ids, &f->ids[i], sizeof(f->ids[i]), &kind,
+					  sizeof(kind), BPF_ANY))
+			n++;
+	}
 	return n;
+}
+
+/* Take the ids not in @seen out of the map (all of them when @seen is NULL). */
+static void forget_unseen(struct probes *p, const uint8_t *seen)
+{
+	struct bpf_map *map = p->skel->maps.tp_ids;
+	uint32_t *gone = calloc(GUARD_MAX_TP_IDS, sizeof(*gone)), key, last, *prev = NULL;
+	size_t n = 0;
+
+	if (!gone)
+		return;
+	while (n < GUARD_MAX_TP_IDS && !bpf_map__get_next_key(map, prev, &key, sizeof(key))) {
+		if (!seen || key >= TP_ID_LIMIT || !(seen[key / 8] & (1u << (key % 8))))
+			gone[n++] = key;
+		last = key;
+		prev = &last;
+	}
+	for (size_t i = 0; i < n; i++)
+		bpf_map__delete_elem(map, &gone[i], sizeof(gone[i]), 0);
+	free(gone);
 }
 
 int probes__guard_refresh_tp_ids(struct probes *p)
@@ -191,17 +251,26 @@ int probes__guard_refresh_tp_ids(struct probes *p)
 		names_free(&dyn);
 		return -errno;
 	}
-	/* the groups first, then the second list of dynamic events, then the ids */
+	/* the groups, the events and their ids, then the last list of dynamic events */
 	struct names groups = { 0 };
 
 	while ((e = readdir(d)))
 		if (e->d_type == DT_DIR && e->d_name[0] != '.')
 			names_add(&groups, e->d_name, strlen(e->d_name));
 	closedir(d);
+	uint8_t *seen = calloc(TP_ID_LIMIT / 8, 1);
+	struct found found = { 0 };
+
+	for (size_t i = 0; seen && i < groups.n; i++)
+		walk_group(events_fd, groups.v[i], &found, seen);
+	/* a dynamic event defined during the walk is in this list */
 	read_all_dynamic(dir, &dyn);
-	for (size_t i = 0; i < groups.n; i++)
-		n += walk_group(p, events_fd, groups.v[i], &dyn);
-	read_all_dynamic(dir, &dyn);
+	n = classify(p, &found, &dyn);
+	/* an id that is gone (a module unloaded, an event deleted) may come back as anything */
+	forget_unseen(p, seen);
+	free(seen);
+	names_free(&found.names);
+	free(found.ids);
 	names_free(&groups);
 	names_free(&dyn);
 	close(events_fd);
@@ -236,6 +305,25 @@ uint64_t probes__guard_tp_skipped(const struct probes *p)
 	return p->guard ? __atomic_load_n(&p->skel->bss->tp_static_skipped, __ATOMIC_RELAXED) : 0;
 }
 #else
+/* Take the ids not in @seen (NULL: all) out of the map. */
+static void forget_unseen(struct probes *p, const uint8_t *seen)
+{
+	struct bpf_map *map = p->skel->maps.tp_ids;
+	uint32_t key, next, *prev = NULL;
+
+	while (!bpf_map__get_next_key(map, prev, &next, sizeof(next))) {
+		key = next;
+		if (!seen || key >= TP_ID_LIMIT || !(seen[key / 8] & (1u << (key % 8)))) {
+			bpf_map__delete_elem(map, &key, sizeof(key), 0);
+			/* deleted: start again after the one before it, or from the start */
+			if (!prev)
+				continue;
+		}
+		prev = &key;
+		key = next;
+	}
+}
+
 int probes__guard_refresh_tp_ids(struct probes *p)
 {
 	(void)p;
