@@ -264,6 +264,13 @@ int probes__guard_refresh_tp_ids(struct probes *p);
 bool probes__guard_tp_ids_stale(struct probes *p);
 
 /**
+ * probes__guard_prune - forget the processes that BPF guards for sharing a guarded process's
+ * memory (clone(CLONE_VM), vfork) and that have exited: a program that spawns thousands would
+ * fill the map. How many (at most 64 a call).
+ */
+int probes__guard_prune(struct probes *p);
+
+/**
  * probes__guard_tp_skipped - how many opens of a static tracepoint the guard let through
  * without stopping anything.
  */

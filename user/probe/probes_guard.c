@@ -19,6 +19,7 @@
  */
 #include <dirent.h>
 #include <errno.h>
+#include <signal.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,6 +28,7 @@
 #include <unistd.h>
 #include "atftrace.h"
 #include "atftrace.skel.h"
+#include "pidns.h"
 #include "probes_int.h"
 
 #if defined(__x86_64__)
@@ -298,6 +300,30 @@ bool probes__guard_tp_ids_stale(struct probes *p)
 		return false;
 	last = now;
 	return probes__guard_refresh_tp_ids(p) >= 0;
+}
+
+int probes__guard_prune(struct probes *p)
+{
+	struct bpf_map *map = p->skel->maps.guarded;
+	uint32_t key, last, *prev = NULL, gone[64];
+	pid_t self = getpid(), host = 0;
+	size_t n = 0;
+	uint64_t mm;
+
+	/* kill() names host pids only on the host */
+	if (!p->guard || pidns_host_pid(self, &host) || host != self)
+		return 0;
+	while (n < sizeof(gone) / sizeof(gone[0]) &&
+	       !bpf_map__get_next_key(map, prev, &key, sizeof(key))) {
+		if (!bpf_map__lookup_elem(map, &key, sizeof(key), &mm, sizeof(mm), 0) && mm &&
+		    kill((pid_t)key, 0) && errno == ESRCH)
+			gone[n++] = key;
+		last = key;
+		prev = &last;
+	}
+	for (size_t i = 0; i < n; i++)
+		bpf_map__delete_elem(map, &gone[i], sizeof(gone[i]), 0);
+	return (int)n;
 }
 
 uint64_t probes__guard_tp_skipped(const struct probes *p)

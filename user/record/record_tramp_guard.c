@@ -25,6 +25,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include "atftrace.h"
 #include "recorder_int.h"
 #include "trampoline.h"
@@ -142,8 +143,18 @@ void rec_tramp_guard_after_drain(struct recorder *r)
 
 void rec_tramp_guard_after_resume(struct recorder *r)
 {
+	static struct timespec last;
+	struct timespec now;
+
+	if (!r->tramps)
+		return;
 	/* a tracepoint event opened by an id the guard did not know: tracefs has new events
 	 * (read once the processes it stopped for that run again: it takes tens of ms) */
-	if (r->tramps)
-		probes__guard_tp_ids_stale(r->opts.probes);
+	probes__guard_tp_ids_stale(r->opts.probes);
+	/* and, once a second, the CLONE_VM processes that exited leave the guard */
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	if (now.tv_sec != last.tv_sec) {
+		last = now;
+		probes__guard_prune(r->opts.probes);
+	}
 }
