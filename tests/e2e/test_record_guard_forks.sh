@@ -2,8 +2,8 @@
 # The registration guard covers every process with the patched text: a target that forks 80
 # children (more than the 64 processes the guard once had room for; each child inherits the
 # jmps and is guarded from its fork on), all of them calling gl_sub hot while bpftrace puts a
-# uprobe on it. Each of the 81 is stopped, gets gl_sub's own bytes back, and runs on: none dies,
-# and every child's results are right.
+# uprobe on it. Each of the 81 is stopped and checked, gets gl_sub's own bytes back where the
+# breakpoint landed, and runs on: none dies, and every child's results are right.
 source "$(dirname "$0")/lib.sh"
 need_bpf
 need_tracefs
@@ -21,6 +21,7 @@ bpftrace -e "BEGIN { printf(\"ready\\n\"); } uprobe:$GL:gl_sub { @calls = count(
 bt=$!
 wait_for "$T/bt.out" "^ready$" "bpftrace attached"
 wait_for "$T/f.err" "process $target: gl_sub: another tool probed it" "the guard gives gl_sub back in the parent"
+# the same check gives it back in each child, one line each
 timeout 60 bash -c 'until [ "$(grep -cE "\\(forked from $2\\): gl_sub: another tool probed it" "$1")" -ge $3 ]; do sleep 0.05; done' \
 	_ "$T/f.err" $target $N || true
 assert_eq $N "$(count_lines "$T/f.err" "\\(forked from $target\\): gl_sub: another tool probed it")" \
