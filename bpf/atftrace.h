@@ -143,10 +143,18 @@ struct filter_fn {
  */
 #define ATF_SITE_RET_FROM_PROBE_A 6
 
-/* Processes with entry trampolines that the registration guard stops (bpf/reg_guard.bpf.h). */
-#define GUARD_MAX_PIDS 64
+/* Processes with entry trampolines that the registration guard stops (bpf/reg_guard.bpf.h):
+ * the traced process, the children it forks, the processes that share its memory. */
+#define GUARD_MAX_PIDS 16384
+/* Tracepoint ids the guard knows (bpf/reg_guard.bpf.h): TP_ID_STATIC, TP_ID_DYNAMIC. */
+#define GUARD_MAX_TP_IDS 32768
+#define TP_ID_STATIC  1u        /* a tracepoint compiled into the kernel: never a uprobe */
+#define TP_ID_DYNAMIC 2u        /* a tracefs dynamic event (uprobe, kprobe, synthetic, ...) */
 /* Processes held at once (bpf/holds.bpf.h); a power of two. */
-#define HELD_MAX_PIDS 256
+#define HELD_MAX_PIDS 1024
+/* A held_pids entry with this bit: someone else stopped the process during our hold (the
+ * user's kill -STOP, job control), so our hold's end does not continue it. */
+#define HELD_STOPPED_BY_OTHER (1ull << 63)
 
 /*
  * fork_notes (bpf/fork_hold.bpf.h): children (pid in the recorder's namespace) that the

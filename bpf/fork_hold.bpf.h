@@ -82,12 +82,23 @@ static __always_inline void fork_note(struct task_struct *parent, struct task_st
 	__u64 parent_ids, note;
 	bool patched, hold;
 
-	/* a thread, or a vfork child, shares its parent's memory and its [uprobes-trampoline] */
-	if (parent->tgid == child->tgid || parent->mm == child->mm)
+	if (parent->tgid == child->tgid)
+		return;         /* a thread: its process is guarded */
+	patched = bpf_map_lookup_elem(&guarded, &tgid) != NULL;
+	/*
+	 * A vfork child, or any clone(CLONE_VM) one, shares its parent's memory: its jmps and its
+	 * [uprobes-trampoline] page. Nothing to fix, but it runs the patched text under another
+	 * pid: guarded like a thread of the parent while it has that memory.
+	 */
+	if (parent->mm == child->mm) {
+		__u32 ctgid = child->tgid;
+		__u64 mm = (__u64)child->mm;
+
+		if (patched && mm)
+			bpf_map_update_elem(&guarded, &ctgid, &mm, BPF_ANY);
 		return;
+	}
 	parent_ids = task_pid_tgid(parent);
-	bpf_loop(GUARD_MAX_PIDS, find_guarded, &tgid, 0);
-	patched = tgid == 0;
 	hold = *(volatile __u32 *)&nop5_sites && (patched || tgid_traced(parent_ids >> 32)) &&
 	       has_optimised_sites(parent);
 	if (!patched && !hold)

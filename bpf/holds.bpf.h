@@ -9,6 +9,9 @@
  * A process that someone else has stopped, or is stopping (the user's kill -STOP, a shell's
  * job control: a group stop in effect, or a stop signal pending for the group), is not stopped
  * by us and not put in the set: it was not ours to stop, so it is not ours to continue either.
+ * One that someone else stops while we hold it (the stop signal's generation names a held
+ * process, and did not come from us) gets HELD_STOPPED_BY_OTHER on its entry: the end of our
+ * hold takes it out of the set without a SIGCONT, so it stays stopped until they continue it.
  * Part of bpf/atftrace.bpf.c.
  */
 #ifndef ATFTRACE_HOLDS_BPF_H
@@ -20,7 +23,7 @@
 
 /* Written by BPF, cleared by the recorder (mmaped .bss): held tgids, recorder's pid namespace. */
 __u64 held_pids[HELD_MAX_PIDS];         /* 64-bit: the compare-and-swap needs it */
-__u64 held_unlisted;            /* stops sent while the set was full */
+__u64 held_unlisted;            /* stops not sent: the set was full */
 
 struct held_ctx {
 	__u64 pid;
@@ -31,7 +34,7 @@ static int held_find(__u32 i, void *data)
 {
 	struct held_ctx *c = data;
 
-	if (held_pids[i & (HELD_MAX_PIDS - 1)] != c->pid)
+	if ((held_pids[i & (HELD_MAX_PIDS - 1)] & ~HELD_STOPPED_BY_OTHER) != c->pid)
 		return 0;
 	c->done = true;
 	return 1;
@@ -63,7 +66,8 @@ static __always_inline bool stopped_by_other(struct task_struct *task)
 /*
  * hold_begin - may a hold stop @task, whose tgid in the recorder's namespace is @pid? Yes when
  * it is in the held set already (ours), or when nobody else stops it: then it is added to the
- * set first, and the caller sends SIGSTOP. No when another one stopped it (see above).
+ * set first, and the caller sends SIGSTOP. No when another one stopped it (see above), or
+ * when HELD_MAX_PIDS processes are held already (the hold is not done).
  */
 static __always_inline bool hold_begin(struct task_struct *task, __u32 pid)
 {
@@ -77,9 +81,77 @@ static __always_inline bool hold_begin(struct task_struct *task, __u32 pid)
 	if (stopped_by_other(task))
 		return false;
 	bpf_loop(HELD_MAX_PIDS, held_claim, &c, 0);
-	if (!c.done)
+	if (!c.done) {
+		/* nobody would continue a process that is not in the set: not stopped at all */
 		__sync_fetch_and_add(&held_unlisted, 1);
+		return false;
+	}
+	/*
+	 * A stop that someone else sends between the look above and the claim is taken for ours
+	 * (a look again after the claim cannot tell theirs from the stop of another hold of ours
+	 * on another CPU that found our claim): a window of a few instructions.
+	 */
 	return true;
+}
+
+#define ATF_SIGCONT     18
+#define ATF_SI_KERNEL   0x80
+
+struct held_mark_ctx {
+	__u64 pid;
+	bool stopped;           /* set HELD_STOPPED_BY_OTHER, or (a SIGCONT) clear it */
+};
+
+static int held_mark(__u32 i, void *data)
+{
+	struct held_mark_ctx *c = data;
+	__u64 *slot = &held_pids[i & (HELD_MAX_PIDS - 1)];
+
+	if ((*slot & ~HELD_STOPPED_BY_OTHER) != c->pid)
+		return 0;
+	if (c->stopped)
+		__sync_fetch_and_or(slot, HELD_STOPPED_BY_OTHER);
+	else
+		__sync_fetch_and_and(slot, ~HELD_STOPPED_BY_OTHER);
+	return 1;
+}
+
+/*
+ * Someone else stops (or continues) a process while we hold it. Our own stops are
+ * bpf_send_signal_task()'s (a siginfo with SI_KERNEL) or bpf_send_signal_thread()'s
+ * (SEND_SIG_PRIV, sent by the process to itself); kill(), tgkill() (raise() too) and a
+ * terminal's job control (SEND_SIG_PRIV, from the terminal's side) are not. A SIGTSTP, SIGTTIN
+ * or SIGTTOU stops only with its default action; a signal the kernel ignores changes nothing.
+ */
+SEC("?tp_btf/signal_generate")
+int BPF_PROG(atf_signal_generate, int sig, struct kernel_siginfo *info, struct task_struct *task,
+	     int group, int result)
+{
+	struct held_mark_ctx c = { .stopped = sig != ATF_SIGCONT };
+	struct sighand_struct *sh;
+	unsigned long handler = 0;
+	int code = 0;
+
+	if (sig != ATF_SIGCONT && !(sig >= 19 && sig <= 22))
+		return 0;
+	if (result == 1)                /* TRACE_SIGNAL_IGNORED */
+		return 0;
+	if ((unsigned long)info == 1 && task->tgid == (bpf_get_current_pid_tgid() >> 32))
+		return 0;               /* ours, sent by the process to itself */
+	if ((unsigned long)info > 1 &&
+	    !bpf_probe_read_kernel(&code, sizeof(code), &info->si_code) && code == ATF_SI_KERNEL)
+		return 0;               /* ours (or another program's) */
+	if (sig > 19) {
+		sh = BPF_CORE_READ(task, sighand);
+		if (!sh || bpf_probe_read_kernel(&handler, sizeof(handler),
+						 &sh->action[(sig - 1) & 63].sa.sa_handler) || handler)
+			return 0;
+	}
+	c.pid = task_pid_tgid(task) >> 32;
+	if (!c.pid)
+		return 0;
+	bpf_loop(HELD_MAX_PIDS, held_mark, &c, 0);
+	return 0;
 }
 
 #endif

@@ -261,6 +261,40 @@ void probes__free(struct probes *p);
 int probes__guard_pid(struct probes *p, pid_t pid, bool on);
 
 /**
+ * probes__guard_refresh_tp_ids - (re)read the machine's tracepoint ids from tracefs into the
+ * guard's map, so that opening a static tracepoint (perf stat -e 'sched:*') stops nothing
+ * (bpf/reg_guard.bpf.h). Done when the guard starts, and by probes__guard_tp_ids_stale() when
+ * an id it did not know was opened. How many ids, or a negative errno (no tracefs: then every
+ * tracepoint event stops the guarded processes, as a uprobe event might).
+ */
+int probes__guard_refresh_tp_ids(struct probes *p);
+
+/**
+ * probes__guard_tp_ids_stale - was a tracepoint id opened that the guard's map does not have?
+ * Then read them again (at most once a second). True when it read them.
+ */
+bool probes__guard_tp_ids_stale(struct probes *p);
+
+/**
+ * probes__guard_prune - forget the processes that BPF guards for sharing a guarded process's
+ * memory (clone(CLONE_VM), vfork) and that have exited: a program that spawns thousands would
+ * fill the map. How many (at most 64 a call).
+ */
+int probes__guard_prune(struct probes *p);
+
+/**
+ * probes__guard_tp_skipped - how many opens of a static tracepoint the guard let through
+ * without stopping anything.
+ */
+uint64_t probes__guard_tp_skipped(const struct probes *p);
+
+/**
+ * probes__watch_stops - attach the program that notices someone else stopping a process we
+ * hold (bpf/holds.bpf.h), once. 0, or a negative errno.
+ */
+int probes__watch_stops(struct probes *p);
+
+/**
  * probes__guard_ready - is the registration guard loaded, and its programs attached (done
  * here, once)? 0, or a negative errno (-EOPNOTSUPP: not loaded).
  */

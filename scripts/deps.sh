@@ -24,6 +24,7 @@ PKGS=(
   libcbor-dev                        # ZTS0 test decoder (tests only)
   protobuf-compiler                  # Perfetto test decoding (protoc --decode)
   bpftrace                           # independent counts in e2e tests and benches
+  linux-perf                         # perf stat and tracefs uprobe events in the guard e2e test
   python3 python3-yaml               # test helpers (deploy lint parses YAML)
   binutils util-linux procps         # objdump, unshare, pgrep
   jq time                            # e2e tests read JSON; benches read /usr/bin/time -v

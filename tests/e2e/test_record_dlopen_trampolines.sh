@@ -177,7 +177,7 @@ timeout 60 bash -c 'until grep -q "hot_lea: another tool probed it" "$1"; do sle
 say "c $K" "done $K" "-p (guard): calls under bpftrace's probe"
 echo H >&3
 read -r -t 120 -u 4 word hot || fail "-p (guard): the target died with bpftrace's probe on hot_lea"
-kill -INT $bt; wait $bt || true
+stop_bpftrace $bt
 kill -INT $rec
 wait $rec || { cat "$T/gd.err" >&2; fail "record -p (guard) failed"; }
 assert_eq 0 "$(text_diff "$target" "$PLUGIN")" "-p (guard): the plugin's text after the session"

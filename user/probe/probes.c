@@ -185,6 +185,7 @@ static int configure(struct probes *p, const struct probe_opts *opts)
 	p->unwind_wanted = opts->unwind_hooks;
 	bpf_program__set_autoload(s->progs.atf_unwind_catch, false);
 	bpf_program__set_autoload(s->progs.atf_unwind_raise, false);
+	bpf_program__set_autoload(s->progs.atf_signal_generate, true);
 #if defined(__x86_64__)
 	p->guard = opts->reg_guard;
 	/* the two syscalls' own tracepoints when tracefs names them, else (or with
@@ -197,6 +198,12 @@ static int configure(struct probes *p, const struct probe_opts *opts)
 	bpf_program__set_autoload(s->progs.atf_reg_exit_perf, p->guard_tp);
 	bpf_program__set_autoload(s->progs.atf_reg_enter, p->guard && !p->guard_tp);
 	bpf_program__set_autoload(s->progs.atf_reg_exit, p->guard && !p->guard_tp);
+	/* a module's unload frees its tracepoints' ids: the guard's map of them must know */
+	bool modules = !access("/proc/modules", F_OK);
+	bool module_free = modules && libbpf_find_vmlinux_btf_id("module_free", BPF_TRACE_RAW_TP) >= 0;
+
+	bpf_program__set_autoload(s->progs.atf_module_free, p->guard && module_free);
+	p->tp_ids_trusted = !modules || module_free;
 	s->rodata->uprobe_pmu_type = uprobe_pmu_type();
 	/* the guard compares and names processes by their host pids */
 	pid_t self;

@@ -229,9 +229,9 @@ int probes__stop_unwind_holds(struct probes *p)
 #if defined(__x86_64__)
 int probes__guard_pid(struct probes *p, pid_t pid, bool on)
 {
-	struct atftrace_bpf__bss *b = p->skel->bss;
 	pid_t host;
-	uint32_t want;
+	uint32_t key;
+	uint64_t any_mm = 0;
 	int err;
 
 	err = on ? probes__guard_ready(p) : p->guard ? 0 : -EOPNOTSUPP;
@@ -240,34 +240,38 @@ int probes__guard_pid(struct probes *p, pid_t pid, bool on)
 	err = pidns_host_pid(pid, &host);
 	if (err)
 		return on ? err : 0;
-	want = on ? 0 : (uint32_t)host;
-	pid = host;
-	/* .bss is mmap'ed: the next syscall's guard sees the slot */
-	for (size_t i = 0; i < GUARD_MAX_PIDS; i++) {
-		if (__atomic_load_n(&b->guard_pids[i], __ATOMIC_RELAXED) != want)
-			continue;
-		__atomic_store_n(&b->guard_pids[i], on ? (uint32_t)pid : 0, __ATOMIC_SEQ_CST);
-		return 0;
-	}
-	return on ? -ENOSPC : 0;
+	key = (uint32_t)host;
+	/* the next syscall's guard sees it (value 0: whatever its memory; we take it out) */
+	if (!on)
+		return bpf_map__delete_elem(p->skel->maps.guarded, &key, sizeof(key), 0) &&
+		       errno != ENOENT ? -errno : 0;
+	if (bpf_map__update_elem(p->skel->maps.guarded, &key, sizeof(key), &any_mm, sizeof(any_mm),
+				 BPF_ANY))
+		return errno == E2BIG ? -ENOSPC : -errno;
+	return 0;
 }
 
 int probes__guard_ready(struct probes *p)
 {
 	struct atftrace_bpf *s = p->skel;
-	struct bpf_program *progs[] = { s->progs.atf_reg_enter_bpf,
-					s->progs.atf_reg_enter_perf, s->progs.atf_reg_exit_bpf,
-					s->progs.atf_reg_exit_perf, s->progs.atf_reg_enter,
-					s->progs.atf_reg_exit };
-	struct bpf_link **links[] = { &s->links.atf_reg_enter_bpf,
-				      &s->links.atf_reg_enter_perf, &s->links.atf_reg_exit_bpf,
-				      &s->links.atf_reg_exit_perf, &s->links.atf_reg_enter,
-				      &s->links.atf_reg_exit };
+	struct bpf_program *progs[] = { s->progs.atf_module_free,
+					s->progs.atf_reg_enter_bpf, s->progs.atf_reg_enter_perf,
+					s->progs.atf_reg_exit_bpf, s->progs.atf_reg_exit_perf,
+					s->progs.atf_reg_enter, s->progs.atf_reg_exit };
+	struct bpf_link **links[] = { &s->links.atf_module_free,
+				      &s->links.atf_reg_enter_bpf, &s->links.atf_reg_enter_perf,
+				      &s->links.atf_reg_exit_bpf, &s->links.atf_reg_exit_perf,
+				      &s->links.atf_reg_enter, &s->links.atf_reg_exit };
 
 	bool attached = false;
 
 	if (!p->guard)
 		return -EOPNOTSUPP;
+	/* the tracepoint ids first: until then every tracepoint event stops the guarded */
+	if (!p->tp_ids_read) {
+		p->tp_ids_read = true;
+		probes__guard_refresh_tp_ids(p);
+	}
 	for (size_t i = 0; i < sizeof(progs) / sizeof(progs[0]); i++) {
 		if (bpf_program__fd(progs[i]) < 0)
 			continue;       /* the other way in: not loaded */

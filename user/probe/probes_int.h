@@ -37,6 +37,8 @@ struct probes {
 	bool guard;                 /* the registration guard is loaded */
 	bool call_sites;            /* the call-site stub programs are loaded */
 	bool guard_tp;              /* on the syscalls' own tracepoints (not the raw ones) */
+	bool tp_ids_read;           /* the guard's tracepoint ids were read once */
+	bool tp_ids_trusted;        /* no modules, or their unloads are seen (module_free) */
 	bool verbose;               /* probe_opts.verbose */
 };
 

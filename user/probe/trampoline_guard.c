@@ -107,11 +107,11 @@ size_t tramp_process__pids(const struct tramp_process *tp, pid_t *out, size_t ca
 
 	if (!tp)
 		return 0;
-	if (tp->guarded && n < cap)
-		out[n++] = tp->pid;
+	if (tp->guarded && n++ < cap)
+		out[n - 1] = tp->pid;
 	for (size_t i = 0; i < tp->nchildren; i++)
-		if (tp->children[i].guarded && n < cap)
-			out[n++] = tp->children[i].pid;
+		if (tp->children[i].guarded && n++ < cap)
+			out[n - 1] = tp->children[i].pid;
 	return n;
 }
 

@@ -96,8 +96,10 @@ static int probe_attach_type(uint32_t attach_type)
 	prog_fd = load_trivial_prog(attach_type);
 	if (prog_fd < 0)
 		return 0;
-	/* "/" is a directory: a kernel that knows the attach type fails with EBADF. */
-	link_fd = uprobe_multi_link_create(prog_fd, attach_type, "/", &offset, NULL, 1, 0, 0);
+	/* "/" is a directory: a kernel that knows the attach type fails with EBADF. For this
+	 * process only: another session's registration guard then knows it reaches none of its
+	 * processes (bpf/reg_guard.bpf.h) and stops nothing. */
+	link_fd = uprobe_multi_link_create(prog_fd, attach_type, "/", &offset, NULL, 1, 0, getpid());
 	ok = link_fd == -EBADF || link_fd >= 0;
 	if (link_fd >= 0)
 		close(link_fd);

@@ -7,7 +7,8 @@
  *
  *  - SIGCONT goes only to a process in the held set, which rec_holds_resume() takes out first:
  *    a process the user stopped (kill -STOP, job control) before a hold is never continued by
- *    us, whichever hold's record names it.
+ *    us, whichever hold's record names it; nor is one they stopped during it (BPF marks its
+ *    entry HELD_STOPPED_BY_OTHER: it leaves the set without a SIGCONT).
  *  - A dead recorder leaves nothing stopped: at recorder__new(), before any program can hold
  *    anything, a watchdog is forked. It keeps the held set mapped (the probes' .bss, shared
  *    with the recorder and BPF) and a pidfd of the recorder, closes every other descriptor
@@ -32,6 +33,7 @@
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include "atftrace.h"
 #include "probes.h"
 #include "recorder_int.h"
 #include "trampoline.h"
@@ -74,7 +76,9 @@ static void __attribute__((noreturn)) watchdog_run(int pidfd, uint64_t *held, si
 			continue;
 		nop5_sites_fix((pid_t)pid, sites->v, __atomic_load_n(&sites->n, __ATOMIC_ACQUIRE),
 			       false);
-		kill((pid_t)pid, SIGCONT);
+		/* someone else stopped it while we held it: theirs to continue */
+		if (!(pid & HELD_STOPPED_BY_OTHER))
+			kill((pid_t)pid, SIGCONT);
 	}
 	_exit(0);
 }
@@ -86,6 +90,12 @@ int rec_holds_start(struct recorder *r)
 	int pidfd = (int)syscall(SYS_pidfd_open, getpid(), 0);
 	pid_t pid;
 
+	int err = probes__watch_stops(r->opts.probes);
+
+	if (err && r->opts.verbose)
+		fprintf(stderr, "atftrace record: cannot watch for stops of held processes (%s): one "
+			"that someone else stops while we hold it is continued at our hold's end\n",
+			strerror(-err));
 	if (pidfd < 0)
 		return -errno;
 	r->nop5_sites = mmap(NULL, sizeof(*r->nop5_sites), PROT_READ | PROT_WRITE,
@@ -100,8 +110,7 @@ int rec_holds_start(struct recorder *r)
 	fflush(NULL);
 	pid = fork();
 	if (pid < 0) {
-		int err = -errno;
-
+		err = -errno;
 		close(pidfd);
 		return err;
 	}
@@ -121,7 +130,8 @@ bool rec_holds_ours(struct recorder *r, pid_t pid)
 	uint64_t *held = probes__held_pids(r->opts.probes, &n);
 
 	for (size_t i = 0; i < n; i++)
-		if (__atomic_load_n(&held[i], __ATOMIC_ACQUIRE) == (uint64_t)pid)
+		if ((__atomic_load_n(&held[i], __ATOMIC_ACQUIRE) & ~HELD_STOPPED_BY_OTHER) ==
+		    (uint64_t)pid)
 			return true;
 	return false;
 }
@@ -130,18 +140,23 @@ void rec_holds_resume(struct recorder *r, pid_t pid)
 {
 	size_t n;
 	uint64_t *held = probes__held_pids(r->opts.probes, &n);
-	bool ours = false;
+	bool ours = false, theirs = false;
 
 	/* out of the set first: a hold that stops it again from now on adds it again */
 	for (size_t i = 0; i < n; i++) {
-		uint64_t want = (uint64_t)pid;
+		uint64_t now = __atomic_load_n(&held[i], __ATOMIC_ACQUIRE);
 
-		if (__atomic_load_n(&held[i], __ATOMIC_ACQUIRE) == want &&
-		    __atomic_compare_exchange_n(&held[i], &want, 0, false, __ATOMIC_ACQ_REL,
-						__ATOMIC_ACQUIRE))
-			ours = true;
+		if ((now & ~HELD_STOPPED_BY_OTHER) != (uint64_t)pid)
+			continue;
+		/* the exchange reads the mark that BPF may have set since the load */
+		now = __atomic_exchange_n(&held[i], 0, __ATOMIC_ACQ_REL);
+		if (!now)
+			continue;
+		ours = true;
+		theirs |= (now & HELD_STOPPED_BY_OTHER) != 0;
 	}
-	if (ours)
+	/* someone else stopped it while we held it: theirs to continue */
+	if (ours && !theirs)
 		kill(pid, SIGCONT);     /* ESRCH: it died while held, fine */
 }
 

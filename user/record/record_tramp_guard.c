@@ -21,7 +21,9 @@
  */
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include "atftrace.h"
 #include "recorder_int.h"
 #include "trampoline.h"
@@ -38,8 +40,9 @@ void recorder__set_trampolines(struct recorder *r, struct tramp_process *tp)
  */
 static void hold_guarded(struct recorder *r)
 {
-	pid_t pids[1 + GUARD_MAX_PIDS];
-	size_t n = tramp_process__pids(r->tramps, pids, sizeof(pids) / sizeof(pids[0]));
+	size_t cap = tramp_process__pids(r->tramps, NULL, 0);
+	pid_t *pids = calloc(cap ? cap : 1, sizeof(*pids));
+	size_t n = pids ? tramp_process__pids(r->tramps, pids, cap) : 0;
 
 	for (size_t i = 0; i < n; i++) {
 		if (!rec_holds_ours(r, pids[i]))
@@ -47,6 +50,7 @@ static void hold_guarded(struct recorder *r)
 		rec_hold(r, pids[i]);
 		rec_hold_wait(pids[i], pids[i]);
 	}
+	free(pids);
 }
 
 void rec_tramp_guard_on_record(struct recorder *r, const void *data, size_t size)
@@ -96,4 +100,22 @@ void rec_tramp_guard_after_drain(struct recorder *r)
 	if (n < 0)
 		fprintf(stderr, "atftrace record: cannot check the target's trampolines after another "
 			"tool's uprobe registration (%s)\n", strerror(-n));
+}
+
+void rec_tramp_guard_after_resume(struct recorder *r)
+{
+	static struct timespec last;
+	struct timespec now;
+
+	if (!r->tramps)
+		return;
+	/* a tracepoint event opened by an id the guard did not know: tracefs has new events
+	 * (read once the processes it stopped for that run again: it takes tens of ms) */
+	probes__guard_tp_ids_stale(r->opts.probes);
+	/* and, once a second, the CLONE_VM processes that exited leave the guard */
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	if (now.tv_sec != last.tv_sec) {
+		last = now;
+		probes__guard_prune(r->opts.probes);
+	}
 }

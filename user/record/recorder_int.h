@@ -201,6 +201,8 @@ int rec_unwind_write_slot(pid_t pid, const struct rec_unwind_slot *s, bool *chan
 void rec_tramp_guard_on_record(struct recorder *r, const void *data, size_t size);
 /** rec_tramp_guard_after_drain - check (and resume) the process the guard stopped. */
 void rec_tramp_guard_after_drain(struct recorder *r);
+/** rec_tramp_guard_after_resume - re-read the tracepoint ids if an unknown one was opened. */
+void rec_tramp_guard_after_resume(struct recorder *r);
 
 /* user/record/record_forks.c: forked children noted by BPF (bpf/fork_hold.bpf.h) */
 /**
