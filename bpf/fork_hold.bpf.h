@@ -14,9 +14,10 @@
  * tracepoint runs before the child is woken) and noted FORK_NOTE_HELD; the recorder writes
  * the kernel's int3 back over those calls in the child and resumes it.
  *
- * Entry trampolines. A child of a guarded process runs the same patched text; it is noted
- * FORK_NOTE_PATCHED (not stopped: its trampolines need nothing) so that the recorder guards
- * it and restores its text at the end.
+ * Entry trampolines. A child of a guarded process runs the same patched text; it is guarded
+ * here at once (the registration guard's map), and noted FORK_NOTE_PATCHED (not stopped: its
+ * trampolines need nothing) so that the recorder keeps it guarded and restores its text at
+ * the end.
  *
  * Lossless. The note goes into fork_notes, a hash map the recorder empties at every drain
  * tick and at its end: unlike a ring record it is not lost when the ring is full (the
@@ -99,6 +100,14 @@ static __always_inline void fork_note(struct task_struct *parent, struct task_st
 		return;
 	}
 	parent_ids = task_pid_tgid(parent);
+	/* guarded from its first instruction on: the registration guard must not wait for the
+	 * recorder to read the note (value 0: whatever its memory, as the recorder's own entries) */
+	if (patched) {
+		__u32 ctgid = child->tgid;
+		__u64 any_mm = 0;
+
+		bpf_map_update_elem(&guarded, &ctgid, &any_mm, BPF_NOEXIST);
+	}
 	hold = *(volatile __u32 *)&nop5_sites && (patched || tgid_traced(parent_ids >> 32)) &&
 	       has_optimised_sites(parent);
 	if (!patched && !hold)

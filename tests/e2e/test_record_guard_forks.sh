@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The registration guard covers every process with the patched text: a target that forks 80
 # children (more than the 64 processes the guard once had room for; each child inherits the
-# jmps and is guarded from its fork on), all of them calling gl_sub hot while bpftrace puts a
+# jmps and is guarded from its fork on, by BPF at the fork tracepoint: no hold, no wait for
+# the recorder), all of them calling gl_sub hot while bpftrace puts a
 # uprobe on it. Each of the 81 is stopped and checked, gets gl_sub's own bytes back where the
 # breakpoint landed, and runs on: none dies, and every child's results are right.
 source "$(dirname "$0")/lib.sh"
@@ -14,8 +15,6 @@ N=80
 guard_record f "$GL" forks $N "$T/ready"
 wait_file "$T/ready" "the $N children run"
 target=$(launched_pid f)
-assert_eq $N "$(count_lines "$T/f.err" "process $target forked [0-9]+: [1-9][0-9]* probe sites given back")" \
-	"children held at their fork"
 if grep -q "is not guarded" "$T/f.err"; then fail "$(grep 'is not guarded' "$T/f.err")"; fi
 bpftrace -e "BEGIN { printf(\"ready\\n\"); } uprobe:$GL:gl_sub { @calls = count(); }" >"$T/bt.out" 2>&1 &
 bt=$!
