@@ -567,7 +567,7 @@ static __always_inline void hold_for_unwind(__u64 pid_tgid, bool rearm, __u64 li
 	rec->pid = pid_tgid >> 32;
 	rec->tid = (__u32)pid_tgid;
 	rec->flags = rearm ? REC_UNWIND_F_REARM : 0;
-	rec->_pad = 0;
+	rec->hold_seq = 0;
 	rec->ts = atf_now();
 	collect_unwind_slots(rec, ri, tramp, rearm, live_sp);
 	if (rec->count == 0) {
@@ -579,7 +579,8 @@ static __always_inline void hold_for_unwind(__u64 pid_tgid, bool rearm, __u64 li
 	 * process someone else stops is not stopped by us (holds.bpf.h): that stop holds it for
 	 * the fix-up all the same, and it is not in the held set, so the recorder leaves it so.
 	 */
-	if (hold_begin(task, rec->pid) && bpf_send_signal_thread(ATF_SIGSTOP)) {
+	rec->hold_seq = hold_begin(task, rec->pid);
+	if (rec->hold_seq && bpf_send_signal_thread(ATF_SIGSTOP)) {
 		bpf_ringbuf_discard(rec, BPF_RB_NO_WAKEUP);
 		count_lost(lost_records);
 		goto out;
@@ -746,13 +747,15 @@ static __always_inline void emit_held_task(__u32 type, __u32 tgid, __u32 tid, bo
 	r->pid = tgid;
 	r->tid = tid;
 	r->child_pid = 0;
+	r->hold_seq = 0;
 	r->ts = atf_now();
 	bpf_get_current_comm(r->comm, sizeof(r->comm));
 	if (stuck && stuck->batch.count)
 		park_batch(stuck);
 	/* signal only with the record in hand: a held process always has its record */
 	if (want_hold && !*(volatile __u32 *)&unwind_holds_off &&
-	    hold_begin(bpf_get_current_task_btf(), tgid) && !bpf_send_signal_thread(ATF_SIGSTOP))
+	    (r->hold_seq = hold_begin(bpf_get_current_task_btf(), tgid)) &&
+	    !bpf_send_signal_thread(ATF_SIGSTOP))
 		r->child_pid = REC_TASK_HELD;
 	bpf_ringbuf_submit(r, r->child_pid ? BPF_RB_FORCE_WAKEUP : wakeup_flag());
 out:

@@ -155,6 +155,16 @@ struct filter_fn {
 /* A held_pids entry with this bit: someone else stopped the process during our hold (the
  * user's kill -STOP, job control), so our hold's end does not continue it. */
 #define HELD_STOPPED_BY_OTHER (1ull << 63)
+/*
+ * The rest of an entry: the pid (bits 0-31) and, in bits 32-62, how many stops of ours it has
+ * had since it entered the set. Each hold record carries the count its stop made (hold_seq), so
+ * the recorder resumes a process only once it has read the record of every stop of ours: a
+ * hold that stops it again while another one's record is being handled keeps it stopped.
+ */
+#define HELD_PID_MASK  0xffffffffull
+#define HELD_SEQ_SHIFT 32
+#define HELD_SEQ_ONE   (1ull << HELD_SEQ_SHIFT)
+#define HELD_SEQ_MASK  0x7fffffffull
 
 /*
  * fork_notes (bpf/fork_hold.bpf.h): children (pid in the recorder's namespace) that the
@@ -179,6 +189,8 @@ struct rec_task {
 	};
 	__u64 ts;
 	char comm[16];          /* the thread's name (REC_TASK_EXIT: its last one) */
+	__u32 hold_seq;         /* a hold's record (EXEC/DL_STATE held, REG_GUARD): its stop's count */
+	__u32 _pad;
 };
 
 /*
@@ -203,7 +215,7 @@ struct rec_unwind_fixup {
 	__u32 tid;              /* tid of the stopped thread (recorder's pid namespace) */
 	__u32 count;            /* pairs[] in use, <= REC_UNWIND_MAX_SLOTS */
 	__u32 flags;            /* REC_UNWIND_F_* */
-	__u32 _pad;
+	__u32 hold_seq;         /* the count of the stop that holds the thread (HELD_SEQ_*) */
 	__u64 ts;
 	struct rec_unwind_slot pairs[REC_UNWIND_MAX_SLOTS];
 };

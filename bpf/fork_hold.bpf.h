@@ -71,6 +71,8 @@ static __always_inline void fork_notify(__u64 parent_ids, __u32 child_pid)
 	r->pid = parent_ids >> 32;
 	r->tid = (__u32)parent_ids;
 	r->child_pid = child_pid;
+	r->hold_seq = 0;
+	r->_pad = 0;
 	r->ts = atf_now();
 	bpf_get_current_comm(r->comm, sizeof(r->comm));
 	bpf_ringbuf_submit(r, BPF_RB_FORCE_WAKEUP);

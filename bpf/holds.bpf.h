@@ -21,22 +21,39 @@
 /* SIGSTOP, SIGTSTP, SIGTTIN, SIGTTOU (19-22) as bits of a sigset's first word */
 #define ATF_STOP_SIGNALS        (0xfull << 18)
 
+/* The recorder's host tgid: its registrations are not foreign (reg_guard.bpf.h), nor its
+ * signals to a held process (atf_signal_generate). */
+const volatile __u32 recorder_tgid = 0;
+
 /* Written by BPF, cleared by the recorder (mmaped .bss): held tgids, recorder's pid namespace. */
 __u64 held_pids[HELD_MAX_PIDS];         /* 64-bit: the compare-and-swap needs it */
 __u64 held_unlisted;            /* stops not sent: the set was full */
 
 struct held_ctx {
 	__u64 pid;
+	__u32 seq;              /* the count this stop made: 0 until it is counted */
 	bool done;
 };
 
+/* The entry of @c->pid: count one more stop in it (a compare-and-swap: BPF on other CPUs may
+ * count too, and the recorder takes the entry out only if no stop came since it looked). */
 static int held_find(__u32 i, void *data)
 {
 	struct held_ctx *c = data;
+	__u64 *slot = &held_pids[i & (HELD_MAX_PIDS - 1)];
 
-	if ((held_pids[i & (HELD_MAX_PIDS - 1)] & ~HELD_STOPPED_BY_OTHER) != c->pid)
-		return 0;
-	c->done = true;
+	for (int k = 0; k < 8; k++) {
+		__u64 w = *(volatile __u64 *)slot;
+
+		if ((w & HELD_PID_MASK) != c->pid)
+			return k ? 1 : 0;       /* taken out meanwhile: claimed anew below */
+		if (__sync_val_compare_and_swap(slot, w, w + HELD_SEQ_ONE) == w) {
+			c->seq = ((w + HELD_SEQ_ONE) >> HELD_SEQ_SHIFT) & HELD_SEQ_MASK;
+			c->done = true;
+			return 1;
+		}
+	}
+	c->done = true;         /* held, but never counted: the recorder resumes it after a while */
 	return 1;
 }
 
@@ -44,8 +61,10 @@ static int held_claim(__u32 i, void *data)
 {
 	struct held_ctx *c = data;
 
-	if (__sync_val_compare_and_swap(&held_pids[i & (HELD_MAX_PIDS - 1)], 0, c->pid) != 0)
+	if (__sync_val_compare_and_swap(&held_pids[i & (HELD_MAX_PIDS - 1)], 0,
+					c->pid | HELD_SEQ_ONE) != 0)
 		return 0;
+	c->seq = 1;
 	c->done = true;
 	return 1;
 }
@@ -68,30 +87,32 @@ static __always_inline bool stopped_by_other(struct task_struct *task)
  * it is in the held set already (ours), or when nobody else stops it: then it is added to the
  * set first, and the caller sends SIGSTOP. No when another one stopped it (see above), or
  * when HELD_MAX_PIDS processes are held already (the hold is not done).
+ * Returns 0 for no, else the count of this stop (HELD_SEQ_*; HELD_SEQ_MASK + 1 when it could
+ * not be counted): the caller's record carries it as hold_seq.
  */
-static __always_inline bool hold_begin(struct task_struct *task, __u32 pid)
+static __always_inline __u32 hold_begin(struct task_struct *task, __u32 pid)
 {
 	struct held_ctx c = { .pid = pid };
 
 	if (!pid)
-		return false;
+		return 0;
 	bpf_loop(HELD_MAX_PIDS, held_find, &c, 0);
 	if (c.done)
-		return true;
+		return c.seq ? c.seq : HELD_SEQ_MASK + 1;
 	if (stopped_by_other(task))
-		return false;
+		return 0;
 	bpf_loop(HELD_MAX_PIDS, held_claim, &c, 0);
 	if (!c.done) {
 		/* nobody would continue a process that is not in the set: not stopped at all */
 		__sync_fetch_and_add(&held_unlisted, 1);
-		return false;
+		return 0;
 	}
 	/*
 	 * A stop that someone else sends between the look above and the claim is taken for ours
 	 * (a look again after the claim cannot tell theirs from the stop of another hold of ours
 	 * on another CPU that found our claim): a window of a few instructions.
 	 */
-	return true;
+	return c.seq;
 }
 
 #define ATF_SIGCONT     18
@@ -107,7 +128,7 @@ static int held_mark(__u32 i, void *data)
 	struct held_mark_ctx *c = data;
 	__u64 *slot = &held_pids[i & (HELD_MAX_PIDS - 1)];
 
-	if ((*slot & ~HELD_STOPPED_BY_OTHER) != c->pid)
+	if ((*slot & HELD_PID_MASK) != c->pid)
 		return 0;
 	if (c->stopped)
 		__sync_fetch_and_or(slot, HELD_STOPPED_BY_OTHER);
@@ -138,6 +159,8 @@ int BPF_PROG(atf_signal_generate, int sig, struct kernel_siginfo *info, struct t
 		return 0;
 	if ((unsigned long)info == 1 && task->tgid == (bpf_get_current_pid_tgid() >> 32))
 		return 0;               /* ours, sent by the process to itself */
+	if (bpf_get_current_pid_tgid() >> 32 == recorder_tgid)
+		return 0;               /* ours: the recorder's (record_holds.c) */
 	if ((unsigned long)info > 1 &&
 	    !bpf_probe_read_kernel(&code, sizeof(code), &info->si_code) && code == ATF_SI_KERNEL)
 		return 0;               /* ours (or another program's) */

@@ -35,7 +35,6 @@
 #define ATF_UPROBE_SESSION  57      /* BPF_TRACE_UPROBE_SESSION */
 
 const volatile __u32 uprobe_pmu_type = 0;   /* /sys/bus/event_source/devices/uprobe/type */
-const volatile __u32 recorder_tgid = 0;     /* our own registrations are not foreign */
 
 __u64 reg_inflight;             /* foreign registering syscalls between entry and exit */
 __u64 guard_unannounced;        /* stops sent without their REC_REG_GUARD (the ring was full) */
@@ -247,8 +246,10 @@ static long stop_guarded(struct bpf_map *map, __u32 *key, __u64 *mm, struct guar
 	r->child_pid = c->syscall;
 	r->ts = atf_now();
 	bpf_get_current_comm(r->comm, sizeof(r->comm));
+	r->_pad = 0;
 	/* stopped by someone else already: checked all the same, and left to them (holds.bpf.h) */
-	if (hold_begin(task, r->pid) && bpf_send_signal_task(task, ATF_SIGSTOP, PIDTYPE_TGID, 0)) {
+	r->hold_seq = hold_begin(task, r->pid);
+	if (r->hold_seq && bpf_send_signal_task(task, ATF_SIGSTOP, PIDTYPE_TGID, 0)) {
 		bpf_ringbuf_discard(r, BPF_RB_NO_WAKEUP);
 		count_lost(lost_records);
 	} else {

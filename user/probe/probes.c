@@ -205,14 +205,14 @@ static int configure(struct probes *p, const struct probe_opts *opts)
 	bpf_program__set_autoload(s->progs.atf_module_free, p->guard && module_free);
 	p->tp_ids_trusted = !modules || module_free;
 	s->rodata->uprobe_pmu_type = uprobe_pmu_type();
-	/* the guard compares and names processes by their host pids */
+#endif
+	/* the guard and the holds compare and name processes by their host pids */
 	pid_t self;
 
 	err = pidns_host_pid(getpid(), &self);
 	if (err)
 		return err;
 	s->rodata->recorder_tgid = (uint32_t)self;
-#endif
 	bpf_program__set_expected_attach_type(s->progs.atf_session, ATF_BPF_TRACE_UPROBE_SESSION);
 	bpf_program__set_expected_attach_type(s->progs.atf_multi_entry, ATF_BPF_TRACE_UPROBE_MULTI);
 	bpf_program__set_expected_attach_type(s->progs.atf_multi_return, ATF_BPF_TRACE_UPROBE_MULTI);

@@ -28,7 +28,9 @@ static void fix_held(struct recorder *r, pid_t child, uint32_t parent)
 	size_t n;
 	int err;
 
-	/* BPF stopped the child: it runs again after this drain, whatever happens here */
+	/* BPF stopped the child: it runs again after this drain, whatever happens here. Its fork's
+	 * stop is the first of its entry in the held set (a new process): count 1. */
+	rec_holds_seen(r, child, 1);
 	rec_hold(r, child);
 	err = rec_hold_wait(child, child);
 	if (err == -ESRCH)

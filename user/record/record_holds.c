@@ -27,6 +27,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 #include <sys/mman.h>
@@ -34,6 +35,7 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include "atftrace.h"
+#include "clock.h"
 #include "probes.h"
 #include "recorder_int.h"
 #include "trampoline.h"
@@ -130,34 +132,150 @@ bool rec_holds_ours(struct recorder *r, pid_t pid)
 	uint64_t *held = probes__held_pids(r->opts.probes, &n);
 
 	for (size_t i = 0; i < n; i++)
-		if ((__atomic_load_n(&held[i], __ATOMIC_ACQUIRE) & ~HELD_STOPPED_BY_OTHER) ==
-		    (uint64_t)pid)
+		if ((__atomic_load_n(&held[i], __ATOMIC_ACQUIRE) & HELD_PID_MASK) == (uint64_t)pid)
 			return true;
 	return false;
 }
 
-void rec_holds_resume(struct recorder *r, pid_t pid)
+/*
+ * Overlapping holds. Two holds of ours may stop a process at about the same time (a guard stop
+ * from another tool's registration while a thread raises a C++ exception); their records may be
+ * read in different drains. One SIGCONT ends every stop, so the first hold's resume must not
+ * come before the second's record was handled: each held_pids entry counts the stops of ours
+ * (HELD_SEQ_*), each hold record carries the count its stop made, and a process is resumed
+ * only when its entry's count is one whose record was read, and taken out of the set by a
+ * compare-and-swap that fails if BPF counted another stop since.
+ */
+struct held_seen {
+	pid_t pid;
+	uint32_t seq;               /* the highest count whose record was read */
+	uint64_t wait_since_ns;     /* 0, or when its resume first waited for a record */
+};
+
+#define HELD_WAIT_MAX_NS (1000ull * 1000 * 1000)   /* a record never read: lost, or never sent */
+
+static struct held_seen *held_seen_of(struct recorder *r, pid_t pid, bool create)
+{
+	for (size_t i = 0; i < r->nheld_seen; i++)
+		if (r->held_seen[i].pid == pid)
+			return &r->held_seen[i];
+	if (!create)
+		return NULL;
+	if (r->nheld_seen == r->held_seen_cap) {
+		size_t cap = r->held_seen_cap ? 2 * r->held_seen_cap : 16;
+		struct held_seen *v = realloc(r->held_seen, cap * sizeof(*v));
+
+		if (!v)
+			return NULL;    /* its resume then waits HELD_WAIT_MAX_NS: never left stopped */
+		r->held_seen = v;
+		r->held_seen_cap = cap;
+	}
+	r->held_seen[r->nheld_seen] = (struct held_seen){ .pid = pid };
+	return &r->held_seen[r->nheld_seen++];
+}
+
+static void held_seen_drop(struct recorder *r, pid_t pid)
+{
+	struct held_seen *e = held_seen_of(r, pid, false);
+
+	if (e)
+		*e = r->held_seen[--r->nheld_seen];
+}
+
+void rec_holds_seen(struct recorder *r, pid_t pid, uint32_t seq)
+{
+	struct held_seen *e;
+
+	if (!seq || seq > HELD_SEQ_MASK)
+		return;         /* not a stop of ours, or one BPF could not count (waits, then goes) */
+	e = held_seen_of(r, pid, true);
+	if (e && seq > e->seq)
+		e->seq = seq;
+}
+
+void rec_holds_seen_all(struct recorder *r, pid_t pid)
 {
 	size_t n;
 	uint64_t *held = probes__held_pids(r->opts.probes, &n);
+
+	for (size_t i = 0; i < n; i++) {
+		uint64_t w = __atomic_load_n(&held[i], __ATOMIC_ACQUIRE);
+
+		if ((w & HELD_PID_MASK) == (uint64_t)pid)
+			rec_holds_seen(r, pid, (uint32_t)((w >> HELD_SEQ_SHIFT) & HELD_SEQ_MASK));
+	}
+}
+
+/*
+ * try_resume - take @pid out of the held set and SIGCONT it, unless a stop of ours in it has a
+ * record not read yet (then false, and nothing changed); @force resumes it all the same.
+ */
+static bool try_resume(struct recorder *r, pid_t pid, bool force)
+{
+	size_t n;
+	uint64_t *held = probes__held_pids(r->opts.probes, &n);
+	struct held_seen *e = held_seen_of(r, pid, false);
+	uint32_t seen = e ? e->seq : 0;
 	bool ours = false, theirs = false;
 
-	/* out of the set first: a hold that stops it again from now on adds it again */
 	for (size_t i = 0; i < n; i++) {
-		uint64_t now = __atomic_load_n(&held[i], __ATOMIC_ACQUIRE);
+		uint64_t w = __atomic_load_n(&held[i], __ATOMIC_ACQUIRE);
+		int tries = 0;
 
-		if ((now & ~HELD_STOPPED_BY_OTHER) != (uint64_t)pid)
-			continue;
-		/* the exchange reads the mark that BPF may have set since the load */
-		now = __atomic_exchange_n(&held[i], 0, __ATOMIC_ACQ_REL);
-		if (!now)
-			continue;
-		ours = true;
-		theirs |= (now & HELD_STOPPED_BY_OTHER) != 0;
+		while ((w & HELD_PID_MASK) == (uint64_t)pid) {
+			if (!force && ((w >> HELD_SEQ_SHIFT) & HELD_SEQ_MASK) > seen)
+				return false;   /* a stop whose record is on its way */
+			/* fails, and reloads w, if BPF counted a stop or marked it since the load */
+			if (__atomic_compare_exchange_n(&held[i], &w, 0, false, __ATOMIC_ACQ_REL,
+							__ATOMIC_ACQUIRE)) {
+				ours = true;
+				theirs |= (w & HELD_STOPPED_BY_OTHER) != 0;
+				break;
+			}
+			if (++tries == 64)
+				return false;
+		}
 	}
+	held_seen_drop(r, pid);
 	/* someone else stopped it while we held it: theirs to continue */
-	if (ours && !theirs)
+	if (ours && !theirs) {
 		kill(pid, SIGCONT);     /* ESRCH: it died while held, fine */
+		/*
+		 * A hold that found the entry gone between our exchange and our SIGCONT claimed a
+		 * new one and may have had its SIGSTOP ended by ours: stop it again (it is ours, and
+		 * that hold's record resumes it).
+		 */
+		if (rec_holds_ours(r, pid))
+			kill(pid, SIGSTOP);
+	}
+	return true;
+}
+
+void rec_holds_resume(struct recorder *r, pid_t pid)
+{
+	struct held_seen *e;
+
+	if (try_resume(r, pid, false))
+		return;
+	e = held_seen_of(r, pid, true);
+	if (!e)
+		try_resume(r, pid, true);       /* cannot wait for it: as before */
+	else if (!e->wait_since_ns)
+		e->wait_since_ns = clock_mono_ns();
+}
+
+void rec_holds_retry(struct recorder *r)
+{
+	uint64_t now = clock_mono_ns();
+
+	for (size_t i = 0; i < r->nheld_seen;) {
+		struct held_seen *e = &r->held_seen[i];
+
+		if (e->wait_since_ns && try_resume(r, e->pid,
+						  now - e->wait_since_ns > HELD_WAIT_MAX_NS))
+			continue;       /* dropped: slot i holds another entry now */
+		i++;
+	}
 }
 
 void rec_holds_add_sites(struct recorder *r, const struct sym_module *m)
@@ -193,6 +311,9 @@ const struct nop5_site *rec_holds_sites(const struct recorder *r, size_t *n)
 
 void rec_holds_free(struct recorder *r)
 {
+	free(r->held_seen);
+	r->held_seen = NULL;
+	r->nheld_seen = r->held_seen_cap = 0;
 	if (r->nop5_sites)
 		munmap(r->nop5_sites, sizeof(*r->nop5_sites));
 	r->nop5_sites = NULL;

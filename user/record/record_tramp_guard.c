@@ -47,6 +47,7 @@ static void hold_guarded(struct recorder *r)
 	for (size_t i = 0; i < n; i++) {
 		if (!rec_holds_ours(r, pids[i]))
 			continue;       /* not stopped by us: nothing to wait for, nothing to resume */
+		rec_holds_seen_all(r, pids[i]);      /* its record may be the lost one */
 		rec_hold(r, pids[i]);
 		rec_hold_wait(pids[i], pids[i]);
 	}
@@ -72,6 +73,7 @@ void rec_tramp_guard_on_record(struct recorder *r, const void *data, size_t size
 			"(syscall %u): process %u stopped to check its trampolines\n", rec.tid,
 			rec.comm, rec.child_pid, rec.pid);
 	/* BPF stopped it: it runs again after this drain, whatever happens here */
+	rec_holds_seen(r, (pid_t)rec.pid, rec.hold_seq);
 	rec_hold(r, (pid_t)rec.pid);
 	if (rec_hold_wait((pid_t)rec.pid, (pid_t)rec.pid) == -ETIMEDOUT)
 		fprintf(stderr, "atftrace record: process %u did not stop for the registration guard "

@@ -220,6 +220,7 @@ void rec_watch_on_dl_state(struct recorder *r, const void *data, size_t size)
 		scan(w, (pid_t)tk.pid, tk.child_pid == REC_TASK_HELD &&
 		     hold_effective((pid_t)tk.pid, (pid_t)tk.tid));
 	if (tk.child_pid == REC_TASK_HELD) {
+		rec_holds_seen(r, (pid_t)tk.pid, tk.hold_seq);
 		if (w)
 			hold(r, w, (pid_t)tk.pid);
 		else

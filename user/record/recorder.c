@@ -466,6 +466,7 @@ static int drain(struct recorder *r, uint64_t budget_ns)
 	rec_tramp_guard_after_drain(r); /* a process the registration guard stopped runs again */
 	rec_unwind_resume(r);   /* every fix-up of a held process was in this drain */
 	rec_watch_resume(r);    /* and every module it was held for is attached */
+	rec_holds_retry(r);     /* those whose other hold's record was still on its way */
 	rec_tramp_guard_after_resume(r);
 	if (n < 0 && n != -EINTR)
 		return n;

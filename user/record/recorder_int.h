@@ -91,6 +91,8 @@ struct recorder {
 	struct rec_watch *watch;    /* modules that appear later (user/record/record_watch.c), lazily */
 	pid_t watchdog;             /* resumes what we hold if we die (user/record/record_holds.c) */
 	struct nop5_sites *nop5_sites;  /* the probed 5-byte nops, shared with the watchdog */
+	struct held_seen *held_seen;    /* per held process: the stops whose records were read */
+	size_t nheld_seen, held_seen_cap;
 	struct return_slots *slots; /* pending return instances, for the detach (recorder_detach.c) */
 	uint64_t drain_deadline_ns; /* a tick's drain stops here (0: reads until the ring is empty) */
 	uint64_t drain_records;
@@ -173,6 +175,18 @@ struct nop5_site;
 const struct nop5_site *rec_holds_sites(const struct recorder *r, size_t *n);
 /** rec_holds_free - release the watchdog's shared list (the watchdog keeps its own mapping). */
 void rec_holds_free(struct recorder *r);
+/**
+ * rec_holds_seen - a hold record for @pid was read: its stop made count @seq (hold_seq). A
+ * process is resumed only once the record of every stop of ours in it was read.
+ */
+void rec_holds_seen(struct recorder *r, pid_t pid, uint32_t seq);
+/** rec_holds_seen_all - every stop of ours in @pid so far counts as read (no record to wait for). */
+void rec_holds_seen_all(struct recorder *r, pid_t pid);
+/**
+ * rec_holds_retry - after a drain: resume the held processes whose resume waited for a record
+ * still in flight (after 1 s without it, they are resumed all the same).
+ */
+void rec_holds_retry(struct recorder *r);
 /** rec_holds_ours - is @pid in the held set (stopped by a hold of ours, not resumed yet)? */
 bool rec_holds_ours(struct recorder *r, pid_t pid);
 /**

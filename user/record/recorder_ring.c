@@ -208,6 +208,8 @@ static void on_task(struct recorder *r, const void *data, size_t size)
 			(int)tk.pid, (int)tk.child_pid, child->dir);
 		break;
 	case REC_TASK_EXEC:
+		if (tk.child_pid == REC_TASK_HELD)
+			rec_holds_seen(r, (pid_t)tk.pid, tk.hold_seq);
 		p = rec_proc_find(r, (pid_t)tk.pid);
 		if (!p || p->state == REC_PROC_ENDED) {
 			rec_watch_on_exec(r, (pid_t)tk.pid, false, tk.child_pid == REC_TASK_HELD);

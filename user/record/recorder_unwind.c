@@ -289,6 +289,7 @@ void rec_unwind_on_fixup(struct recorder *r, const void *data, size_t size)
 		return;
 	}
 	/* Whatever else is wrong with the record, BPF stopped this process: it must be resumed. */
+	rec_holds_seen(r, pid, fx.hold_seq);
 	hold(r, u, pid);
 	if (fx.count > REC_UNWIND_MAX_SLOTS || size < head + fx.count * sizeof(fx.pairs[0])) {
 		r->st.bad_records++;
