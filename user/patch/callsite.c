@@ -250,20 +250,20 @@ static uint64_t body_off(const struct cs_mod *cm, const struct cs_fn *c)
 static int log_sites(struct cs_mod *cm, const struct ta_maps *maps, uint8_t *code)
 {
 	struct patch_record *recs = calloc(cm->nsites ? cm->nsites : 1, sizeof(*recs));
-	int err;
+	int err = -EINVAL;
 
 	if (!recs)
 		return -ENOMEM;
 	for (size_t i = 0; i < cm->nsites; i++) {
 		const struct cs_site *s = &cm->sites[i];
 
-		recs[i] = (struct patch_record){ .addr = s->addr, .file_off = s->file_off,
-						 .len = CS_CALL_LEN, .kind = PATCH_KIND_CALL_REL32 };
-		memcpy(recs[i].orig, s->orig, CS_CALL_LEN);
-		memcpy(recs[i].written, s->call, CS_CALL_LEN);
+		if (patch_record_init(&recs[i], PATCH_KIND_CALL_REL32, s->addr, s->file_off, s->orig,
+				      s->call, CS_CALL_LEN))
+			goto cleanup;
 	}
 	err = ta_log_encode(cm->m, cm->dev, cm->ino, cm->area, maps, recs, (uint32_t)cm->nsites,
 			    code, cm->code_off, &cm->log);
+cleanup:
 	free(recs);
 	return err;
 }

@@ -81,22 +81,22 @@ void ta_log_mark_restored(int fd, uint8_t *copy, uint32_t size)
 int tramp_log_init(struct tramp_mod *tm, const struct ta_maps *maps, uint8_t *buf, uint32_t size)
 {
 	struct patch_record *recs = calloc(tm->nfns ? tm->nfns : 1, sizeof(*recs));
-	int err;
+	int err = -EINVAL;
 
 	if (!recs)
 		return -ENOMEM;
 	for (size_t i = 0; i < tm->nfns; i++) {
 		const struct tramp_fn *t = &tm->fns[i];
 
-		recs[i] = (struct patch_record){ .addr = t->patch_addr, .kind = PATCH_KIND_ENTRY_JMP,
-						 .file_off = t->f->probe_offset, .len = TRAMP_JMP_LEN };
-		memcpy(recs[i].orig, t->moved, TRAMP_JMP_LEN);
-		memcpy(recs[i].written, t->jmp, TRAMP_JMP_LEN);
+		if (patch_record_init(&recs[i], PATCH_KIND_ENTRY_JMP, t->patch_addr,
+				      t->f->probe_offset, t->moved, t->jmp, TRAMP_JMP_LEN))
+			goto cleanup;
 	}
 	err = ta_log_encode(tm->m, tm->dev, tm->ino, tm->area, maps, recs, (uint32_t)tm->nfns, buf,
 			    size, &tm->log);
 	if (!err)
 		tm->code_off = size;
+cleanup:
 	free(recs);
 	return err;
 }
