@@ -524,9 +524,11 @@ int cs_process__restore(struct cs_process *cp)
 	err = pt_stop_all(&pt, cp->pid, cp->own_child);
 	if (err)
 		return err == -ESRCH ? 0 : err;
-	if (ta_maps_read(cp->pid, &maps) < 0) {
+	err = ta_maps_read(cp->pid, &maps);
+	if (err < 0) {
+		/* nothing written: the log stays "patched" for atftrace restore */
 		pt_detach_all(&pt);
-		return -EIO;    /* nothing written: the log stays "patched" for atftrace restore */
+		return err == -ENOENT || err == -ESRCH ? 0 : err;   /* gone meanwhile: nothing to do */
 	}
 	for (size_t i = 0; i < cp->nmods; i++) {
 		struct cs_mod *cm = &cp->mods[i];
