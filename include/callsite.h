@@ -15,7 +15,9 @@
  * The rel32s are written only while every thread is stopped, never where a thread's
  * instruction pointer or a word of a stack lies inside the 5 bytes, and are written back at
  * the end where they are still ours; the stubs stay mapped (a thread may be inside one), and
- * without their probes (a recorder killed with -9) they are plain code.
+ * without their probes (a recorder killed with -9) they are plain code. The stubs' memfd starts
+ * with a patch log of every rel32 written (include/patch_log.h), so `atftrace restore -p PID`
+ * undoes them after a session that did not.
  */
 #ifndef ATFTRACE_CALLSITE_H
 #define ATFTRACE_CALLSITE_H
@@ -49,10 +51,14 @@ int cs_process__attach(struct cs_process **out, struct probes *p, struct sym_mod
 /**
  * cs_process__restore - stop the process and write each redirected site's original rel32 back,
  * where our call is still there and the module is still mapped where it was (the stubs stay
- * mapped). Nothing to do when the process is gone. Returns the number of sites restored, or a
- * negative errno.
+ * mapped), and mark each area's patch log restored. Nothing to do when the process is gone.
+ * Returns the number of sites restored, or a negative errno (nothing written: `atftrace
+ * restore -p` can do it later).
  */
 int cs_process__restore(struct cs_process *cp);
+
+/** cs_process__pid - the process @cp redirected. */
+pid_t cs_process__pid(const struct cs_process *cp);
 
 /** cs_process__free - release (restores first if that was not done). NULL is ignored. */
 void cs_process__free(struct cs_process *cp);

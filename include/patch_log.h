@@ -48,7 +48,7 @@
 
 /* Kind of a patch (u32 on disk). */
 #define PATCH_KIND_ENTRY_JMP 1u             /* `jmp trampoline` over a function's first bytes */
-#define PATCH_KIND_CALL_REL32 2u            /* a call site's rel32 */
+#define PATCH_KIND_CALL_REL32 2u            /* a call site's rel32: logged as the whole 5-byte call */
 #define PATCH_KIND_MAX 2u
 
 /* Errors: 0 is none; reading 1..63; writing 64... */
@@ -93,6 +93,16 @@ struct patch_log {
 	struct patch_record *records;       /* decode: allocated (patch_log_free) */
 	uint32_t nrecords;
 };
+
+/**
+ * patch_record_init - the record of one patch of @kind (PATCH_KIND_*): @len bytes at @addr in the
+ * process (@file_off in the module's file), @orig the bytes there before, @written ours. The
+ * same for every kind: an entry jmp, a whole `call stub` at a call site. PATCH_LOG_OK, or
+ * PATCH_LOG_ERR_ARG (nothing set) when the kind or length is out of range or @orig equals
+ * @written (such a record would not decode).
+ */
+int patch_record_init(struct patch_record *r, uint32_t kind, uint64_t addr, uint64_t file_off,
+		      const uint8_t *orig, const uint8_t *written, uint32_t len);
 
 /** patch_log_strerror - a short English message for @err ("bad magic", ...). */
 const char *patch_log_strerror(int err);

@@ -71,8 +71,8 @@ void tramp_areas__free(struct tramp_areas *a);
 /**
  * tramp_note_leftovers - for a new session on @pid: when the process has patches of a session
  * that ended without restoring them (no live session owns their area) and some are still in
- * place, say so in one line on stderr, with the command that undoes them. Returns how many
- * patches are still in place.
+ * place, say so in one line on stderr (how many function entries, how many call sites), with the
+ * command that undoes them. Returns how many patches are still in place.
  */
 int tramp_note_leftovers(pid_t pid);
 

@@ -18,6 +18,12 @@
  *                                 K of tr_mov directly (x < K) and K of tr_mov through a
  *                                 pointer (x = 1000000 + i: an indirect call, never
  *                                 redirected), then tr_done, and ends
+ *   callsites rounds T READY      T threads call tr_sub and tr_mov directly in a loop; READY
+ *                                 once all run; then for each line N on stdin, each thread calls
+ *                                 tr_mark, exactly N of tr_sub, N of tr_mov directly and N of
+ *                                 tr_mov through a pointer, then tr_done, and loops again; once
+ *                                 all did, "round N: tr_sub S tr_mov M" (the calls of the round,
+ *                                 counted by the threads); ends at the end of stdin
  *   callsites serve READY         create READY, call everything until SIGTERM; print "served N";
  *                                 at SIGUSR1, create READY.more after 1000 more rounds
  *   callsites fork N              fork a child that runs "all N" and exits 0 if its results
@@ -180,21 +186,30 @@ static int per_thread;
 static int (*volatile mov_ptr)(int) = tr_mov;
 static volatile int running;
 
+/* The hot loop's calls, and a window's (threads and rounds share these call sites). */
+__attribute__((noinline)) static void hot_calls(int x)
+{
+	check("tr_sub", x, tr_sub(x), x + 4);
+	check("tr_mov", x, tr_mov(x), x + 3);
+}
+
+__attribute__((noinline)) static void window_calls(int i)
+{
+	check("tr_sub", i, tr_sub(i), i + 4);
+	check("tr_mov", i, tr_mov(i), i + 3);
+	check("tr_mov", 1000000 + i, mov_ptr(1000000 + i), 1000003 + i);
+}
+
 static void *hot_thread(void *arg)
 {
 	int x = (int)(long)arg;
 
 	__atomic_add_fetch(&running, 1, __ATOMIC_SEQ_CST);
-	while (!go) {
-		check("tr_sub", x, tr_sub(x), x + 4);
-		check("tr_mov", x, tr_mov(x), x + 3);
-	}
+	while (!go)
+		hot_calls(x);
 	tr_mark();
-	for (int i = 0; i < per_thread; i++) {
-		check("tr_sub", i, tr_sub(i), i + 4);
-		check("tr_mov", i, tr_mov(i), i + 3);
-		check("tr_mov", 1000000 + i, mov_ptr(1000000 + i), 1000003 + i);
-	}
+	for (int i = 0; i < per_thread; i++)
+		window_calls(i);
 	tr_done();
 	return NULL;
 }
@@ -217,6 +232,63 @@ static int threads_test(int nthreads, int k, const char *ready)
 	for (int i = 0; i < nthreads; i++)
 		pthread_join(th[i], NULL);
 	printf("threads %d calls %d\n", nthreads, k);
+	return bad ? 1 : 0;
+}
+
+static volatile int round_gen, round_n, round_quit;
+static long round_sub, round_mov, round_done;
+
+static void *round_thread(void *arg)
+{
+	int x = (int)(long)arg, gen = 0;
+
+	__atomic_add_fetch(&running, 1, __ATOMIC_SEQ_CST);
+	for (;;) {
+		long sub = 0, mov = 0;
+
+		while (__atomic_load_n(&round_gen, __ATOMIC_ACQUIRE) == gen && !round_quit)
+			hot_calls(x);
+		if (round_quit)
+			return NULL;
+		gen = __atomic_load_n(&round_gen, __ATOMIC_ACQUIRE);
+		tr_mark();
+		for (int i = 0; i < round_n; i++) {
+			window_calls(i);    /* one tr_sub, two tr_mov (one through a pointer) */
+			sub++;
+			mov += 2;
+		}
+		tr_done();
+		__atomic_add_fetch(&round_sub, sub, __ATOMIC_SEQ_CST);
+		__atomic_add_fetch(&round_mov, mov, __ATOMIC_SEQ_CST);
+		__atomic_add_fetch(&round_done, 1, __ATOMIC_SEQ_CST);
+	}
+}
+
+static int rounds_test(int nthreads, const char *ready)
+{
+	pthread_t th[64];
+	char line[64];
+
+	if (nthreads < 1 || nthreads > 64)
+		return 2;
+	for (long i = 0; i < nthreads; i++)
+		if (pthread_create(&th[i], NULL, round_thread, (void *)i))
+			return 2;
+	while (__atomic_load_n(&running, __ATOMIC_SEQ_CST) < nthreads)
+		sched_yield();
+	if (touch(ready))
+		return 2;
+	while (fgets(line, sizeof(line), stdin)) {
+		round_n = atoi(line);
+		round_sub = round_mov = round_done = 0;
+		__atomic_add_fetch(&round_gen, 1, __ATOMIC_RELEASE);
+		while (__atomic_load_n(&round_done, __ATOMIC_SEQ_CST) < nthreads)
+			usleep(1000);
+		printf("round %d: tr_sub %ld tr_mov %ld\n", round_n, round_sub, round_mov);
+	}
+	round_quit = 1;
+	for (int i = 0; i < nthreads; i++)
+		pthread_join(th[i], NULL);
 	return bad ? 1 : 0;
 }
 
@@ -259,12 +331,14 @@ int main(int argc, char **argv)
 		return threads_test(atoi(argv[2]), atoi(argv[3]), argv[4]);
 	if (argc == 3 && !strcmp(argv[1], "fork"))
 		return fork_test(atoi(argv[2]));
+	if (argc == 4 && !strcmp(argv[1], "rounds"))
+		return rounds_test(atoi(argv[2]), argv[3]);
 	if (argc == 3 && !strcmp(argv[1], "serve"))
 		return serve(argv[2]);
 	if (argc == 4 && !strcmp(argv[1], "time"))
 		return !strcmp(argv[2], "direct") ? time_direct(atoi(argv[3]))
 						  : time_one(argv[2], atoi(argv[3]));
-	fprintf(stderr, "usage: callsites all N | threads T K READY | serve READY | "
+	fprintf(stderr, "usage: callsites all N | threads T K READY | rounds T READY | serve READY | "
 		"fork N | time mov|ripk|direct N\n");
 	return 2;
 }

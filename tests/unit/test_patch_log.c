@@ -3,7 +3,8 @@
  * Unit tests for the patch log at the start of a trampoline area (user/probe/patch_log.c): a
  * header round-trips; every kind of damage (truncation, a flipped bit anywhere, bad magic,
  * version, sizes, counts, out-of-range fields and records) is refused with its own error; and
- * what restore writes back keeps another tool's int3 and never writes over bytes not ours.
+ * what restore writes back keeps another tool's int3 and never writes over bytes not ours, for
+ * an entry jmp and for a redirected call site (CALL_REL32: the whole 5-byte call) alike.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -46,6 +47,15 @@ static void sample(struct patch_log *l)
 	}
 	l->records = recs;
 	l->nrecords = 3;
+}
+
+/* The bytes of @r past its length are 0 (as the layout wants them). */
+static int all_zero_tail(const struct patch_record *r)
+{
+	for (uint32_t i = r->len; i < PATCH_LOG_MAX_BYTES; i++)
+		if (r->orig[i] || r->written[i])
+			return 0;
+	return 1;
 }
 
 static uint8_t *encoded(size_t *size)
@@ -297,6 +307,93 @@ static void test_unpatch(void **state)
 	assert_int_equal(patch_log_unpatch(&recs[0], now, out), PATCH_NOW_FOREIGN);
 }
 
+/* A call site's records: the file's `call f` and ours, `call stub`, both whole 5-byte calls. */
+static const uint8_t call_f[5] = { 0xe8, 0x88, 0xdd, 0xff, 0xff };
+static const uint8_t call_stub[5] = { 0xe8, 0x41, 0xff, 0x0f, 0x00 };
+
+static void test_call_rel32_round_trip(void **state)
+{
+	struct patch_record mixed[3], r;
+	struct patch_log l, d;
+	uint8_t *buf;
+	size_t size;
+
+	sample(&l);
+	mixed[0] = recs[0];
+	assert_int_equal(patch_record_init(&mixed[1], PATCH_KIND_CALL_REL32, 0x555555556333ull,
+					   0x2333, call_f, call_stub, 5), PATCH_LOG_OK);
+	assert_int_equal(mixed[1].kind, PATCH_KIND_CALL_REL32);
+	assert_int_equal(mixed[1].len, 5);
+	assert_memory_equal(mixed[1].orig, call_f, 5);
+	assert_memory_equal(mixed[1].written, call_stub, 5);
+	assert_true(all_zero_tail(&mixed[1]));
+	assert_int_equal(patch_record_init(&mixed[2], PATCH_KIND_CALL_REL32, 0x555555556356ull,
+					   0x2356, call_f, call_stub, 5), PATCH_LOG_OK);
+	mixed[2].written[1] ^= 0x10;            /* another stub */
+	l.records = mixed;
+	l.nrecords = 3;
+	size = patch_log_size(3);
+	buf = malloc(size);
+	assert_non_null(buf);
+	assert_int_equal(patch_log_encode(&l, buf, size), PATCH_LOG_OK);
+	assert_int_equal(patch_log_decode(buf, size, &d), PATCH_LOG_OK);
+	assert_int_equal(d.nrecords, 3);
+	for (int i = 0; i < 3; i++)
+		assert_memory_equal(&d.records[i], &mixed[i], sizeof(mixed[i]));
+	/* the kind at its documented offset of the second record */
+	assert_int_equal(get_le32(buf + 512 + 56 + 20), PATCH_KIND_CALL_REL32);
+	assert_memory_equal(buf + 512 + 56 + 24, call_f, 5);
+	assert_memory_equal(buf + 512 + 56 + 40, call_stub, 5);
+	patch_log_free(&d);
+	free(buf);
+	/* what the constructor refuses: no kind, a kind past the last, no change, too long */
+	assert_int_equal(patch_record_init(&r, 0, 0x1000, 0, call_f, call_stub, 5), PATCH_LOG_ERR_ARG);
+	assert_int_equal(patch_record_init(&r, PATCH_KIND_MAX + 1, 0x1000, 0, call_f, call_stub, 5),
+			 PATCH_LOG_ERR_ARG);
+	assert_int_equal(patch_record_init(&r, PATCH_KIND_CALL_REL32, 0x1000, 0, call_f, call_f, 5),
+			 PATCH_LOG_ERR_ARG);
+	assert_int_equal(patch_record_init(&r, PATCH_KIND_CALL_REL32, 0x1000, 0, call_f, call_stub,
+					   PATCH_LOG_MAX_BYTES + 1), PATCH_LOG_ERR_ARG);
+	assert_int_equal(patch_record_init(&r, PATCH_KIND_CALL_REL32, UINT64_MAX - 2, 0, call_f,
+					   call_stub, 5), PATCH_LOG_ERR_ARG);
+	(void)state;
+}
+
+static void test_call_rel32_unpatch(void **state)
+{
+	struct patch_record r;
+	uint8_t now[5], out[5];
+
+	assert_int_equal(patch_record_init(&r, PATCH_KIND_CALL_REL32, 0x555555556333ull, 0x2333,
+					   call_f, call_stub, 5), PATCH_LOG_OK);
+	/* our call: the file's call goes back, whole */
+	memcpy(now, call_stub, 5);
+	assert_int_equal(patch_log_unpatch(&r, now, out), PATCH_NOW_OURS);
+	assert_memory_equal(out, call_f, 5);
+	/* another tool's int3 on the call's first byte (its uprobe on the call): it stays, and the
+	 * rel32 behind it is the file's again, which is what the kernel runs for it anyway */
+	now[0] = 0xcc;
+	assert_int_equal(patch_log_unpatch(&r, now, out), PATCH_NOW_OURS);
+	assert_int_equal(out[0], 0xcc);
+	assert_memory_equal(out + 1, call_f + 1, 4);
+	/* already the file's call, with or without that int3 */
+	memcpy(now, call_f, 5);
+	assert_int_equal(patch_log_unpatch(&r, now, out), PATCH_NOW_ORIGINAL);
+	now[0] = 0xcc;
+	assert_int_equal(patch_log_unpatch(&r, now, out), PATCH_NOW_ORIGINAL);
+	/* a call to another stub (another session's redirection): not ours, never written */
+	memcpy(now, call_stub, 5);
+	now[2] ^= 0x01;
+	assert_int_equal(patch_log_unpatch(&r, now, out), PATCH_NOW_FOREIGN);
+	now[0] = 0xcc;
+	assert_int_equal(patch_log_unpatch(&r, now, out), PATCH_NOW_FOREIGN);
+	/* the rel32 ours but not a call any more (a jmp written over it): not ours */
+	memcpy(now, call_stub, 5);
+	now[0] = 0xe9;
+	assert_int_equal(patch_log_unpatch(&r, now, out), PATCH_NOW_FOREIGN);
+	(void)state;
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -310,6 +407,8 @@ int main(void)
 		cmocka_unit_test(test_set_state),
 		cmocka_unit_test(test_strerror),
 		cmocka_unit_test(test_unpatch),
+		cmocka_unit_test(test_call_rel32_round_trip),
+		cmocka_unit_test(test_call_rel32_unpatch),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

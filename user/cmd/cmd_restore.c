@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: MIT
 /*
- * atftrace restore -p PID [--dry-run]: give a process back the function entries that an atftrace
- * session patched and did not restore (a recorder killed with -9, or one that ended while a
- * debugger held the process). Each trampoline area describes its patches
+ * atftrace restore -p PID [--dry-run]: give a process back the function entries (and, after
+ * record --call-sites, the call sites) that an atftrace session patched and did not restore (a
+ * recorder killed with -9, or one that ended while a debugger held the process). Each
+ * trampoline area describes its patches
  * (include/patch_log.h); user/probe/trampoline_restore.c finds, checks and writes them back.
  * One line per area (per module): "PATH: restored N of M patches". Refused with one line and
  * exit 1, before anything is written, when a live session owns an area, when a header is
@@ -27,7 +28,7 @@ struct restore_args {
 };
 
 static const struct argp_option options[] = {
-	{ "pid", 'p', "PID", 0, "the process whose patched functions to restore", 0 },
+	{ "pid", 'p', "PID", 0, "the process whose patched functions and call sites to restore", 0 },
 	{ "dry-run", 'n', NULL, 0, "print what would be written, write nothing", 0 },
 	{ 0 },
 };
@@ -143,8 +144,8 @@ static int refuse(const struct restore_args *o, const struct tramp_areas *areas)
 int cmd_restore(int argc, char **argv)
 {
 	static const struct argp argp = { options, parse_opt, "-p PID",
-		"Write back the original bytes of the function entries that an atftrace session "
-		"patched in process PID and did not restore (its recorder was killed, or a debugger "
+		"Write back the original bytes of the function entries and call sites that an atftrace "
+		"session patched in process PID and did not restore (its recorder was killed, or a debugger "
 		"held the process at its end). Every thread is stopped meanwhile. Refused while the "
 		"session runs, for a damaged trampoline header, and while another tracer holds the "
 		"process.", NULL, NULL, NULL };

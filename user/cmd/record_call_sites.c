@@ -28,5 +28,6 @@ void record_call_sites_restore(struct cs_process *cp)
 
 	if (n < 0)
 		fprintf(stderr, "atftrace record: cannot write the target's original calls back (%s); "
-			"it goes on correctly through the call-site stubs\n", strerror(-n));
+			"it goes on correctly through the call-site stubs; 'atftrace restore -p %d' writes "
+			"them back later\n", strerror(-n), (int)cs_process__pid(cp));
 }

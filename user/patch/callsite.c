@@ -10,12 +10,14 @@
  *   2. every `call f` in the module's code, decoded from the file (cs_find_calls());
  *   3. leave out sites whose bytes in memory are not the file's (another tool's breakpoint) or
  *      that a thread's instruction pointer or a word of a stack lies inside;
- *   4. make the module's memfd near it (trampoline_area.c): the bodies (tramp_emit(): f's
- *      relocated instructions, then jmp f+len), then one stub per site;
+ *   4. make the module's memfd near it (trampoline_area.c): its patch log (include/patch_log.h:
+ *      every site's call as the file has it and as we write it, for `atftrace restore -p` should
+ *      the session die before its own restore), the bodies (tramp_emit(): f's relocated
+ *      instructions, then jmp f+len), then one stub per site;
  *   5. attach the stubs' probe links (probes__attach_call_sites()), then write each site's new
  *      rel32 through /proc/PID/mem.
  * Restoring writes each original rel32 back where ours still is, in a module still mapped
- * where it was; the memfd stays mapped.
+ * where it was, then marks the log restored; the memfd stays mapped.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -26,6 +28,7 @@
 #include <sys/stat.h>
 #include "callsite.h"
 #include "callsite_plan.h"
+#include "patch_log.h"
 #include "proc.h"
 #include "ptrace_target.h"
 #include "trampoline_area.h"
@@ -57,8 +60,10 @@ struct cs_mod {
 	const struct sym_module *m;
 	uint64_t dev, ino;
 	uint64_t area;
+	uint32_t code_off;                  /* the bodies start after the patch log's pages */
 	uint64_t stubs;                     /* offset of the first stub in the memfd */
 	int fd;                             /* our copy of the memfd, or -1 */
+	uint8_t *log;                       /* the patch log as written (code_off bytes) */
 	struct cs_fn *fns;
 	size_t nfns;
 	struct cs_site *sites;
@@ -231,6 +236,38 @@ cleanup:
 	return err;
 }
 
+/* Where @c's body is in the memfd. */
+static uint64_t body_off(const struct cs_mod *cm, const struct cs_fn *c)
+{
+	return cm->code_off + (uint64_t)c->slot * TRAMP_SLOT;
+}
+
+/*
+ * The patch log of @cm's redirected sites into its first code_off bytes of @code: each call
+ * (the whole 5-byte instruction) as the file has it and as we write it, so that a session that
+ * dies before its restore leaves an area that `atftrace restore -p` can undo.
+ */
+static int log_sites(struct cs_mod *cm, const struct ta_maps *maps, uint8_t *code)
+{
+	struct patch_record *recs = calloc(cm->nsites ? cm->nsites : 1, sizeof(*recs));
+	int err = -EINVAL;
+
+	if (!recs)
+		return -ENOMEM;
+	for (size_t i = 0; i < cm->nsites; i++) {
+		const struct cs_site *s = &cm->sites[i];
+
+		if (patch_record_init(&recs[i], PATCH_KIND_CALL_REL32, s->addr, s->file_off, s->orig,
+				      s->call, CS_CALL_LEN))
+			goto cleanup;
+	}
+	err = ta_log_encode(cm->m, cm->dev, cm->ino, cm->area, maps, recs, (uint32_t)cm->nsites,
+			    code, cm->code_off, &cm->log);
+cleanup:
+	free(recs);
+	return err;
+}
+
 /* Step 4: the memfd with the bodies and the stubs; drops what cannot be encoded. */
 static int write_area(struct pt_target *pt, const struct ta_maps *maps, struct cs_mod *cm)
 {
@@ -245,10 +282,14 @@ static int write_area(struct pt_target *pt, const struct ta_maps *maps, struct c
 	for (size_t i = 0; i < cm->nfns; i++)
 		if (cm->fns[i].nsites)
 			cm->fns[i].slot = (uint32_t)nfns++;
-	stubs = cm->stubs = (uint64_t)nfns * TRAMP_SLOT;
-	size = (stubs + (uint64_t)cm->nsites * CS_STUB_SLOT + PAGE - 1) & ~(PAGE - 1);
 	if (!cm->nsites)
 		return 0;
+	/* the patch log's pages first, then the bodies and the stubs: all within reach */
+	cm->code_off = patch_log_size((uint32_t)cm->nsites);
+	if (!cm->code_off)
+		return -E2BIG;
+	stubs = cm->stubs = cm->code_off + (uint64_t)nfns * TRAMP_SLOT;
+	size = (stubs + (uint64_t)cm->nsites * CS_STUB_SLOT + PAGE - 1) & ~(PAGE - 1);
 	ta_module_span(maps, cm->dev, cm->ino, &lo, &hi);
 	cm->area = ta_find_gap(maps, lo, hi, size);
 	if (!cm->area)
@@ -265,8 +306,8 @@ static int write_area(struct pt_target *pt, const struct ta_maps *maps, struct c
 		struct tramp_plan plan = c->plan;
 
 		plan.patch_addr = c->patch_addr;    /* the moved code runs for the process's addresses */
-		if (c->nsites && tramp_emit(c->moved, &plan, cm->area + (uint64_t)c->slot * TRAMP_SLOT,
-					    code + (uint64_t)c->slot * TRAMP_SLOT) != TRAMP_OK)
+		if (c->nsites && tramp_emit(c->moved, &plan, cm->area + body_off(cm, c),
+					    code + body_off(cm, c)) != TRAMP_OK)
 			c->nsites = 0;              /* its sites are left out below */
 	}
 	for (size_t i = 0; i < cm->nsites; i++) {
@@ -275,7 +316,7 @@ static int write_area(struct pt_target *pt, const struct ta_maps *maps, struct c
 		uint64_t stub = cm->area + stubs + (uint64_t)ok * CS_STUB_SLOT;
 
 		/* the body's first byte: the trampoline's unprobed nop, then f's instructions */
-		if (!c->nsites || !cs_stub_emit(stub, s.addr, cm->area + (uint64_t)c->slot * TRAMP_SLOT,
+		if (!c->nsites || !cs_stub_emit(stub, s.addr, cm->area + body_off(cm, c),
 						code + stubs + (uint64_t)ok * CS_STUB_SLOT) ||
 		    !cs_call_bytes(s.addr, stub, s.call)) {
 			memset(code + stubs + (uint64_t)ok * CS_STUB_SLOT, 0xcc, CS_STUB_SLOT);
@@ -285,7 +326,9 @@ static int write_area(struct pt_target *pt, const struct ta_maps *maps, struct c
 		cm->sites[ok++] = s;
 	}
 	cm->nsites = ok;
-	if (pwrite(cm->fd, code, size, 0) != (ssize_t)size)
+	/* the log is in the file before any rel32 is written */
+	err = log_sites(cm, maps, code);
+	if (!err && pwrite(cm->fd, code, size, 0) != (ssize_t)size)
 		err = -EIO;
 cleanup:
 	free(code);
@@ -481,10 +524,14 @@ int cs_process__restore(struct cs_process *cp)
 	err = pt_stop_all(&pt, cp->pid, cp->own_child);
 	if (err)
 		return err == -ESRCH ? 0 : err;
-	if (ta_maps_read(cp->pid, &maps) < 0)
-		memset(&maps, 0, sizeof(maps));
+	err = ta_maps_read(cp->pid, &maps);
+	if (err < 0) {
+		/* nothing written: the log stays "patched" for atftrace restore */
+		pt_detach_all(&pt);
+		return err == -ENOENT || err == -ESRCH ? 0 : err;   /* gone meanwhile: nothing to do */
+	}
 	for (size_t i = 0; i < cp->nmods; i++) {
-		const struct cs_mod *cm = &cp->mods[i];
+		struct cs_mod *cm = &cp->mods[i];
 
 		for (size_t k = 0; k < cm->nsites; k++) {
 			const struct cs_site *s = &cm->sites[k];
@@ -497,10 +544,16 @@ int cs_process__restore(struct cs_process *cp)
 				continue;
 			n++;
 		}
+		ta_log_mark_restored(cm->fd, cm->log, cm->code_off);
 	}
 	ta_maps_free(&maps);
 	pt_detach_all(&pt);
 	return n;
+}
+
+pid_t cs_process__pid(const struct cs_process *cp)
+{
+	return cp ? cp->pid : 0;
 }
 
 void cs_process__free(struct cs_process *cp)
@@ -513,6 +566,7 @@ void cs_process__free(struct cs_process *cp)
 			close(cp->mods[i].fd);
 		free(cp->mods[i].fns);
 		free(cp->mods[i].sites);
+		free(cp->mods[i].log);
 	}
 	free(cp->mods);
 	free(cp);

@@ -64,6 +64,18 @@ const char *patch_log_strerror(int err)
 	return messages[err];
 }
 
+int patch_record_init(struct patch_record *r, uint32_t kind, uint64_t addr, uint64_t file_off,
+		      const uint8_t *orig, const uint8_t *written, uint32_t len)
+{
+	if (!kind || kind > PATCH_KIND_MAX || !len || len > PATCH_LOG_MAX_BYTES ||
+	    addr + len < addr || !memcmp(orig, written, len))
+		return PATCH_LOG_ERR_ARG;
+	*r = (struct patch_record){ .addr = addr, .file_off = file_off, .len = len, .kind = kind };
+	memcpy(r->orig, orig, len);
+	memcpy(r->written, written, len);
+	return PATCH_LOG_OK;
+}
+
 static uint32_t capacity(uint32_t size)
 {
 	return size < PATCH_LOG_FIXED ? 0 : (size - PATCH_LOG_FIXED) / PATCH_LOG_RECORD;

@@ -67,4 +67,26 @@ bool ta_seccomp(const struct pt_target *t);
  */
 int ta_area_create(struct pt_target *t, uint64_t addr, uint64_t size, int *our_fd);
 
+struct sym_module;
+struct patch_record;
+
+/**
+ * ta_log_encode - the patch log (include/patch_log.h) of the area at @area: the module @m
+ * (its file @dev, @ino, and the executable mapping in @maps that holds @recs[0]), this recorder
+ * as its owner, and the @n patches @recs (of any kind) about to be written. Encoded into @buf,
+ * the area's first @size bytes (patch_log_size()), to be written into the memfd before any
+ * patch; a copy replaces *@copy for ta_log_mark_restored(). 0 or a negative errno.
+ * (trampoline_log.c, for entry trampolines and call-site stubs alike)
+ */
+int ta_log_encode(const struct sym_module *m, uint64_t dev, uint64_t ino, uint64_t area,
+		  const struct ta_maps *maps, const struct patch_record *recs, uint32_t n,
+		  uint8_t *buf, uint32_t size, uint8_t **copy);
+
+/**
+ * ta_log_mark_restored - the session wrote the original bytes back: mark the log @copy (@size
+ * bytes, from ta_log_encode()) restored and write it through @fd, our descriptor of the memfd,
+ * so that a later `atftrace restore` has nothing to do. Nothing when @fd < 0 or @copy is NULL.
+ */
+void ta_log_mark_restored(int fd, uint8_t *copy, uint32_t size);
+
 #endif

@@ -3,13 +3,16 @@
  * Undo a dead session's patches from the outside (include/tramp_restore.h).
  *
  * A recorder killed with -9 (or one whose restore failed because a debugger held the process)
- * leaves its jmps over function entries, and the areas they jump to. Each area starts with its
- * patch log (include/patch_log.h, written by trampoline_log.c before any jmp): here the areas
+ * leaves its jmps over function entries, or its redirected call sites (record --call-sites),
+ * and the areas they jump to. Each area starts with its patch log (include/patch_log.h,
+ * written by trampoline_log.c before any patch): here the areas
  * are found by their memfd's name in /proc/PID/maps, their headers read through /proc/PID/mem
  * and checked whole, and, when no live session owns them, every patch whose address still maps
  * the module's file at its offset and still holds our bytes gets the original bytes back, with
  * every thread stopped (ptrace_target.c, as the session's own restore). Bytes that are no longer
  * ours are never written; another tool's int3 over our jmp stays, over the original bytes.
+ * Every kind of patch takes the same path: what is "ours" is the record's written bytes (a jmp
+ * over an entry, a whole `call stub` at a call site), what goes back its original ones.
  *
  * A live session owns an area when the recorder its header names is alive (same pid, same start
  * time), or when any process holds a descriptor of the area's memfd: the recorder keeps one for
@@ -282,21 +285,38 @@ void tramp_areas__free(struct tramp_areas *a)
 
 int tramp_note_leftovers(pid_t pid)
 {
+	unsigned entries = 0, sites = 0;
 	struct tramp_areas a;
-	unsigned left = 0;
 
 	if (tramp_areas__read(pid, &a) || !a.n)
 		return 0;
 	/* the areas no live session owns: a dry run says which patches are still in place */
 	if (!tramp_areas__restore(pid, &a, true))
 		for (size_t i = 0; i < a.n; i++)
-			if (!a.v[i].err && !a.v[i].owner)
-				left += a.v[i].restored;
-	if (left)
-		fprintf(stderr, "atftrace record: process %d still has %u function %s patched by an "
-			"atftrace session that ended without restoring them (killed?): not traced; "
-			"'atftrace restore -p %d' writes their original bytes back\n", (int)pid, left,
-			left == 1 ? "entry" : "entries", (int)pid);
+			for (uint32_t k = 0; !a.v[i].err && !a.v[i].owner && k < a.v[i].log.nrecords; k++)
+				if (a.v[i].patches[k].state == TPATCH_RESTORED) {
+					if (a.v[i].log.records[k].kind == PATCH_KIND_CALL_REL32)
+						sites++;
+					else
+						entries++;
+				}
+	if (entries || sites) {
+		char what[128];
+
+		if (entries && sites)
+			snprintf(what, sizeof(what), "%u function %s patched and %u call %s redirected",
+				 entries, entries == 1 ? "entry" : "entries", sites,
+				 sites == 1 ? "site" : "sites");
+		else if (entries)
+			snprintf(what, sizeof(what), "%u function %s patched", entries,
+				 entries == 1 ? "entry" : "entries");
+		else
+			snprintf(what, sizeof(what), "%u call %s redirected", sites,
+				 sites == 1 ? "site" : "sites");
+		fprintf(stderr, "atftrace record: process %d still has %s by an atftrace session that "
+			"ended without restoring them (killed?): not traced; 'atftrace restore -p %d' "
+			"writes their original bytes back\n", (int)pid, what, (int)pid);
+	}
 	tramp_areas__free(&a);
-	return (int)left;
+	return (int)(entries + sites);
 }
