@@ -11,14 +11,18 @@
 #   - the target's output is the untraced run's; the library's text is the file's after a -p
 #     session and differs during it;
 #   - pl_swap preloaded from libcsplt_pre.so: its PLT site is left out ("bound elsewhere"),
-#     the preloaded definition runs (the output says so) and the counts stay exact.
+#     the preloaded definition runs (the output says so) and the counts stay exact;
+#   - the same library bound lazily (csplt_lazy, libcspltlazy.so): at launch no slot is bound
+#     and every PLT site is left out ("not bound yet"), counts exact; attached with -p after a
+#     round has bound the slots, all 4 sites are redirected, counts exact.
 source "$(dirname "$0")/lib.sh"
 need_bpf
 kill_on_exit
 P=$TARGETS/csplt
 LIB=$TARGETS/libcsplt.so
 PRE=$TARGETS/libcsplt_pre.so
-[ -x "$P" ] && [ -f "$PRE" ] || fail "build first: make OUTPUT=$OUTPUT targets"
+PL=$TARGETS/csplt_lazy
+[ -x "$P" ] && [ -f "$PRE" ] && [ -x "$PL" ] || fail "build first: make OUTPUT=$OUTPUT targets"
 [ -x "$TOOLS/atf_raw" ] || fail "build first: make OUTPUT=$OUTPUT tools"
 command -v bpftool >/dev/null || fail "bpftool missing (a build dependency)"
 N=300
@@ -98,4 +102,34 @@ summary "$T/pnp" >"$T/pnp.sum"
 diff "$T/pnp.sum" "$T/pcs.sum" >&2 || fail "preloaded: calls or parents differ between --call-sites and plain probes"
 assert_eq "$N $((2 * N)) $((2 * N)) 0" "$(for f in pl_outer pl_mid pl_leaf pl_swap; do calls $f "$T/pcs"; done | xargs)" \
 	"preloaded: calls of pl_outer, pl_mid, pl_leaf, and of libcsplt's pl_swap (never reached)"
+
+# ---- lazily bound slots: not bound at launch; bound once called -----------------------------
+"$ATF" record --call-sites -v -o "$T/lz" -f 'libcspltlazy.so:*' -- "$PL" $N >"$T/lz.out" 2>"$T/lz.err" \
+	|| { cat "$T/lz.err" >&2; fail "record --call-sites of the lazy program failed"; }
+assert_contains "$T/lz.err" "libcspltlazy\.so: 0 call sites of 0 functions redirected \(0 direct, 0 through the PLT; 4 left out: .* 4 PLT slots not bound yet, 0 PLT slots bound elsewhere\)" \
+	"lazy slots at launch: not bound yet"
+cmp -s "$T/plain.out" "$T/lz.out" || fail "lazy: the output differs from the untraced run's"
+assert_eq "$N $((2 * N)) $((2 * N)) $N" "$(for f in pl_outer pl_mid pl_leaf pl_swap; do calls $f "$T/lz"; done | xargs)" \
+	"lazy, at launch: calls of pl_outer, pl_mid, pl_leaf, pl_swap"
+mkfifo "$T/lin" "$T/lout" "$T/lready"
+"$PL" - <"$T/lin" >"$T/lout" &
+lazy=$!
+exec 5>"$T/lin" 6<"$T/lout"
+echo $N >&5
+read -r -t 60 -u 6 first || fail "the lazy target never finished its first round"
+"$ATF" record --call-sites -v -p $lazy -o "$T/lp" -f 'libcspltlazy.so:*' --ready-file "$T/lready" 2>"$T/lp.err" &
+rec=$!
+timeout 60 cat "$T/lready" >/dev/null || { cat "$T/lp.err" >&2; fail "record -p of the lazy target never became ready"; }
+echo $N >&5
+read -r -t 60 -u 6 second || fail "the lazy target never finished its second round"
+kill -INT $rec
+wait $rec || { cat "$T/lp.err" >&2; fail "record -p of the lazy target failed"; }
+exec 5>&-
+wait $lazy || fail "the lazy target failed"
+exec 6<&-
+assert_eq "$(cat "$T/plain.out") $(cat "$T/plain.out")" "$first $second" "the lazy -p target's sums"
+assert_contains "$T/lp.err" "libcspltlazy\.so: 4 call sites of 3 functions redirected \(0 direct, 4 through the PLT; 0 left out: .* 0 PLT slots not bound yet, 0 PLT slots bound elsewhere\)" \
+	"lazy slots bound by the first round: redirected"
+assert_eq "$N $((2 * N)) $((2 * N)) $N" "$(for f in pl_outer pl_mid pl_leaf pl_swap; do calls $f "$T/lp"; done | xargs)" \
+	"lazy, -p after binding: calls of pl_outer, pl_mid, pl_leaf, pl_swap"
 echo "ok: --call-sites through the PLT: 4 sites, $share; exact counts; the preloaded slot left alone"
