@@ -10,6 +10,11 @@
 # (2) the share of traced calls that take the stubs (bench/call_sites_share.py): sqlite3 with
 #     every libsqlite3 function traced, $ROWS INSERT statements; bash with every function of
 #     the shell traced, a loop of $ROWS iterations.
+# (3) sqlite3 with every libsqlite3 function traced, $ROWS INSERTs: the wall time of the whole
+#     session (launch to end) with entry trampolines (the default), --call-sites and
+#     --no-trampolines, best of $REPEAT; and whether the calls per function of --call-sites
+#     equal those of --no-trampolines (they must: a check shown here, asserted on a small
+#     library in tests/e2e/test_record_call_sites_plt.sh).
 #   bench/bench_call_sites.sh      CS_BENCH_N=200000 CS_BENCH_REPEAT=3 CS_BENCH_ROWS=3000
 set -u
 cd "$(dirname "$0")/.."
@@ -51,6 +56,28 @@ if [ -n "$LIB" ]; then
 	} >"$tmp/q.sql"
 	echo "sqlite3 ($ROWS INSERTs, every function of $(basename "$(readlink -f "$LIB")")): $(python3 bench/call_sites_share.py \
 		"$ATF" "$tmp/sq" "$tmp/q.sql" -f "$(readlink -f "$LIB"):*" -- "$SQLITE" -batch :memory:)"
+	# wall seconds of one session of MODE (default, --call-sites, --no-trampolines); its
+	# calls per function in $tmp/MODE.calls
+	wall() {
+		local mode=$1 t0 t1 args=()
+		[ "$mode" = default ] || args=("$mode")
+		rm -rf "$tmp/w"
+		t0=$(date +%s.%N)
+		"$ATF" record "${args[@]}" -o "$tmp/w" -f "$(readlink -f "$LIB"):*" -- "$SQLITE" -batch :memory: \
+			<"$tmp/q.sql" >/dev/null 2>&1 || return
+		t1=$(date +%s.%N)
+		"$ATF" report "$tmp/w" | awk 'NR > 2 { print $13, $5 }' | sort >"$tmp/$mode.calls"
+		awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.2f\n", b - a }'
+	}
+	t0=$(date +%s.%N); "$SQLITE" -batch :memory: <"$tmp/q.sql" >/dev/null; t1=$(date +%s.%N)
+	echo "sqlite3 ($ROWS INSERTs), wall s, best of $REPEAT: untraced $(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.3f", b - a }')," \
+		"entry trampolines $(bench_lowest "$REPEAT" wall default), --call-sites $(bench_lowest "$REPEAT" wall --call-sites)," \
+		"--no-trampolines $(bench_lowest "$REPEAT" wall --no-trampolines)"
+	if cmp -s "$tmp/--call-sites.calls" "$tmp/--no-trampolines.calls"; then
+		echo "sqlite3: calls per function, --call-sites = --no-trampolines ($(wc -l <"$tmp/--call-sites.calls") functions)"
+	else
+		echo "sqlite3: calls per function DIFFER between --call-sites and --no-trampolines"
+	fi
 fi
 printf 'for ((i = 0; i < %d; i++)); do x=$((i * 2)); s="${s:0:64}$x"; done\necho MARK\n' "$ROWS" >"$tmp/b.sh"
 echo "bash (a loop of $ROWS, every function of bash): $(python3 bench/call_sites_share.py \

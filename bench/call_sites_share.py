@@ -5,8 +5,9 @@
 call_sites_share.py ATFTRACE OUTDIR WORKLOAD_FILE -f SPEC... -- CMD...
 Runs `ATFTRACE record --call-sites -v` on CMD, whose stdin is WORKLOAD_FILE's text followed by
 a line that makes it print MARK; once MARK is printed (the workload is done, the session still
-runs), reads how often this session's stub entry program (atf_site_entry) and its plain probe
-program (atf_session: one run at each entry, one at each recorded return) ran, then ends CMD.
+runs), reads how often this session's stub entry program (atf_site_entry: the recorder's own
+BPF programs, found through its /proc/PID/fdinfo, so that other sessions on the host do not
+count) ran, then ends CMD.
 Prints: sites redirected, calls through stubs, calls recorded (events / 2), the share.
 BPF run counts need the kernel's statistics: held on with BPF_ENABLE_STATS while this runs.
 """
@@ -22,9 +23,24 @@ def enable_stats():
     return fd                                       # held open: statistics stay on
 
 
-def progs():
-    out = subprocess.run(["bpftool", "prog", "show", "--json"], capture_output=True, text=True).stdout
-    return {p["id"]: p for p in json.loads(out or "[]")}
+def progs(pid):
+    """The BPF programs process PID holds a descriptor of, by id."""
+    ids = set()
+    fdinfo = "/proc/%d/fdinfo" % pid
+    for fd in os.listdir(fdinfo):
+        try:
+            m = re.search(r"^prog_id:\s*(\d+)", open(os.path.join(fdinfo, fd)).read(), re.M)
+        except OSError:
+            continue
+        if m:
+            ids.add(int(m.group(1)))
+    out = {}
+    for i in ids:
+        r = subprocess.run(["bpftool", "prog", "show", "id", str(i), "--json"], capture_output=True,
+                           text=True).stdout
+        if r:
+            out[i] = json.loads(r)
+    return out
 
 
 def main():
@@ -33,7 +49,6 @@ def main():
     sep = rest.index("--")
     specs, cmd = rest[:sep], rest[sep + 1:]
     stats_fd = enable_stats()
-    before = set(progs())
     ready = tempfile.mktemp(prefix="atf-share-ready.")
     err = open(outdir + ".err", "w")
     rec = subprocess.Popen([atf, "record", "--call-sites", "-v", "-o", outdir, "--ready-file", ready]
@@ -49,7 +64,7 @@ def main():
     for line in rec.stdout:
         if line.strip().endswith("MARK"):
             break
-    new = [p for i, p in progs().items() if i not in before]
+    new = list(progs(rec.pid).values())
     site = sum(p.get("run_cnt", 0) for p in new if p.get("name") == "atf_site_entry")
     rec.stdin.close()
     rec.stdout.read()

@@ -86,3 +86,27 @@ EXTRA_TARGETS += $(OUTPUT)/targets/typed_args_nodw
 # fork_calls: hot threads fill the ring while the process forks children (fork holds).
 TARGET_CFLAGS_fork_calls  := -pthread
 TARGET_LDFLAGS_fork_calls := -pthread
+# libcsplt.so: exported functions calling each other through the library's PLT, bound at load
+# (-z now); csplt calls it (found beside it through $ORIGIN); libcsplt_pre.so interposes one
+# of them (LD_PRELOAD).
+$(OUTPUT)/targets/libcsplt.so: tests/targets/libcsplt.c
+	$(call msg,TARGET,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(TARGET_CFLAGS) -fPIC -shared -Wl,-z,now $< -o $@
+$(OUTPUT)/targets/libcsplt_pre.so: tests/targets/libcsplt_pre.c
+	$(call msg,TARGET,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(TARGET_CFLAGS) -fPIC -shared -Wl,-z,now $< -o $@
+$(OUTPUT)/targets/csplt: $(OUTPUT)/targets/libcsplt.so
+TARGET_LDFLAGS_csplt := -L$(OUTPUT)/targets -lcsplt -Wl,-z,now -Wl,-rpath,'$$ORIGIN'
+EXTRA_TARGETS += $(OUTPUT)/targets/libcsplt.so $(OUTPUT)/targets/libcsplt_pre.so
+# libcspltlazy.so / csplt_lazy: the same library and program bound lazily (-z lazy): a slot is
+# bound at the first call through it.
+$(OUTPUT)/targets/libcspltlazy.so: tests/targets/libcsplt.c
+	$(call msg,TARGET,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(TARGET_CFLAGS) -fPIC -shared -Wl,-z,lazy $< -o $@
+$(OUTPUT)/targets/csplt_lazy: tests/targets/csplt.c $(OUTPUT)/targets/libcspltlazy.so
+	$(call msg,TARGET,$@)
+	$(Q)$(CC) $(TARGET_CFLAGS) $< -L$(OUTPUT)/targets -lcspltlazy -Wl,-z,lazy -Wl,-rpath,'$$ORIGIN' -o $@
+EXTRA_TARGETS += $(OUTPUT)/targets/libcspltlazy.so $(OUTPUT)/targets/csplt_lazy

@@ -3,6 +3,7 @@
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <string.h>
 #include <cmocka.h>
@@ -105,6 +106,87 @@ static void test_out_of_reach(void **state)
 	assert_int_equal(0x401005 + (int64_t)rel_at(c + 1), 0x400000);
 }
 
+/* A 16-byte PLT entry at @code: [endbr64] [bnd] jmp *slot(%rip), the rest @fill. */
+static void put_plt(uint8_t *code, uint64_t addr, bool ibt, bool bnd, uint64_t slot, uint8_t fill)
+{
+	size_t o = 0;
+	int32_t disp;
+
+	memset(code, fill, 16);
+	if (ibt) {
+		code[0] = 0xf3; code[1] = 0x0f; code[2] = 0x1e; code[3] = 0xfa;
+		o = 4;
+	}
+	if (bnd)
+		code[o++] = 0xf2;
+	code[o] = 0xff;
+	code[o + 1] = 0x25;
+	disp = (int32_t)(slot - (addr + o + 6));
+	memcpy(code + o + 2, &disp, 4);
+}
+
+static void test_plt_slot_forms(void **state)
+{
+	const uint64_t addr = 0x1020, slot = 0x4018;
+	uint8_t e[16];
+
+	put_plt(e, addr, false, false, slot, 0x90);  /* .plt: jmp *slot; push; jmp PLT0 */
+	assert_int_equal(cs_plt_slot(e, sizeof(e), addr), slot);
+	put_plt(e, addr, true, true, slot, 0x90);    /* .plt.sec: endbr64; bnd jmp *slot; nop */
+	assert_int_equal(cs_plt_slot(e, sizeof(e), addr), slot);
+	put_plt(e, addr, true, false, slot, 0x90);   /* endbr64; jmp *slot */
+	assert_int_equal(cs_plt_slot(e, sizeof(e), addr), slot);
+	put_plt(e, addr, false, true, slot, 0x90);   /* bnd jmp *slot */
+	assert_int_equal(cs_plt_slot(e, sizeof(e), addr), slot);
+	/* an IBT .plt entry: endbr64; push $n; bnd jmp PLT0 (no slot of its own) */
+	memset(e, 0x90, sizeof(e));
+	e[0] = 0xf3; e[1] = 0x0f; e[2] = 0x1e; e[3] = 0xfa;
+	e[4] = 0x68; e[9] = 0xf2; e[10] = 0xe9;
+	assert_int_equal(cs_plt_slot(e, sizeof(e), addr), 0);
+	/* PLT0: push GOT+8(%rip) first */
+	e[0] = 0xff; e[1] = 0x35;
+	assert_int_equal(cs_plt_slot(e, sizeof(e), addr), 0);
+	/* truncated */
+	put_plt(e, addr, true, true, slot, 0x90);
+	assert_int_equal(cs_plt_slot(e, 10, addr), 0);
+	assert_int_equal(cs_plt_slot(e, 11, addr), slot);
+}
+
+static void test_plt_decode_maps_slots_to_symbols(void **state)
+{
+	const uint64_t addr = 0x1000;
+	const struct cs_plt_reloc relocs[] = { { 0x4000, 7 }, { 0x4008, 3 }, { 0x4010, 9 } };
+	struct cs_plt_entry out[8];
+	uint8_t plt[5 * 16];
+
+	/* PLT0, then entries for 0x4008, an unrelocated slot, 0x4000, 0x4010 */
+	memset(plt, 0x90, 16);
+	plt[0] = 0xff; plt[1] = 0x35;
+	put_plt(plt + 16, addr + 16, true, true, 0x4008, 0x90);
+	put_plt(plt + 32, addr + 32, true, true, 0x5000, 0x90);
+	put_plt(plt + 48, addr + 48, true, true, 0x4000, 0x90);
+	put_plt(plt + 64, addr + 64, true, true, 0x4010, 0x90);
+	assert_int_equal(cs_plt_decode(plt, sizeof(plt), addr, 16, relocs, 3, out, 8), 3);
+	assert_int_equal(out[0].addr, addr + 16);
+	assert_int_equal(out[0].slot, 0x4008);
+	assert_int_equal(out[0].sym, 3);
+	assert_int_equal(out[1].addr, addr + 48);
+	assert_int_equal(out[1].sym, 7);
+	assert_int_equal(out[2].addr, addr + 64);
+	assert_int_equal(out[2].sym, 9);
+	/* @cap bounds it; a zero stride or a section shorter than one entry gives none */
+	assert_int_equal(cs_plt_decode(plt, sizeof(plt), addr, 16, relocs, 3, out, 1), 1);
+	assert_int_equal(cs_plt_decode(plt, sizeof(plt), addr, 0, relocs, 3, out, 8), 0);
+	assert_int_equal(cs_plt_decode(plt, 15, addr, 16, relocs, 3, out, 8), 0);
+	/* 8-byte .plt.got entries: jmp *slot(%rip); xchg %ax,%ax */
+	put_plt(plt, addr, false, false, 0x4010, 0x66);
+	put_plt(plt + 8, addr + 8, false, false, 0x4000, 0x66);
+	assert_int_equal(cs_plt_decode(plt, 16, addr, 8, relocs, 3, out, 8), 2);
+	assert_int_equal(out[0].sym, 9);
+	assert_int_equal(out[1].addr, addr + 8);
+	assert_int_equal(out[1].sym, 7);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -112,6 +194,8 @@ int main(void)
 		cmocka_unit_test(test_find_calls_stops_at_bad_bytes),
 		cmocka_unit_test(test_stub_bytes),
 		cmocka_unit_test(test_out_of_reach),
+		cmocka_unit_test(test_plt_slot_forms),
+		cmocka_unit_test(test_plt_decode_maps_slots_to_symbols),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -7,9 +7,12 @@
  *   1. for each selected function, its first instructions as the entry trampolines move them
  *      (tramp_plan_relocation(): the same checks, from the file's bytes; also for a function
  *      whose first instruction the kernel emulates, which gains here: no uretprobe);
- *   2. every `call f` in the module's code, decoded from the file (cs_find_calls());
+ *   2. every `call f` in the module's code, decoded from the file (cs_find_calls()), and every
+ *      `call f@plt` (the module's PLT entries and their GOT slots' symbols: callsite_plt.c);
  *   3. leave out sites whose bytes in memory are not the file's (another tool's breakpoint) or
- *      that a thread's instruction pointer or a word of a stack lies inside;
+ *      that a thread's instruction pointer or a word of a stack lies inside, and PLT sites
+ *      whose GOT slot does not hold f's address now (not bound yet, or bound to another
+ *      definition): those calls keep reaching f's plain probe, or not f at all;
  *   4. make the module's memfd near it (trampoline_area.c): its patch log (include/patch_log.h:
  *      every site's call as the file has it and as we write it, for `atftrace restore -p` should
  *      the session die before its own restore), the bodies (tramp_emit(): f's relocated
@@ -28,6 +31,7 @@
 #include <sys/stat.h>
 #include "callsite.h"
 #include "callsite_plan.h"
+#include "callsite_plt.h"
 #include "patch_log.h"
 #include "proc.h"
 #include "ptrace_target.h"
@@ -52,6 +56,8 @@ struct cs_site {
 	uint64_t addr;                      /* of the e8, in the process */
 	uint64_t file_off;                  /* of the e8, in the module's file */
 	uint32_t fn;                        /* index into cs_mod.fns */
+	uint64_t got;                       /* a PLT site: its GOT slot in the process, else 0 */
+	uint64_t entry;                     /* a PLT site: f's entry in the process */
 	uint8_t orig[CS_CALL_LEN];          /* the file's call */
 	uint8_t call[CS_CALL_LEN];          /* ours: call stub */
 };
@@ -59,6 +65,7 @@ struct cs_site {
 struct cs_mod {
 	const struct sym_module *m;
 	uint64_t dev, ino;
+	uint64_t lo, hi;                    /* the module's span in the process */
 	uint64_t area;
 	uint32_t code_off;                  /* the bodies start after the patch log's pages */
 	uint64_t stubs;                     /* offset of the first stub in the memfd */
@@ -69,6 +76,7 @@ struct cs_mod {
 	struct cs_site *sites;
 	size_t nsites;
 	size_t skipped_inside, skipped_differs, skipped_range;
+	size_t skipped_unbound, skipped_elsewhere;      /* PLT sites whose slot is not f's */
 };
 
 struct cs_process {
@@ -102,12 +110,48 @@ static int cmp_target(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-/* Step 1: the functions that can have a body; their entry addresses, sorted, with indexes. */
+/* A call target: its module address, the index of its function in cs_mod.fns, and for a PLT
+ * entry the module address of its GOT slot (0 for the function's own entry). */
+typedef uint64_t cs_target[3];
+
+/* The module's PLT entries whose slot's symbol names a planned function, added to @targets. */
+static int plan_plt(int fd, struct cs_mod *cm, cs_target **targets, size_t *n)
+{
+	const char **names = calloc(cm->nfns ? cm->nfns : 1, sizeof(*names));
+	uint64_t (*plt)[3] = NULL;
+	size_t nplt = 0;
+	cs_target *nt;
+	int err = -ENOMEM;
+
+	if (!names)
+		return -ENOMEM;
+	for (size_t i = 0; i < cm->nfns; i++)
+		names[i] = cm->fns[i].f->name;
+	err = cs_plt_targets(fd, names, cm->nfns, &plt, &nplt);
+	if (err || !nplt)
+		goto cleanup;
+	nt = realloc(*targets, (*n + nplt) * sizeof(**targets));
+	if (!nt) {
+		err = -ENOMEM;
+		goto cleanup;
+	}
+	*targets = nt;
+	memcpy(*targets + *n, plt, nplt * sizeof(*plt));
+	*n += nplt;
+cleanup:
+	free(names);
+	free(plt);
+	return err;
+}
+
+/* Step 1: the functions that can have a body; their entry addresses and PLT entries, sorted,
+ * with indexes. */
 static int plan_functions(int fd, struct cs_mod *cm, const struct ta_maps *maps,
-			  uint64_t (**targets)[2], size_t *ntargets)
+			  cs_target **targets, size_t *ntargets)
 {
 	const struct sym_module *m = cm->m;
 	size_t n = 0;
+	int err;
 
 	cm->fns = calloc(m->nfuncs ? m->nfuncs : 1, sizeof(*cm->fns));
 	*targets = calloc(m->nfuncs ? m->nfuncs : 1, sizeof(**targets));
@@ -125,8 +169,12 @@ static int plan_functions(int fd, struct cs_mod *cm, const struct ta_maps *maps,
 			continue;
 		c->f = f;
 		(*targets)[n][0] = f->addr;
-		(*targets)[n++][1] = cm->nfns++;
+		(*targets)[n][1] = cm->nfns++;
+		(*targets)[n++][2] = 0;
 	}
+	err = plan_plt(fd, cm, targets, &n);
+	if (err)
+		return err;
 	qsort(*targets, n, sizeof(**targets), cmp_target);
 	*ntargets = n;
 	return 0;
@@ -134,7 +182,7 @@ static int plan_functions(int fd, struct cs_mod *cm, const struct ta_maps *maps,
 
 /* Step 2: every call of the module's code to one of @targets, into cm->sites. */
 static int find_sites(int fd, struct cs_mod *cm, const struct ta_maps *maps,
-		      const uint64_t (*targets)[2], size_t ntargets)
+		      const cs_target *targets, size_t ntargets)
 {
 	const struct sym_module *m = cm->m;
 	uint64_t *addrs = calloc(ntargets ? ntargets : 1, sizeof(*addrs)), cap = 0;
@@ -169,6 +217,7 @@ static int find_sites(int fd, struct cs_mod *cm, const struct ta_maps *maps,
 		for (size_t k = 0; k < n; k++) {
 			uint64_t off = start + (calls[k].site - s->addr);
 			uint64_t at = ta_file_addr(maps, cm->dev, cm->ino, off);
+			const uint64_t *t = targets[calls[k].target];
 			struct cs_site *site;
 
 			if (!at)
@@ -182,8 +231,11 @@ static int find_sites(int fd, struct cs_mod *cm, const struct ta_maps *maps,
 				scap = scap ? 2 * scap : 64;
 			}
 			site = &cm->sites[cm->nsites++];
-			*site = (struct cs_site){ .addr = at, .file_off = off,
-						  .fn = (uint32_t)targets[calls[k].target][1] };
+			*site = (struct cs_site){ .addr = at, .file_off = off, .fn = (uint32_t)t[1] };
+			if (t[2]) {     /* the load bias is the site's: at - its module address */
+				site->got = t[2] + (at - calls[k].site);
+				site->entry = cm->fns[t[1]].f->addr + (at - calls[k].site);
+			}
 			memcpy(site->orig, code + (calls[k].site - s->addr), CS_CALL_LEN);
 		}
 	}
@@ -193,6 +245,25 @@ cleanup:
 	free(calls);
 	free(code);
 	return err;
+}
+
+/*
+ * A PLT site is redirected only when its GOT slot holds f's entry now: the call would reach f
+ * anyway. A slot ld.so has not bound yet still points into the PLT; one bound to another
+ * definition (an interposed one, LD_PRELOAD) is not f. Counts the ones left out.
+ */
+static bool plt_bound_to_entry(struct pt_target *pt, struct cs_mod *cm, const struct cs_site *s)
+{
+	uint64_t slot = 0;
+
+	if (!pt_read(pt, s->got, &slot, sizeof(slot)) && slot == s->entry)
+		return true;
+	/* unbound: a lazy slot still points back into the module's own PLT (its push) */
+	if (slot >= cm->lo && slot < cm->hi)
+		cm->skipped_unbound++;
+	else
+		cm->skipped_elsewhere++;
+	return false;
 }
 
 /* Step 3: keep the sites whose bytes are the file's and that no thread is inside. */
@@ -227,6 +298,8 @@ static int check_sites(struct pt_target *pt, struct cs_mod *cm)
 			cm->skipped_differs++;
 			continue;
 		}
+		if (s->got && !plt_bound_to_entry(pt, cm, s))
+			continue;
 		cm->sites[ok++] = *s;
 	}
 	cm->nsites = ok;
@@ -376,12 +449,13 @@ static int attach_module(struct probes *p, struct pt_target *pt, const struct ta
 			 struct cs_mod *cm, const struct cs_opts *o)
 {
 	const struct sym_module *m = cm->m;
-	uint64_t (*targets)[2] = NULL, lo, hi;
-	size_t ntargets = 0, nfns = 0;
+	cs_target *targets = NULL;
+	size_t ntargets = 0, nfns = 0, nplt = 0, left;
 	struct stat st;
 	int fd, err;
 
-	if (stat(tramp_module_file(m), &st) || !ta_module_span(maps, st.st_dev, st.st_ino, &lo, &hi))
+	if (stat(tramp_module_file(m), &st) ||
+	    !ta_module_span(maps, st.st_dev, st.st_ino, &cm->lo, &cm->hi))
 		return 0;               /* not mapped (yet): its plain probes do */
 	cm->dev = st.st_dev;
 	cm->ino = st.st_ino;
@@ -390,7 +464,7 @@ static int attach_module(struct probes *p, struct pt_target *pt, const struct ta
 		return -errno;
 	err = plan_functions(fd, cm, maps, &targets, &ntargets);
 	if (!err)
-		err = find_sites(fd, cm, maps, (const uint64_t (*)[2])targets, ntargets);
+		err = find_sites(fd, cm, maps, targets, ntargets);
 	close(fd);
 	free(targets);
 	if (!err)
@@ -403,16 +477,22 @@ static int attach_module(struct probes *p, struct pt_target *pt, const struct ta
 		cm->nsites = 0;
 	for (size_t i = 0; i < cm->nfns; i++)
 		cm->fns[i].nsites = 0;
-	for (size_t i = 0; i < cm->nsites; i++)
+	for (size_t i = 0; i < cm->nsites; i++) {
 		nfns += cm->fns[cm->sites[i].fn].nsites++ == 0;
+		nplt += cm->sites[i].got != 0;
+	}
+	left = cm->skipped_inside + cm->skipped_differs + cm->skipped_range + cm->skipped_unbound +
+	       cm->skipped_elsewhere;
 	if (o->verbose || err < 0)
 		fprintf(stderr, "atftrace record: %s: %zu call %s of %zu %s redirected%s%s%s"
-			" (%zu left out: %zu with a thread inside, %zu not the file's bytes, %zu out of "
-			"reach)\n", m->path, cm->nsites, textfmt_plural(cm->nsites, "site", "sites"),
-			nfns, textfmt_plural(nfns, "function", "functions"), err < 0 ? " (" : "",
-			err < 0 ? strerror(-err) : "", err < 0 ? ")" : "",
-			cm->skipped_inside + cm->skipped_differs + cm->skipped_range,
-			cm->skipped_inside, cm->skipped_differs, cm->skipped_range);
+			" (%zu direct, %zu through the PLT; %zu left out: %zu with a thread inside, %zu "
+			"not the file's bytes, %zu out of reach, %zu PLT slots not bound yet, %zu PLT "
+			"slots bound elsewhere)\n", m->path, cm->nsites,
+			textfmt_plural(cm->nsites, "site", "sites"), nfns,
+			textfmt_plural(nfns, "function", "functions"), err < 0 ? " (" : "",
+			err < 0 ? strerror(-err) : "", err < 0 ? ")" : "", cm->nsites - nplt, nplt, left,
+			cm->skipped_inside, cm->skipped_differs, cm->skipped_range, cm->skipped_unbound,
+			cm->skipped_elsewhere);
 	return err;
 }
 

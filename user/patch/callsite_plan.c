@@ -92,3 +92,48 @@ bool cs_stub_emit(uint64_t stub, uint64_t site, uint64_t body, uint8_t out[CS_ST
 	out[o] = 0xe9;                                          /* jmp site+5 */
 	return rel32(stub + o + 5, site + CS_CALL_LEN, out + o + 1);
 }
+
+uint64_t cs_plt_slot(const uint8_t *code, size_t size, uint64_t addr)
+{
+	static const uint8_t endbr64[] = { 0xf3, 0x0f, 0x1e, 0xfa };
+	size_t o = 0;
+	int32_t disp;
+
+	if (size >= sizeof(endbr64) && !memcmp(code, endbr64, sizeof(endbr64)))
+		o = sizeof(endbr64);
+	if (o < size && code[o] == 0xf2)          /* bnd (MPX): the jump is the same */
+		o++;
+	if (size < o + 6 || code[o] != 0xff || code[o + 1] != 0x25)
+		return 0;
+	memcpy(&disp, code + o + 2, 4);
+	return addr + o + 6 + (uint64_t)(int64_t)disp;
+}
+
+size_t cs_plt_decode(const uint8_t *code, uint64_t size, uint64_t addr, uint32_t stride,
+		     const struct cs_plt_reloc *relocs, size_t nrelocs, struct cs_plt_entry *out,
+		     size_t cap)
+{
+	size_t n = 0;
+
+	if (!stride)
+		return 0;
+	for (uint64_t off = 0; off + stride <= size && n < cap; off += stride) {
+		uint64_t slot = cs_plt_slot(code + off, stride, addr + off);
+		size_t lo = 0, hi = nrelocs;
+
+		while (slot && lo < hi) {
+			size_t mid = lo + (hi - lo) / 2;
+
+			if (relocs[mid].slot == slot) {
+				out[n++] = (struct cs_plt_entry){ .addr = addr + off, .slot = slot,
+								  .sym = relocs[mid].sym };
+				break;
+			}
+			if (relocs[mid].slot < slot)
+				lo = mid + 1;
+			else
+				hi = mid;
+		}
+	}
+	return n;
+}

@@ -52,4 +52,40 @@ bool cs_call_bytes(uint64_t from, uint64_t to, uint8_t out[CS_CALL_LEN]);
  */
 bool cs_stub_emit(uint64_t stub, uint64_t site, uint64_t body, uint8_t out[CS_STUB_SLOT]);
 
+/*
+ * PLT call sites: a `call f@plt` reaches f through the PLT entry's `jmp *slot(%rip)` when the
+ * GOT slot holds f's address. Such a call is redirected like a direct one only then (checked in
+ * the stopped process); a GOT slot is never written.
+ */
+
+/* A relocation of a GOT slot (R_X86_64_JUMP_SLOT or GLOB_DAT) to a dynamic symbol. */
+struct cs_plt_reloc {
+	uint64_t slot;              /* r_offset: the slot's module address */
+	uint32_t sym;               /* its dynamic symbol's index */
+};
+
+/* A PLT entry whose GOT slot has a relocation. */
+struct cs_plt_entry {
+	uint64_t addr;              /* the entry's module address: what `call f@plt` targets */
+	uint64_t slot;              /* the GOT slot it jumps through */
+	uint32_t sym;               /* the slot's dynamic symbol */
+};
+
+/**
+ * cs_plt_slot - the GOT slot that the PLT entry at @addr (@size bytes at @code) jumps through:
+ * its first instruction, after one optional endbr64, is `jmp *disp(%rip)` (ff 25) or `bnd jmp
+ * *disp(%rip)` (f2 ff 25). 0 when the entry is not of that form (the lazy resolver's PLT0, an
+ * IBT .plt entry that only pushes and jumps to PLT0).
+ */
+uint64_t cs_plt_slot(const uint8_t *code, size_t size, uint64_t addr);
+
+/**
+ * cs_plt_decode - the entries of a PLT section at @addr (@size bytes at @code, one entry every
+ * @stride bytes) whose slot one of @relocs (@nrelocs, sorted by slot) relocates, in order, into
+ * @out (at most @cap). Returns how many.
+ */
+size_t cs_plt_decode(const uint8_t *code, uint64_t size, uint64_t addr, uint32_t stride,
+		     const struct cs_plt_reloc *relocs, size_t nrelocs, struct cs_plt_entry *out,
+		     size_t cap);
+
 #endif
