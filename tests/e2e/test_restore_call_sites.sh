@@ -63,7 +63,7 @@ leftover="^atftrace record: process $target still has $nsites call sites redirec
 	|| { cat "$T/s2.err" >&2; fail "a --call-sites session on the unrestored process"; }
 assert_contains "$T/s2.err" "$leftover" "the new --call-sites session names the leftovers"
 assert_eq 1 "$(grep -c 'still has' "$T/s2.err")" "one line"
-assert_contains "$T/s2.err" "callsites: 0 call sites of 0 functions redirected \($nsites left out: 0 with a thread inside, $nsites not the file's bytes, 0 out of reach\)" "nothing redirected over the leftovers"
+assert_contains "$T/s2.err" "callsites: 0 call sites of 0 functions redirected \(0 direct, 0 through the PLT; $nsites left out: 0 with a thread inside, $nsites not the file's bytes, 0 out of reach, 0 PLT slots not bound yet, 0 PLT slots bound elsewhere\)" "nothing redirected over the leftovers"
 assert_eq "$diff2" "$(text_diff $target "$CS")" "text after the second --call-sites session"
 "$ATF" record -p $target -o "$T/s2e" -f 'tr_*' --duration 0.3 2>"$T/s2e.err" \
 	|| { cat "$T/s2e.err" >&2; fail "an entry-trampoline session on the unrestored process"; }
@@ -111,7 +111,7 @@ timeout 60 cat "$T/ready3" >/dev/null || { cat "$T/s3.err" >&2; fail "record -p 
 ask $N; answer $N
 kill -INT $rec
 wait $rec || { cat "$T/s3.err" >&2; fail "record -p --call-sites after restore"; }
-assert_contains "$T/s3.err" "callsites: [1-9][0-9]* call sites? of [1-9][0-9]* functions? redirected \(0 left out" "redirected again after restore"
+assert_contains "$T/s3.err" "callsites: [1-9][0-9]* call sites? of [1-9][0-9]* functions? redirected \([1-9][0-9]* direct, 0 through the PLT; 0 left out" "redirected again after restore"
 if grep -q "still has" "$T/s3.err"; then fail "leftovers reported after restore"; fi
 "$ATF" verify "$T/s3" >/dev/null || fail "verify after restore"
 mark_window_counts "$T/s3" >"$T/s3.win"
