@@ -22,7 +22,11 @@ bench_probe_setup bench_probe_cost "$SITES"
 # otherwise dominates the wall figures (an empty program measured 1450 ns a call instead of 770).
 FIFO=()
 chrt -f 50 true 2>/dev/null && FIFO=(chrt -f 50)
-ns_per_call() { "${FIFO[@]}" "$@" 2>/dev/null | awk -v n="$N" '$2 == n { print $3 }' | tail -n 1; }
+# (run_record and run_bpftrace, shell functions, put their own target under it)
+ns_per_call() {
+	if [ "$(type -t "$1")" = function ]; then "$@"; else "${FIFO[@]}" "$@"; fi 2>/dev/null |
+		awk -v n="$N" '$2 == n { print $3 }' | tail -n 1
+}
 best() { bench_lowest "$REPEAT" ns_per_call "$@"; }   # lowest ns/call the target reported
 
 run_record() {   # site
