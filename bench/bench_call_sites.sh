@@ -41,7 +41,7 @@ cs=$(best 3 "$ATF" record --call-sites -o "$tmp/rec" -f tr_mov -- "$CS" time dir
 ind=$(best 3 "$ATF" record --call-sites -o "$tmp/rec" -f tr_mov -- "$CS" time mov "$N")
 nop5=$(best 3 "$ATF" record --no-trampolines -o "$tmp/rec" -f tr_nop5 -- "$TS" nop5 "$N")
 printf '%-34s %8s\n' "untraced" "$none" "plain probe (single-step)" "$plain" \
-	"entry trampoline (nop5 + uretprobe)" "$tr" "call site (two emulated nops)" "$cs" \
+	"entry trampoline (emulated nop + uretprobe)" "$tr" "call site (two emulated nops)" "$cs" \
 	"--call-sites, indirect call (plain)" "$ind" "plain probe at a nop5 site" "$nop5"
 
 SQLITE=$(command -v sqlite3 || true)
