@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 /* Argument parsing and error lines shared by the session-reading subcommands (cmd_common.h). */
+#include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include "cmd_common.h"
 
 error_t cmd_session_arg(int key, char *arg, struct argp_state *state, const char **session)
@@ -77,4 +79,17 @@ int cmd_open(const char *cmd, const char *dir, struct atf_session **s)
 	if (err)
 		cmd_print_diag(cmd, dir, err, &diag, false);
 	return err;
+}
+
+bool cmd_parse_pid(const char *arg, pid_t *pid)
+{
+	char *end;
+	long v;
+
+	errno = 0;
+	v = strtol(arg, &end, 10);
+	if (errno || end == arg || *end || v <= 0 || v > 0x3fffffff)
+		return false;
+	*pid = (pid_t)v;
+	return true;
 }

@@ -8,7 +8,15 @@
 #define ATFTRACE_CMD_COMMON_H
 
 #include <argp.h>
+#include <stdbool.h>
+#include <sys/types.h>
 #include "atf.h"
+
+/**
+ * cmd_parse_pid - @arg as a process id (decimal, 1 to the kernel's largest, 2^30 - 1) into
+ * *@pid; false, and *@pid untouched, when it is not one. Every command's -p/--pid reads it so.
+ */
+bool cmd_parse_pid(const char *arg, pid_t *pid);
 
 /**
  * cmd_session_arg - argp parser step for the single SESSION argument: takes it at ARGP_KEY_ARG

@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include "cmd_common.h"
 #include "commands.h"
 #include "container.h"
 #include "symbols.h"
@@ -62,16 +63,11 @@ static int push(const char ***arr, size_t *n, const char *s)
 static error_t parse_opt(int key, char *arg, struct argp_state *state)
 {
 	struct lf_args *a = state->input;
-	char *end;
-	long v;
 
 	switch (key) {
 	case 'p':
-		errno = 0;
-		v = strtol(arg, &end, 10);
-		if (errno || *end || v <= 0 || v > INT_MAX)
+		if (!cmd_parse_pid(arg, &a->pid))
 			argp_error(state, "-p %s: not a process id", arg);
-		a->pid = (pid_t)v;
 		return 0;
 	case 'f':
 		return push(&a->funcs, &a->nfuncs, arg);

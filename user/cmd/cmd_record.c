@@ -26,6 +26,7 @@
 #include <unistd.h>
 #include "atf_file.h"
 #include "clock.h"
+#include "cmd_common.h"
 #include "commands.h"
 #include "container.h"
 #include "probes.h"
@@ -151,12 +152,8 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 
 	switch (key) {
 	case 'p': {
-		long v;
-		errno = 0;
-		v = strtol(arg, &end, 10);
-		if (errno || *end || v <= 0 || v > 0x3fffffff)
+		if (!cmd_parse_pid(arg, &a->pid))
 			argp_error(state, "--pid: '%s' is not a process id", arg);
-		a->pid = (pid_t)v;
 		break;
 	}
 	case OPT_FOLLOW_FORK:
@@ -225,13 +222,8 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 	case ARGP_KEY_ARG:
 		if (a->attach_cmd && !a->pid && !a->cmd) {
 			/* `atftrace attach PID [OPTIONS]`: options may follow the pid */
-			long v;
-			errno = 0;
-			v = strtol(arg, &end, 10);
-			if (!errno && !*end && v > 0 && v <= 0x3fffffff) {
-				a->pid = (pid_t)v;
+			if (cmd_parse_pid(arg, &a->pid))
 				break;
-			}
 			if (state->argc - state->next == 0)     /* the one argument: meant as the pid */
 				argp_error(state, "'%s' is not a process id", arg);
 		}

@@ -11,10 +11,10 @@
  */
 #include <argp.h>
 #include <errno.h>
-#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "cmd_common.h"
 #include "commands.h"
 #include "proc.h"
 #include "textfmt.h"
@@ -36,16 +36,11 @@ static const struct argp_option options[] = {
 static error_t parse_opt(int key, char *arg, struct argp_state *state)
 {
 	struct restore_args *a = state->input;
-	char *end;
-	long v;
 
 	switch (key) {
 	case 'p':
-		errno = 0;
-		v = strtol(arg, &end, 10);
-		if (errno || *end || v <= 0 || v > INT_MAX)
+		if (!cmd_parse_pid(arg, &a->pid))
 			argp_error(state, "-p %s: not a process id", arg);
-		a->pid = (pid_t)v;
 		return 0;
 	case 'n':
 		a->dry_run = true;

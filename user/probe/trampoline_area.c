@@ -86,6 +86,8 @@ int ta_maps_read(pid_t pid, struct ta_maps *out)
 			m->kind = 'h';
 		else if (!strncmp(line + pos, "[stack]", 7))
 			m->kind = 's';
+		else if (!strncmp(line + pos, "/memfd:" TA_MEMFD_NAME, sizeof("/memfd:" TA_MEMFD_NAME) - 1))
+			m->kind = 'a';
 		else if (ino && ino == xino && m->dev == xdev)
 			m->kind = 'x';
 	}

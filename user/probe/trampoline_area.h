@@ -20,7 +20,8 @@ struct ta_map {
 	uint64_t lo, hi, offset;
 	uint64_t dev, ino;
 	bool exec;
-	char kind;                  /* 'h' [heap], 's' [stack], 'x' the main executable, 0 other */
+	char kind;                  /* 'h' [heap], 's' [stack], 'x' the main executable, 'a' one of
+				     * our trampoline or stub memfds, 0 other */
 };
 
 struct ta_maps {

@@ -27,7 +27,6 @@
 #include <string.h>
 #include <unistd.h>
 #include <sys/stat.h>
-#include <sys/sysmacros.h>
 #include "proc.h"
 #include "ptrace_target.h"
 #include "tramp_restore.h"
@@ -44,38 +43,27 @@ static int open_mem(pid_t pid)
 /* The mappings of our memfd in @pid: one area each (the whole file is mapped at once). */
 static int find_areas(pid_t pid, struct tramp_areas *out)
 {
-	static const char name[] = "/memfd:" TA_MEMFD_NAME;
-	char path[64], line[4096];
-	size_t cap = 0;
-	FILE *f;
+	struct ta_maps maps;
+	int err = ta_maps_read(pid, &maps);
 
-	snprintf(path, sizeof(path), "/proc/%d/maps", (int)pid);
-	f = fopen(path, "re");
-	if (!f)
-		return errno == ENOENT ? -ESRCH : -errno;
-	while (fgets(line, sizeof(line), f)) {
-		unsigned long lo, hi, off, ino;
-		unsigned maj, min;
-		char perms[5];
-		int pos = 0;
+	if (err)
+		return err;
+	for (size_t i = 0; i < maps.n; i++) {
+		const struct ta_map *m = &maps.v[i];
+		struct tramp_area *v;
 
-		if (sscanf(line, "%lx-%lx %4s %lx %x:%x %lu %n", &lo, &hi, perms, &off, &maj, &min,
-			   &ino, &pos) < 7 || strncmp(line + pos, name, sizeof(name) - 1) || off)
+		if (m->kind != 'a' || m->offset)
 			continue;
-		if (out->n == cap) {
-			struct tramp_area *n = realloc(out->v, (cap ? cap * 2 : 8) * sizeof(*n));
-
-			if (!n) {
-				fclose(f);
-				return -ENOMEM;
-			}
-			out->v = n;
-			cap = cap ? cap * 2 : 8;
+		v = realloc(out->v, (out->n + 1) * sizeof(*v));
+		if (!v) {
+			ta_maps_free(&maps);
+			return -ENOMEM;
 		}
-		out->v[out->n++] = (struct tramp_area){ .lo = lo, .hi = hi, .file_ino = ino,
-							.file_dev = makedev(maj, min) };
+		out->v = v;
+		out->v[out->n++] = (struct tramp_area){ .lo = m->lo, .hi = m->hi, .file_ino = m->ino,
+							.file_dev = m->dev };
 	}
-	fclose(f);
+	ta_maps_free(&maps);
 	return 0;
 }
 
