@@ -22,8 +22,7 @@
 #include "textfmt.h"
 #include "callsite_int.h"
 
-/* @size bytes of the file @fd at @off into @buf (grown as needed); false when unreadable. */
-static bool read_at(int fd, uint64_t off, uint64_t size, uint8_t **buf, uint64_t *cap)
+bool cs_read_at(int fd, uint64_t off, uint64_t size, uint8_t **buf, uint64_t *cap)
 {
 	if (!size || size > (16u << 20))
 		return false;
@@ -134,7 +133,7 @@ int cs_mod__find_sites(int fd, struct cs_mod *cm, const struct ta_maps *maps,
 		if (!s->size || !s->probe_offset || s->ifunc_impl ||
 		    (j && m->funcs[j - 1].addr == s->addr))
 			continue;       /* no code of its own (or an alias of the one before) */
-		if (!read_at(fd, start, s->size, &code, &cap))
+		if (!cs_read_at(fd, start, s->size, &code, &cap))
 			continue;
 		if (ccap < s->size / CS_CALL_LEN + 1) {
 			struct cs_call *nc = realloc(calls, (s->size / CS_CALL_LEN + 1) * sizeof(*nc));

@@ -23,6 +23,7 @@ struct cs_fn {
 	uint64_t patch_addr;                /* in the process */
 	uint32_t slot;                      /* its body: area + slot * TRAMP_SLOT */
 	uint32_t nsites;
+	bool body;                          /* its body is in the memfd (for other modules' sites) */
 };
 
 /* One redirected call. */
@@ -32,12 +33,17 @@ struct cs_site {
 	uint32_t fn;                        /* index into cs_mod.fns */
 	uint64_t got;                       /* a PLT site: its GOT slot in the process, else 0 */
 	uint64_t entry;                     /* a PLT site: f's entry in the process */
+	uint32_t tmod;                      /* another module's site: f's cs_mod in cs_process.mods */
+	uint64_t cookie;                    /* another module's site: f's link cookie */
+	uint64_t far;                       /* another module's site: f's body, jumped to absolutely */
 	uint8_t orig[CS_CALL_LEN];          /* the file's call */
 	uint8_t call[CS_CALL_LEN];          /* ours: call stub */
 };
 
 struct cs_mod {
-	const struct sym_module *m;
+	const struct sym_module *m;         /* a caller's: its own (path only), freed with it */
+	bool caller;                        /* another module's PLT calls into the traced ones */
+	bool no_bounds;                     /* a caller without .symtab or .eh_frame: not searched */
 	uint64_t dev, ino;
 	uint64_t lo, hi;                    /* the module's span in the process */
 	uint64_t area;
@@ -57,8 +63,12 @@ struct cs_process {
 	pid_t pid;
 	uint64_t start_ticks;               /* a reused pid is not ours */
 	bool own_child, restored;
-	struct cs_mod *mods;
-	size_t nmods;
+	bool refused;                       /* nothing redirected in it, now or later */
+	bool ended;                         /* its session restored it: nothing more */
+	struct cs_mod *mods;                /* never moved (the probes' owners): capmods of them */
+	size_t nmods, capmods;
+	uint64_t (*seen)[2];                /* the files searched for calls into traced modules */
+	size_t nseen;
 };
 
 /* A call target: its module address, the index of its function in cs_mod.fns, and for a PLT
@@ -82,5 +92,19 @@ int cs_mod__find_sites(int fd, struct cs_mod *cm, const struct ta_maps *maps,
  * file's, that no thread is inside, and (PLT sites) whose GOT slot holds the function's address.
  */
 int cs_mod__check_sites(struct pt_target *pt, struct cs_mod *cm);
+
+/** cs_read_at - @size bytes of the file @fd at @off into *@buf (grown as needed, *@cap bytes). */
+bool cs_read_at(int fd, uint64_t off, uint64_t size, uint8_t **buf, uint64_t *cap);
+
+/**
+ * cs_xmod__find - steps 1 to 3 for the PLT calls of every module mapped in @maps (not searched
+ * before: cp->seen) to the functions with a body of cp->mods' traced modules: one caller
+ * cs_mod per module with such sites, appended to cp->mods. Each module is decoded by its
+ * function bounds (.symtab, else the .eh_frame FDEs; neither: not searched). 0 or -ENOMEM.
+ */
+int cs_xmod__find(struct cs_process *cp, struct pt_target *pt, const struct ta_maps *maps);
+
+/** cs_mod__release - what @cm holds (not @cm itself). */
+void cs_mod__release(struct cs_mod *cm);
 
 #endif
