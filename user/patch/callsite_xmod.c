@@ -185,6 +185,7 @@ int cs_xmod__find(struct cs_process *cp, struct pt_target *pt, const struct ta_m
 		struct cs_mod cm = { .caller = true, .fd = -1, .dev = mp->dev, .ino = mp->ino };
 		char path[PATH_MAX], link[96];
 		struct sym_module *own;
+		size_t found;
 		ssize_t len;
 		int fd;
 
@@ -202,6 +203,7 @@ int cs_xmod__find(struct cs_process *cp, struct pt_target *pt, const struct ta_m
 		ta_module_span(maps, mp->dev, mp->ino, &cm.lo, &cm.hi);
 		err = find_in(cp, &cm, maps, fd, names, who, nnames);
 		close(fd);
+		found = cm.nsites;
 		if (!err && cm.nsites) {
 			err = cs_mod__check_sites(pt, &cm);
 			/* slots not bound yet (a library being loaded is relocated after ld.so
@@ -210,14 +212,14 @@ int cs_xmod__find(struct cs_process *cp, struct pt_target *pt, const struct ta_m
 				cp->nseen--;
 		}
 		own = calloc(1, sizeof(*own));
-		if (!err && (cm.nsites || cm.no_bounds) && own && (own->path = strdup(path))) {
+		if (!err && (found || cm.no_bounds) && own && (own->path = strdup(path))) {
 			cm.m = own;
 			cp->mods[cp->nmods++] = cm;
 			continue;
 		}
 		free(own);
 		free(cm.sites);
-		err = err ? err : cm.nsites && !own ? -ENOMEM : 0;
+		err = err ? err : found && !own ? -ENOMEM : 0;
 	}
 	free(names);
 	free(who);
