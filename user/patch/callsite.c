@@ -88,8 +88,8 @@ static int write_area(struct pt_target *pt, const struct ta_maps *maps, struct c
 		cm->fns[cm->sites[i].fn].nsites++;
 	for (size_t i = 0; i < cm->nfns; i++)
 		cm->fns[i].slot = (uint32_t)nfns++;
-	if (!cm->nsites && !cm->nfns)
-		return 0;
+	if (!cm->nsites && !cm->wanted)
+		return 0;               /* nothing calls a body */
 	/* the patch log's pages first, then the bodies and the stubs: all within reach */
 	cm->code_off = patch_log_size((uint32_t)cm->nsites);
 	if (!cm->code_off)
@@ -276,16 +276,48 @@ static int prepare_module(struct pt_target *pt, const struct ta_maps *maps, stru
 	return err < 0 ? err : 1;
 }
 
+/* @maps again once @cm's memfd is mapped: the next module's memfd must not take its place. */
+static void refresh_maps(const struct cs_process *cp, struct ta_maps *maps, const struct cs_mod *cm)
+{
+	struct ta_maps now;
+
+	if (cm->area && ta_maps_read(cp->pid, &now) == 0) {
+		ta_maps_free(maps);
+		*maps = now;
+	}
+}
+
+/* Each caller site of @cm: f's body in its module's memfd, or left out (none there). */
+static void far_sites(struct cs_process *cp, struct cs_mod *cm)
+{
+	size_t ok = 0;
+
+	for (size_t i = 0; i < cm->nsites; i++) {
+		struct cs_site s = cm->sites[i];
+		const struct cs_mod *tm = &cp->mods[s.tmod];
+		const struct cs_fn *c = &tm->fns[s.fn];
+
+		if (!tm->area || !c->body) {
+			cm->skipped_range++;
+			continue;
+		}
+		s.far = tm->area + body_off(tm, c);
+		cm->sites[ok++] = s;
+	}
+	cm->nsites = ok;
+}
+
 /*
  * The traced modules of @mods not redirected so far that are mapped now, then the other
- * modules' PLT calls into them (those not searched so far), all threads stopped. The number of
- * sites redirected.
+ * modules' PLT calls into them (those not searched so far), all threads stopped: a traced
+ * module's memfd (with a body for each function) is made when its own or another module's
+ * sites need it. The number of sites redirected.
  */
 static size_t attach_new(struct cs_process *cp, struct probes *p, struct pt_target *pt,
-			 const struct ta_maps *maps, struct sym_module **mods, size_t nmods,
+			 struct ta_maps *maps, struct sym_module **mods, size_t nmods,
 			 const struct cs_opts *o)
 {
-	size_t n = 0, first;
+	size_t n = 0, first = cp->nmods, callers;
 	int err;
 
 	for (size_t i = 0; i < nmods && cp->nmods < cp->capmods; i++) {
@@ -303,17 +335,37 @@ static size_t attach_new(struct cs_process *cp, struct probes *p, struct pt_targ
 			continue;
 		}
 		cp->nmods++;
-		if (commit_module(p, pt, maps, cm, o, err < 0 ? err : 0) > 0)
-			n += cm->nsites;
+		if (err < 0) {                      /* said now; no body for the others */
+			commit_module(p, pt, maps, cm, o, err);
+			cm->nfns = 0;
+			cm->committed = true;
+		}
 	}
-	first = cp->nmods;
+	callers = cp->nmods;
 	err = cs_xmod__find(cp, pt, maps);
 	if (err < 0)
 		fprintf(stderr, "atftrace record: process %d: other modules' calls not redirected: %s\n",
 			(int)cp->pid, strerror(-err));
-	for (size_t i = first; i < cp->nmods; i++)
+	for (size_t i = 0; i < callers; i++) {
+		struct cs_mod *cm = &cp->mods[i];
+
+		if (cm->caller)
+			continue;
+		if (i >= first && !cm->committed) {
+			cm->committed = true;
+			if (commit_module(p, pt, maps, cm, o, 0) > 0)
+				n += cm->nsites;
+		} else if (cm->wanted && !cm->area && write_area(pt, maps, cm) < 0) {
+			cm->area = 0;               /* its callers' sites are left out */
+		}
+		refresh_maps(cp, maps, cm);
+	}
+	for (size_t i = callers; i < cp->nmods; i++) {
+		far_sites(cp, &cp->mods[i]);
 		if (commit_module(p, pt, maps, &cp->mods[i], o, 0) > 0)
 			n += cp->mods[i].nsites;
+		refresh_maps(cp, maps, &cp->mods[i]);
+	}
 	return n;
 }
 

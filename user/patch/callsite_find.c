@@ -188,8 +188,9 @@ static bool plt_bound_to_entry(struct pt_target *pt, struct cs_mod *cm, const st
 
 	if (!pt_read(pt, s->got, &slot, sizeof(slot)) && slot == s->entry)
 		return true;
-	/* unbound: a lazy slot still points back into the module's own PLT (its push) */
-	if (slot >= cm->lo && slot < cm->hi)
+	/* unbound: a lazy slot still points back into the module's own PLT (its push), or, in a
+	 * module ld.so has announced but not relocated yet (dlopen), holds the file's value */
+	if ((slot >= cm->lo && slot < cm->hi) || slot < cm->hi - cm->lo)
 		cm->skipped_unbound++;
 	else
 		cm->skipped_elsewhere++;

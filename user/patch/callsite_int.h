@@ -44,6 +44,8 @@ struct cs_mod {
 	const struct sym_module *m;         /* a caller's: its own (path only), freed with it */
 	bool caller;                        /* another module's PLT calls into the traced ones */
 	bool no_bounds;                     /* a caller without .symtab or .eh_frame: not searched */
+	bool wanted;                        /* another module's sites call its bodies */
+	bool committed;                     /* its own sites are written (or failed) */
 	uint64_t dev, ino;
 	uint64_t lo, hi;                    /* the module's span in the process */
 	uint64_t area;
@@ -67,7 +69,8 @@ struct cs_process {
 	bool ended;                         /* its session restored it: nothing more */
 	struct cs_mod *mods;                /* never moved (the probes' owners): capmods of them */
 	size_t nmods, capmods;
-	uint64_t (*seen)[2];                /* the files searched for calls into traced modules */
+	uint64_t (*seen)[3];                /* the files searched for calls into traced modules:
+					     * device, inode, searches left (slots not bound yet) */
 	size_t nseen;
 };
 

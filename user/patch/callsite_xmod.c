@@ -23,12 +23,16 @@
 #include "symbols.h"
 #include "callsite_int.h"
 
+#define CS_SEARCH_AGAIN 3        /* searches of a module whose slots are not bound yet, after the first */
+#define SEARCH_ARMED (1ull << 32)
+#define SEARCHES_LEFT 0xffffffffull
+
 /* A function with a body, by name: its cs_mod and index there. */
 struct xm_target {
 	uint32_t tmod, fn;
 };
 
-/* Every traced function with a body in its memfd, as names (for the PLT's symbols). */
+/* Every traced function that has a body or can have one, as names (for the PLT's symbols). */
 static int body_names(const struct cs_process *cp, const char ***names, struct xm_target **who,
 		      size_t *n)
 {
@@ -45,8 +49,8 @@ static int body_names(const struct cs_process *cp, const char ***names, struct x
 	for (size_t i = 0; i < cp->nmods; i++) {
 		const struct cs_mod *cm = &cp->mods[i];
 
-		for (size_t k = 0; !cm->caller && cm->area && k < cm->nfns; k++) {
-			if (!cm->fns[k].body)
+		for (size_t k = 0; !cm->caller && k < cm->nfns; k++) {
+			if (cm->area && !cm->fns[k].body)
 				continue;
 			(*names)[*n] = cm->fns[k].f->name;
 			(*who)[(*n)++] = (struct xm_target){ (uint32_t)i, (uint32_t)k };
@@ -55,19 +59,27 @@ static int body_names(const struct cs_process *cp, const char ***names, struct x
 	return 0;
 }
 
-static bool seen(struct cs_process *cp, uint64_t dev, uint64_t ino)
+/* Was the file searched before (and not to be searched again)? Else it is now, at @*at. */
+static bool seen(struct cs_process *cp, uint64_t dev, uint64_t ino, size_t *at)
 {
-	uint64_t (*nv)[2];
+	uint64_t (*nv)[3];
 
 	for (size_t i = 0; i < cp->nseen; i++)
-		if (cp->seen[i][0] == dev && cp->seen[i][1] == ino)
-			return true;
+		if (cp->seen[i][0] == dev && cp->seen[i][1] == ino) {
+			*at = i;
+			if (!(cp->seen[i][2] & SEARCHES_LEFT))
+				return true;
+			cp->seen[i][2]--;
+			return false;
+		}
 	nv = realloc(cp->seen, (cp->nseen + 1) * sizeof(*nv));
 	if (!nv)
 		return true;            /* not searched: its calls reach the plain probes */
 	cp->seen = nv;
 	cp->seen[cp->nseen][0] = dev;
-	cp->seen[cp->nseen++][1] = ino;
+	cp->seen[cp->nseen][1] = ino;
+	cp->seen[cp->nseen][2] = 0;
+	*at = cp->nseen++;
 	return false;
 }
 
@@ -116,7 +128,6 @@ static int add_calls(struct cs_process *cp, struct cs_mod *cm, const struct ta_m
 				.got = plt[calls[k].target][2] + (at - calls[k].site),
 				.entry = c->patch_addr - hop,
 				.cookie = (uint64_t)tm->m->module_id << 32 | c->f->symbol_index,
-				.far = tm->area + tm->code_off + (uint64_t)c->slot * TRAMP_SLOT,
 			};
 			memcpy(site->orig, code + (calls[k].site - r->addr), CS_CALL_LEN);
 		}
@@ -185,11 +196,11 @@ int cs_xmod__find(struct cs_process *cp, struct pt_target *pt, const struct ta_m
 		struct cs_mod cm = { .caller = true, .fd = -1, .dev = mp->dev, .ino = mp->ino };
 		char path[PATH_MAX], link[96];
 		struct sym_module *own;
-		size_t found;
+		size_t found, at;
 		ssize_t len;
 		int fd;
 
-		if (!mp->exec || !mp->ino || mp->kind == 'a' || seen(cp, mp->dev, mp->ino))
+		if (!mp->exec || !mp->ino || mp->kind == 'a' || seen(cp, mp->dev, mp->ino, &at))
 			continue;
 		if (cp->nmods == cp->capmods)
 			break;          /* no room: the rest keep their plain probes */
@@ -207,9 +218,13 @@ int cs_xmod__find(struct cs_process *cp, struct pt_target *pt, const struct ta_m
 		if (!err && cm.nsites) {
 			err = cs_mod__check_sites(pt, &cm);
 			/* slots not bound yet (a library being loaded is relocated after ld.so
-			 * announces it): searched again at the next change of ld.so's list */
-			if (!err && !cm.nsites && cm.skipped_unbound + cm.skipped_elsewhere)
-				cp->nseen--;
+			 * announces it): searched again at the next changes of ld.so's list, a few
+			 * times (a lazy slot that is never called stays unbound) */
+			if (!err && !cm.nsites && cm.skipped_unbound + cm.skipped_elsewhere &&
+			    !(cp->seen[at][2] & SEARCH_ARMED))
+				cp->seen[at][2] = SEARCH_ARMED | CS_SEARCH_AGAIN;
+			for (size_t k = 0; k < cm.nsites; k++)
+				cp->mods[cm.sites[k].tmod].wanted = true;   /* their bodies */
 		}
 		own = calloc(1, sizeof(*own));
 		if (!err && (found || cm.no_bounds) && own && (own->path = strdup(path))) {
