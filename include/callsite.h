@@ -8,7 +8,9 @@
  * instructions relocated (then f itself, past them), probes the return and jumps back after the
  * call (user/patch/callsite_plan.h). f's own first bytes stay the file's: another tool's uprobe
  * on f works as it would without us, and f keeps its plain probe for the calls no stub covers
- * (tail calls, indirect calls, calls from other modules). A redirected call never runs f's
+ * (tail calls, indirect calls). Calls from other modules through their PLT are redirected the
+ * same way, to stubs in a memfd near the calling module that jump to f's relocated first
+ * instructions in f's module's memfd. A redirected call never runs f's
  * first bytes, so no call is counted twice; it returns into the stub, not into a uretprobe
  * trampoline, so it has no nesting limit.
  *

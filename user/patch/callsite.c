@@ -19,6 +19,10 @@
  *      instructions, then jmp f+len), then one stub per site;
  *   5. attach the stubs' probe links (probes__attach_call_sites()), then write each site's new
  *      rel32 through /proc/PID/mem.
+ * Then the same for the PLT calls of every other mapped module into the traced ones
+ * (callsite_xmod.c): their stubs in a second memfd near that module, each jumping to f's body
+ * in f's module's memfd, which is made (with a body for every function) when any site needs
+ * it. Modules mapped later get the same when ld.so announces them (cs_process__attach_late()).
  * Restoring writes each original rel32 back where ours still is, in a module still mapped
  * where it was, then marks the log restored; the memfd stays mapped.
  */
@@ -369,6 +373,24 @@ static size_t attach_new(struct cs_process *cp, struct probes *p, struct pt_targ
 	return n;
 }
 
+/* The executable files mapped where, other than our memfds, as one number. */
+static uint64_t maps_signature(const struct ta_maps *maps)
+{
+	uint64_t h = 1469598103934665603ull;        /* FNV-1a over (address, device, inode) */
+
+	for (size_t i = 0; i < maps->n; i++) {
+		const struct ta_map *mp = &maps->v[i];
+		uint64_t v[3] = { mp->lo, mp->dev, mp->ino };
+
+		if (!mp->exec || mp->kind == 'a')
+			continue;
+		for (size_t k = 0; k < 3; k++)
+			for (int b = 0; b < 64; b += 8)
+				h = (h ^ ((v[k] >> b) & 0xff)) * 1099511628211ull;
+	}
+	return h;
+}
+
 /* Does the process map a C++ unwinder (libgcc_s, libstdc++, or a static copy in a file)? */
 static const char *maps_unwinder(pid_t pid, char *buf, size_t size)
 {
@@ -446,8 +468,10 @@ int cs_process__attach(struct cs_process **out, struct probes *p, struct sym_mod
 		fprintf(stderr, "atftrace record: process %d: no call sites redirected: %s%s%s%s; "
 			"plain probes\n", (int)pid, why, *unwinder ? " (" : "", unwinder,
 			*unwinder ? ")" : "");
-	if (!why)
+	if (!why) {
+		cp->maps_sig = maps_signature(&maps);
 		*nsites = attach_new(cp, p, &pt, &maps, mods, nmods, o);
+	}
 	ta_maps_free(&maps);
 	if (!*nsites)
 		cp->restored = true;    /* nothing to write back */
@@ -461,10 +485,19 @@ int cs_process__attach_late(struct cs_process *cp, struct probes *p, struct sym_
 	struct ta_maps maps = { 0 };
 	struct pt_target pt;
 	char unwinder[4096];
+	uint64_t sig;
 	int err;
 
 	*nsites = 0;
 	if (!cp || cp->refused || cp->ended)
+		return 0;
+	/* the modules it maps the same as when last looked at (the hook runs once per module
+	 * announced): nothing to stop it for */
+	if (ta_maps_read(cp->pid, &maps) < 0)
+		return 0;
+	sig = maps_signature(&maps);
+	ta_maps_free(&maps);
+	if (sig == cp->maps_sig)
 		return 0;
 	err = pt_stop_all(&pt, cp->pid, cp->own_child);
 	if (err)
@@ -475,6 +508,7 @@ int cs_process__attach_late(struct cs_process *cp, struct probes *p, struct sym_
 			"sites redirected\n", (int)cp->pid, unwinder);
 		cp->refused = true;
 	} else if (ta_maps_read(cp->pid, &maps) == 0) {
+		cp->maps_sig = maps_signature(&maps);
 		*nsites = attach_new(cp, p, &pt, &maps, mods, nmods, o);
 		if (*nsites)
 			cp->restored = false;       /* something to write back now */

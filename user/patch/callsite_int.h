@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Call-site redirection, shared by its two files (private to user/patch/): callsite_find.c
+ * Call-site redirection, shared by its files (private to user/patch/): callsite_find.c
  * finds a module's sites and checks them in the stopped process (steps 1 to 3 of callsite.c's
- * order), callsite.c writes the memfd, attaches, patches and restores (steps 4 and 5).
+ * order), callsite_xmod.c the same for other modules' PLT calls into the traced ones,
+ * callsite.c writes the memfds, attaches, patches and restores (steps 4 and 5).
  */
 #ifndef ATFTRACE_CALLSITE_INT_H
 #define ATFTRACE_CALLSITE_INT_H
@@ -67,6 +68,7 @@ struct cs_process {
 	bool own_child, restored;
 	bool refused;                       /* nothing redirected in it, now or later */
 	bool ended;                         /* its session restored it: nothing more */
+	uint64_t maps_sig;                  /* its executable mappings when last searched */
 	struct cs_mod *mods;                /* never moved (the probes' owners): capmods of them */
 	size_t nmods, capmods;
 	uint64_t (*seen)[3];                /* the files searched for calls into traced modules:
