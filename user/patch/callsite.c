@@ -373,15 +373,21 @@ static size_t attach_new(struct cs_process *cp, struct probes *p, struct pt_targ
 	return n;
 }
 
-/* The executable files mapped where, other than our memfds, as one number. */
-static uint64_t maps_signature(const struct ta_maps *maps)
+/* The executable files mapped where, other than our memfds, as one number; @exe: the program's
+ * file (device, inode). */
+static uint64_t maps_signature(const struct ta_maps *maps, uint64_t exe[2])
 {
 	uint64_t h = 1469598103934665603ull;        /* FNV-1a over (address, device, inode) */
 
+	exe[0] = exe[1] = 0;
 	for (size_t i = 0; i < maps->n; i++) {
 		const struct ta_map *mp = &maps->v[i];
 		uint64_t v[3] = { mp->lo, mp->dev, mp->ino };
 
+		if (mp->kind == 'x' && !exe[1]) {
+			exe[0] = mp->dev;
+			exe[1] = mp->ino;
+		}
 		if (!mp->exec || mp->kind == 'a')
 			continue;
 		for (size_t k = 0; k < 3; k++)
@@ -469,7 +475,7 @@ int cs_process__attach(struct cs_process **out, struct probes *p, struct sym_mod
 			"plain probes\n", (int)pid, why, *unwinder ? " (" : "", unwinder,
 			*unwinder ? ")" : "");
 	if (!why) {
-		cp->maps_sig = maps_signature(&maps);
+		cp->maps_sig = maps_signature(&maps, cp->exe);
 		*nsites = attach_new(cp, p, &pt, &maps, mods, nmods, o);
 	}
 	ta_maps_free(&maps);
@@ -485,7 +491,7 @@ int cs_process__attach_late(struct cs_process *cp, struct probes *p, struct sym_
 	struct ta_maps maps = { 0 };
 	struct pt_target pt;
 	char unwinder[4096];
-	uint64_t sig;
+	uint64_t sig, exe[2];
 	int err;
 
 	*nsites = 0;
@@ -495,10 +501,14 @@ int cs_process__attach_late(struct cs_process *cp, struct probes *p, struct sym_
 	 * announced): nothing to stop it for */
 	if (ta_maps_read(cp->pid, &maps) < 0)
 		return 0;
-	sig = maps_signature(&maps);
+	sig = maps_signature(&maps, exe);
 	ta_maps_free(&maps);
 	if (sig == cp->maps_sig)
 		return 0;
+	if (exe[0] != cp->exe[0] || exe[1] != cp->exe[1]) {
+		cp->refused = true;     /* another program (exec): it keeps plain probes */
+		return 0;
+	}
 	err = pt_stop_all(&pt, cp->pid, cp->own_child);
 	if (err)
 		return err == -ESRCH ? 0 : err;
@@ -508,7 +518,7 @@ int cs_process__attach_late(struct cs_process *cp, struct probes *p, struct sym_
 			"sites redirected\n", (int)cp->pid, unwinder);
 		cp->refused = true;
 	} else if (ta_maps_read(cp->pid, &maps) == 0) {
-		cp->maps_sig = maps_signature(&maps);
+		cp->maps_sig = maps_signature(&maps, exe);
 		*nsites = attach_new(cp, p, &pt, &maps, mods, nmods, o);
 		if (*nsites)
 			cp->restored = false;       /* something to write back now */

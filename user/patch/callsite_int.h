@@ -69,6 +69,8 @@ struct cs_process {
 	bool refused;                       /* nothing redirected in it, now or later */
 	bool ended;                         /* its session restored it: nothing more */
 	uint64_t maps_sig;                  /* its executable mappings when last searched */
+	uint64_t exe[2];                    /* its program's file (device, inode): after an exec,
+					     * nothing more is redirected */
 	struct cs_mod *mods;                /* never moved (the probes' owners): capmods of them */
 	size_t nmods, capmods;
 	uint64_t (*seen)[3];                /* the files searched for calls into traced modules:
