@@ -47,12 +47,6 @@
 #define PAGE 4096ull
 #define CS_MAX_CALLERS 1024     /* modules whose PLT calls are redirected, and modules mapped later */
 
-/* Where @c's body is in the memfd. */
-static uint64_t body_off(const struct cs_mod *cm, const struct cs_fn *c)
-{
-	return cm->code_off + (uint64_t)c->slot * TRAMP_SLOT;
-}
-
 /*
  * The patch log of @cm's redirected sites into its first code_off bytes of @code: each call
  * (the whole 5-byte instruction) as the file has it and as we write it, so that a session that
@@ -116,10 +110,10 @@ static int write_area(struct pt_target *pt, const struct ta_maps *maps, struct c
 		struct tramp_plan plan = c->plan;
 
 		plan.patch_addr = c->patch_addr;    /* the moved code runs for the process's addresses */
-		c->body = tramp_emit(c->moved, &plan, cm->area + body_off(cm, c),
-				     code + body_off(cm, c)) == TRAMP_OK;
+		c->body = tramp_emit(c->moved, &plan, cm->area + cs_body_off(cm, c),
+				     code + cs_body_off(cm, c)) == TRAMP_OK;
 		if (!c->body)
-			memset(code + body_off(cm, c), 0xcc, TRAMP_SLOT);  /* its sites are left out */
+			memset(code + cs_body_off(cm, c), 0xcc, TRAMP_SLOT);  /* its sites are left out */
 	}
 	for (size_t i = 0; i < cm->nsites; i++) {
 		struct cs_site s = cm->sites[i];
@@ -129,7 +123,7 @@ static int write_area(struct pt_target *pt, const struct ta_maps *maps, struct c
 
 		/* the body's first byte: the trampoline's unprobed nop, then f's instructions; in
 		 * another module's memfd, reached by an absolute jump */
-		if ((c ? !c->body || !cs_stub_emit(stub, s.addr, cm->area + body_off(cm, c), out)
+		if ((c ? !c->body || !cs_stub_emit(stub, s.addr, cm->area + cs_body_off(cm, c), out)
 		       : !cs_stub_emit_far(stub, s.addr, s.far, out)) ||
 		    !cs_call_bytes(s.addr, stub, s.call)) {
 			memset(code + stubs + (uint64_t)ok * CS_STUB_SLOT, 0xcc, CS_STUB_SLOT);
@@ -280,37 +274,6 @@ static int prepare_module(struct pt_target *pt, const struct ta_maps *maps, stru
 	return err < 0 ? err : 1;
 }
 
-/* @maps again once @cm's memfd is mapped: the next module's memfd must not take its place. */
-static void refresh_maps(const struct cs_process *cp, struct ta_maps *maps, const struct cs_mod *cm)
-{
-	struct ta_maps now;
-
-	if (cm->area && ta_maps_read(cp->pid, &now) == 0) {
-		ta_maps_free(maps);
-		*maps = now;
-	}
-}
-
-/* Each caller site of @cm: f's body in its module's memfd, or left out (none there). */
-static void far_sites(struct cs_process *cp, struct cs_mod *cm)
-{
-	size_t ok = 0;
-
-	for (size_t i = 0; i < cm->nsites; i++) {
-		struct cs_site s = cm->sites[i];
-		const struct cs_mod *tm = &cp->mods[s.tmod];
-		const struct cs_fn *c = &tm->fns[s.fn];
-
-		if (!tm->area || !c->body) {
-			cm->skipped_range++;
-			continue;
-		}
-		s.far = tm->area + body_off(tm, c);
-		cm->sites[ok++] = s;
-	}
-	cm->nsites = ok;
-}
-
 /*
  * The traced modules of @mods not redirected so far that are mapped now, then the other
  * modules' PLT calls into them (those not searched so far), all threads stopped: a traced
@@ -362,39 +325,15 @@ static size_t attach_new(struct cs_process *cp, struct probes *p, struct pt_targ
 		} else if (cm->wanted && !cm->area && write_area(pt, maps, cm) < 0) {
 			cm->area = 0;               /* its callers' sites are left out */
 		}
-		refresh_maps(cp, maps, cm);
+		cs_refresh_maps(cp, maps, cm);
 	}
 	for (size_t i = callers; i < cp->nmods; i++) {
-		far_sites(cp, &cp->mods[i]);
+		cs_far_sites(cp, &cp->mods[i]);
 		if (commit_module(p, pt, maps, &cp->mods[i], o, 0) > 0)
 			n += cp->mods[i].nsites;
-		refresh_maps(cp, maps, &cp->mods[i]);
+		cs_refresh_maps(cp, maps, &cp->mods[i]);
 	}
 	return n;
-}
-
-/* The executable files mapped where, other than our memfds, as one number; @exe: the program's
- * file (device, inode). */
-static uint64_t maps_signature(const struct ta_maps *maps, uint64_t exe[2])
-{
-	uint64_t h = 1469598103934665603ull;        /* FNV-1a over (address, device, inode) */
-
-	exe[0] = exe[1] = 0;
-	for (size_t i = 0; i < maps->n; i++) {
-		const struct ta_map *mp = &maps->v[i];
-		uint64_t v[3] = { mp->lo, mp->dev, mp->ino };
-
-		if (mp->kind == 'x' && !exe[1]) {
-			exe[0] = mp->dev;
-			exe[1] = mp->ino;
-		}
-		if (!mp->exec || mp->kind == 'a')
-			continue;
-		for (size_t k = 0; k < 3; k++)
-			for (int b = 0; b < 64; b += 8)
-				h = (h ^ ((v[k] >> b) & 0xff)) * 1099511628211ull;
-	}
-	return h;
 }
 
 /* Does the process map a C++ unwinder (libgcc_s, libstdc++, or a static copy in a file)? */
@@ -475,7 +414,7 @@ int cs_process__attach(struct cs_process **out, struct probes *p, struct sym_mod
 			"plain probes\n", (int)pid, why, *unwinder ? " (" : "", unwinder,
 			*unwinder ? ")" : "");
 	if (!why) {
-		cp->maps_sig = maps_signature(&maps, cp->exe);
+		cp->maps_sig = cs_maps_signature(&maps, cp->exe);
 		*nsites = attach_new(cp, p, &pt, &maps, mods, nmods, o);
 	}
 	ta_maps_free(&maps);
@@ -501,7 +440,7 @@ int cs_process__attach_late(struct cs_process *cp, struct probes *p, struct sym_
 	 * announced): nothing to stop it for */
 	if (ta_maps_read(cp->pid, &maps) < 0)
 		return 0;
-	sig = maps_signature(&maps, exe);
+	sig = cs_maps_signature(&maps, exe);
 	ta_maps_free(&maps);
 	if (sig == cp->maps_sig)
 		return 0;
@@ -518,7 +457,7 @@ int cs_process__attach_late(struct cs_process *cp, struct probes *p, struct sym_
 			"sites redirected\n", (int)cp->pid, unwinder);
 		cp->refused = true;
 	} else if (ta_maps_read(cp->pid, &maps) == 0) {
-		cp->maps_sig = maps_signature(&maps, exe);
+		cp->maps_sig = cs_maps_signature(&maps, exe);
 		*nsites = attach_new(cp, p, &pt, &maps, mods, nmods, o);
 		if (*nsites)
 			cp->restored = false;       /* something to write back now */

@@ -100,6 +100,21 @@ int cs_mod__find_sites(int fd, struct cs_mod *cm, const struct ta_maps *maps,
  */
 int cs_mod__check_sites(struct pt_target *pt, struct cs_mod *cm);
 
+/* Where @c's body is in @cm's memfd. */
+static inline uint64_t cs_body_off(const struct cs_mod *cm, const struct cs_fn *c)
+{
+	return cm->code_off + (uint64_t)c->slot * TRAMP_SLOT;
+}
+
+/** cs_maps_signature - @maps' executable files and where, as one number; @exe: the program's. */
+uint64_t cs_maps_signature(const struct ta_maps *maps, uint64_t exe[2]);
+
+/** cs_refresh_maps - @maps read again once @cm's memfd is mapped (the next must not take its place). */
+void cs_refresh_maps(const struct cs_process *cp, struct ta_maps *maps, const struct cs_mod *cm);
+
+/** cs_far_sites - each caller site of @cm gets f's body in its module's memfd, or is left out. */
+void cs_far_sites(struct cs_process *cp, struct cs_mod *cm);
+
 /** cs_read_at - @size bytes of the file @fd at @off into *@buf (grown as needed, *@cap bytes). */
 bool cs_read_at(int fd, uint64_t off, uint64_t size, uint8_t **buf, uint64_t *cap);
 

@@ -9,7 +9,8 @@
  * that would reach f's plain probe and count the call twice. A site is redirected only when the
  * calling module's GOT slot holds f's address in the stopped process; no GOT entry is written.
  * The calling module's text is decoded function by function, from its .symtab or, stripped,
- * its .eh_frame FDEs (callsite_bounds.c); a module with neither is not searched.
+ * its .eh_frame FDEs (callsite_bounds.c); a module with neither is not searched. Also what
+ * modules mapped later need: whether the process maps other files than when last searched.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -239,4 +240,59 @@ int cs_xmod__find(struct cs_process *cp, struct pt_target *pt, const struct ta_m
 	free(names);
 	free(who);
 	return err;
+}
+
+/* The executable files mapped where, other than our memfds, as one number; @exe: the program's
+ * file (device, inode). */
+uint64_t cs_maps_signature(const struct ta_maps *maps, uint64_t exe[2])
+{
+	uint64_t h = 1469598103934665603ull;        /* FNV-1a over (address, device, inode) */
+
+	exe[0] = exe[1] = 0;
+	for (size_t i = 0; i < maps->n; i++) {
+		const struct ta_map *mp = &maps->v[i];
+		uint64_t v[3] = { mp->lo, mp->dev, mp->ino };
+
+		if (mp->kind == 'x' && !exe[1]) {
+			exe[0] = mp->dev;
+			exe[1] = mp->ino;
+		}
+		if (!mp->exec || mp->kind == 'a')
+			continue;
+		for (size_t k = 0; k < 3; k++)
+			for (int b = 0; b < 64; b += 8)
+				h = (h ^ ((v[k] >> b) & 0xff)) * 1099511628211ull;
+	}
+	return h;
+}
+
+/* @maps again once @cm's memfd is mapped: the next module's memfd must not take its place. */
+void cs_refresh_maps(const struct cs_process *cp, struct ta_maps *maps, const struct cs_mod *cm)
+{
+	struct ta_maps now;
+
+	if (cm->area && ta_maps_read(cp->pid, &now) == 0) {
+		ta_maps_free(maps);
+		*maps = now;
+	}
+}
+
+/* Each caller site of @cm: f's body in its module's memfd, or left out (none there). */
+void cs_far_sites(struct cs_process *cp, struct cs_mod *cm)
+{
+	size_t ok = 0;
+
+	for (size_t i = 0; i < cm->nsites; i++) {
+		struct cs_site s = cm->sites[i];
+		const struct cs_mod *tm = &cp->mods[s.tmod];
+		const struct cs_fn *c = &tm->fns[s.fn];
+
+		if (!tm->area || !c->body) {
+			cm->skipped_range++;
+			continue;
+		}
+		s.far = tm->area + cs_body_off(tm, c);
+		cm->sites[ok++] = s;
+	}
+	cm->nsites = ok;
 }
