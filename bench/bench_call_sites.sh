@@ -9,7 +9,8 @@
 #     probe). Best of $REPEAT runs of $N calls.
 # (2) the share of traced calls that take the stubs (bench/call_sites_share.py): sqlite3 with
 #     every libsqlite3 function traced, $ROWS INSERT statements; bash with every function of
-#     the shell traced, a loop of $ROWS iterations.
+#     the shell traced, a loop of $ROWS iterations; python3 with every exported function of
+#     the interpreter traced, $ROWS/10 json.dumps+loads (its _json module mapped by dlopen).
 # (3) sqlite3 with every libsqlite3 function traced, $ROWS INSERTs: the wall time of the whole
 #     session (launch to end) with entry trampolines (the default), --call-sites and
 #     --no-trampolines, best of $REPEAT; and whether the calls per function of --call-sites
@@ -82,3 +83,17 @@ fi
 printf 'for ((i = 0; i < %d; i++)); do x=$((i * 2)); s="${s:0:64}$x"; done\necho MARK\n' "$ROWS" >"$tmp/b.sh"
 echo "bash (a loop of $ROWS, every function of bash): $(python3 bench/call_sites_share.py \
 	"$ATF" "$tmp/bash" "$tmp/b.sh" -f "$(readlink -f /bin/bash):*" -- /bin/bash -s)"
+# python3 (Debian's, stripped: its exported functions) running json.dumps/loads: _json is mapped
+# by the import (dlopen), after the session started, and calls the interpreter through its PLT;
+# its slots are bound after ld.so announces it, so they are redirected at the next module
+# mapped (the decimal import); one line of Python per line of input
+PY=/usr/bin/python3
+if [ -x "$PY" ]; then
+	printf '%s\n' 'import json' 'import decimal' \
+		'd = {"k%d" % i: [i, str(i), {"x": i * 1.5, "y": None}] for i in range(100)}' \
+		"for i in range($((ROWS / 10))): json.loads(json.dumps(d))" 'print("MARK")' >"$tmp/j.py"
+	echo "python3 ($((ROWS / 10)) json dumps+loads, every function of $(basename "$(readlink -f "$PY")")): $(python3 bench/call_sites_share.py \
+		"$ATF" "$tmp/py" "$tmp/j.py" -f "$(readlink -f "$PY"):*" -- "$PY" -u -c \
+		'import sys
+for l in sys.stdin: exec(l)')"
+fi

@@ -8,7 +8,9 @@
  * instructions relocated (then f itself, past them), probes the return and jumps back after the
  * call (user/patch/callsite_plan.h). f's own first bytes stay the file's: another tool's uprobe
  * on f works as it would without us, and f keeps its plain probe for the calls no stub covers
- * (tail calls, indirect calls, calls from other modules). A redirected call never runs f's
+ * (tail calls, indirect calls). Calls from other modules through their PLT are redirected the
+ * same way, to stubs in a memfd near the calling module that jump to f's relocated first
+ * instructions in f's module's memfd. A redirected call never runs f's
  * first bytes, so no call is counted twice; it returns into the stub, not into a uretprobe
  * trampoline, so it has no nesting limit.
  *
@@ -47,6 +49,16 @@ struct cs_opts {
  */
 int cs_process__attach(struct cs_process **out, struct probes *p, struct sym_module **mods,
 		       size_t nmods, pid_t pid, const struct cs_opts *o, size_t *nsites);
+
+/**
+ * cs_process__attach_late - after the process mapped a module (dlopen): stop it and redirect
+ * the sites of the modules of @mods (all the session's, its plain probes attached) that were
+ * not mapped so far, and the PLT calls of the modules not searched so far into the traced ones,
+ * as cs_process__attach() does; nothing in a process it refused. @nsites: sites redirected now.
+ * 0 or a negative errno.
+ */
+int cs_process__attach_late(struct cs_process *cp, struct probes *p, struct sym_module **mods,
+			    size_t nmods, const struct cs_opts *o, size_t *nsites);
 
 /**
  * cs_process__restore - stop the process and write each redirected site's original rel32 back,

@@ -86,6 +86,7 @@ struct rm_modules {
 	char **ldso;                /* dynamic loaders whose debug-state hook is attached */
 	size_t nldso;
 	struct tramp_process *tramp; /* the target's entry trampolines, or NULL (rm_modules_trampolines) */
+	struct cs_process *cs;      /* the target's call sites, or NULL (rm_modules_call_sites) */
 	/* called with each module found while recording, before its probes attach, or NULL
 	 * (typed arguments: user/record/recorder_args.c) */
 	void (*on_module)(void *ctx, const struct sym_module *m);
@@ -167,6 +168,14 @@ int rm_modules_watch(struct rm_modules *mods, struct probes *p, struct recorder 
  * Holds the target at each change of ld.so's list while one of its libraries has them.
  */
 void rm_modules_trampolines(struct rm_modules *mods, struct tramp_process *tp);
+
+/**
+ * rm_modules_call_sites - the target's call-site redirection (record --call-sites), or NULL:
+ * the modules it maps later (dlopen) and their calls into the traced ones are redirected too,
+ * the process stopped only for the writes.
+ */
+struct cs_process;
+void rm_modules_call_sites(struct rm_modules *mods, struct cs_process *cp);
 
 /**
  * rm_modules_report_end - at the end of a session of @events events (@lost lost), ended by

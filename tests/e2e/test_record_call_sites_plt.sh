@@ -5,16 +5,17 @@
 # function's address; a slot bound to another definition (LD_PRELOAD) keeps its call as it is.
 #   - `record -v` says 4 PLT sites of 3 functions, none left out;
 #   - exact calls and parents, the same as with plain probes (--no-trampolines);
+#   - csplt's own call of pl_outer@plt (another module, bound at load) is redirected too, to a
+#     stub near csplt (user/patch/callsite_xmod.c);
 #   - the share of calls through the stubs (bench/call_sites_share.py: the session's stub
-#     entry program's run count): 1500 of 1800 for 300 rounds (only csplt's call to pl_outer,
-#     from another module, reaches the plain probe);
-#   - the target's output is the untraced run's; the library's text is the file's after a -p
-#     session and differs during it;
+#     entry program's run count): 1800 of 1800 for 300 rounds;
+#   - the target's output is the untraced run's; the library's and the program's text is the
+#     file's after a -p session and differs during it;
 #   - pl_swap preloaded from libcsplt_pre.so: its PLT site is left out ("bound elsewhere"),
 #     the preloaded definition runs (the output says so) and the counts stay exact;
 #   - the same library bound lazily (csplt_lazy, libcspltlazy.so): at launch no slot is bound
 #     and every PLT site is left out ("not bound yet"), counts exact; attached with -p after a
-#     round has bound the slots, all 4 sites are redirected, counts exact.
+#     round has bound the slots, all 4 sites are redirected, and the program's, counts exact.
 source "$(dirname "$0")/lib.sh"
 need_bpf
 kill_on_exit
@@ -47,6 +48,8 @@ calls() { "$ATF" report "$2" | awk -v f="$1" '$13 == f { n = $5 } END { print n 
 	|| { cat "$T/cs.err" >&2; fail "record --call-sites failed"; }
 assert_contains "$T/cs.err" "libcsplt\.so: 4 call sites of 3 functions redirected \(0 direct, 4 through the PLT; 0 left out: 0 with a thread inside, 0 not the file's bytes, 0 out of reach, 0 PLT slots not bound yet, 0 PLT slots bound elsewhere\)" \
 	"pl_outer's calls of pl_mid (2) and pl_swap, pl_mid's call of pl_leaf, all through the PLT"
+assert_contains "$T/cs.err" "csplt \(its calls into the traced modules\): 1 call site of 1 function redirected \(0 direct, 1 through the PLT; 0 left out" \
+	"csplt's call of pl_outer@plt, in another module than pl_outer"
 if grep -q "through trampolines\|registration guard" "$T/cs.err"; then
 	fail "--call-sites wrote an entry trampoline or armed the guard"
 fi
@@ -64,8 +67,8 @@ assert_eq "$N $((2 * N)) $((2 * N)) $N" "$(for f in pl_outer pl_mid pl_leaf pl_s
 printf '%d\nMARK\n' $N >"$T/work"
 share=$(python3 "$ROOT/bench/call_sites_share.py" "$ATF" "$T/sh" "$T/work" -f 'libcsplt.so:*' -- "$P" -) \
 	|| fail "call_sites_share.py failed: $share"
-assert_eq "sites 4 stub_calls $((5 * N)) calls $((6 * N)) lost 0" "$(echo "$share" | awk '{ print $1, $2, $3, $4, $5, $6, $7, $8 }')" \
-	"calls through the stubs (pl_mid, pl_leaf, pl_swap) and calls recorded"
+assert_eq "sites 5 stub_calls $((6 * N)) calls $((6 * N)) lost 0" "$(echo "$share" | awk '{ print $1, $2, $3, $4, $5, $6, $7, $8 }')" \
+	"calls through the stubs (pl_outer, pl_mid, pl_leaf, pl_swap) and calls recorded"
 
 # ---- the library's text: ours during a -p session, the file's after it -----------------------
 mkfifo "$T/in" "$T/ready"
@@ -78,10 +81,12 @@ rec=$!
 timeout 60 cat "$T/ready" >/dev/null || { cat "$T/s.err" >&2; fail "record -p --call-sites never became ready"; }
 during=$(text_diff $target "$LIB")
 [ "$during" -gt 0 ] || fail "no redirected call in the library's text during the session"
+[ "$(text_diff $target "$P")" -gt 0 ] || fail "no redirected call in the program's text during the session"
 echo $N >&3
 kill -INT $rec
 wait $rec || { cat "$T/s.err" >&2; fail "record -p --call-sites failed"; }
 assert_eq 0 "$(text_diff $target "$LIB")" "bytes of the library's text that differ from the file after the session"
+assert_eq 0 "$(text_diff $target "$P")" "bytes of the program's text that differ from the file after the session"
 echo $N >&3
 exec 3>&-
 wait $target || fail "the target failed: $(cat "$T/serve.out")"
@@ -130,6 +135,8 @@ exec 6<&-
 assert_eq "$(cat "$T/plain.out") $(cat "$T/plain.out")" "$first $second" "the lazy -p target's sums"
 assert_contains "$T/lp.err" "libcspltlazy\.so: 4 call sites of 3 functions redirected \(0 direct, 4 through the PLT; 0 left out: .* 0 PLT slots not bound yet, 0 PLT slots bound elsewhere\)" \
 	"lazy slots bound by the first round: redirected"
+assert_contains "$T/lp.err" "csplt_lazy \(its calls into the traced modules\): 1 call site of 1 function redirected \(0 direct, 1 through the PLT; 0 left out" \
+	"the lazy program's slot bound by the first round: redirected"
 assert_eq "$N $((2 * N)) $((2 * N)) $N" "$(for f in pl_outer pl_mid pl_leaf pl_swap; do calls $f "$T/lp"; done | xargs)" \
 	"lazy, -p after binding: calls of pl_outer, pl_mid, pl_leaf, pl_swap"
-echo "ok: --call-sites through the PLT: 4 sites, $share; exact counts; the preloaded slot left alone"
+echo "ok: --call-sites through the PLT: $share; exact counts; the preloaded slot left alone"

@@ -110,3 +110,19 @@ $(OUTPUT)/targets/csplt_lazy: tests/targets/csplt.c $(OUTPUT)/targets/libcspltla
 	$(call msg,TARGET,$@)
 	$(Q)$(CC) $(TARGET_CFLAGS) $< -L$(OUTPUT)/targets -lcspltlazy -Wl,-z,lazy -Wl,-rpath,'$$ORIGIN' -o $@
 EXTRA_TARGETS += $(OUTPUT)/targets/libcspltlazy.so $(OUTPUT)/targets/csplt_lazy
+# csmods / csmods_lazy: a stripped program (no .symtab) calling libcsplt.so (-z now) or
+# libcspltlazy.so (-z lazy) through its PLT, and mapping libcsdl.so (direct calls inside) with
+# dlopen when told to.
+$(OUTPUT)/targets/libcsdl.so: tests/targets/libcsdl.c
+	$(call msg,TARGET,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(TARGET_CFLAGS) -fPIC -shared -Wl,-z,now $< -o $@
+$(OUTPUT)/targets/csmods: tests/targets/csmods.c $(OUTPUT)/targets/libcsplt.so $(OUTPUT)/targets/libcsdl.so
+	$(call msg,TARGET,$@)
+	$(Q)$(CC) $(TARGET_CFLAGS) $< -L$(OUTPUT)/targets -lcsplt -ldl -Wl,-z,now -Wl,-rpath,'$$ORIGIN' -o $@
+	$(Q)strip $@
+$(OUTPUT)/targets/csmods_lazy: tests/targets/csmods.c $(OUTPUT)/targets/libcspltlazy.so $(OUTPUT)/targets/libcsdl.so
+	$(call msg,TARGET,$@)
+	$(Q)$(CC) $(TARGET_CFLAGS) $< -L$(OUTPUT)/targets -lcspltlazy -ldl -Wl,-z,lazy -Wl,-rpath,'$$ORIGIN' -o $@
+	$(Q)strip $@
+EXTRA_TARGETS += $(OUTPUT)/targets/libcsdl.so $(OUTPUT)/targets/csmods $(OUTPUT)/targets/csmods_lazy

@@ -106,6 +106,33 @@ static void test_out_of_reach(void **state)
 	assert_int_equal(0x401005 + (int64_t)rel_at(c + 1), 0x400000);
 }
 
+/* A stub in another module: the near layout, its call to a thunk that jumps to an absolute body. */
+static void test_far_stub(void **state)
+{
+	const uint64_t stub = 0x55550000a000, site = 0x555500001234, body = 0x7f0012345680;
+	uint8_t s[CS_STUB_SLOT], near[CS_STUB_SLOT];
+	uint64_t thunk, to;
+
+	(void)state;
+	assert_true(cs_stub_emit_far(stub, site, body, s));
+	assert_int_equal(s[CS_PROBE_A], 0x90);
+	assert_int_equal(s[CS_PROBE_A + 1], 0xe8);
+	thunk = stub + CS_PROBE_A + 1 + 5 + rel_at(s + CS_PROBE_A + 2);
+	assert_int_equal(thunk, stub + CS_PROBE_B + 6);       /* right after jmp site+5 */
+	assert_int_equal(s[CS_PROBE_B], 0x90);
+	assert_int_equal(stub + CS_PROBE_B + 1 + 5 + rel_at(s + CS_PROBE_B + 2), site + 5);
+	assert_int_equal(s[thunk - stub], 0xff);               /* jmp *0(%rip) */
+	assert_int_equal(s[thunk - stub + 1], 0x25);
+	assert_int_equal(rel_at(s + thunk - stub + 2), 0);
+	memcpy(&to, s + thunk - stub + 6, 8);
+	assert_int_equal(to, body);
+	assert_true(thunk - stub + 14 <= CS_STUB_SLOT);
+	/* the same bytes up to the thunk as a near stub whose body is the thunk */
+	assert_true(cs_stub_emit(stub, site, thunk, near));
+	assert_memory_equal(s, near, CS_PROBE_B + 6);
+	assert_false(cs_stub_emit_far(0x100000000000, 0x1000, body, s));      /* site far */
+}
+
 /* A 16-byte PLT entry at @code: [endbr64] [bnd] jmp *slot(%rip), the rest @fill. */
 static void put_plt(uint8_t *code, uint64_t addr, bool ibt, bool bnd, uint64_t slot, uint8_t fill)
 {
@@ -194,6 +221,7 @@ int main(void)
 		cmocka_unit_test(test_find_calls_stops_at_bad_bytes),
 		cmocka_unit_test(test_stub_bytes),
 		cmocka_unit_test(test_out_of_reach),
+		cmocka_unit_test(test_far_stub),
 		cmocka_unit_test(test_plt_slot_forms),
 		cmocka_unit_test(test_plt_decode_maps_slots_to_symbols),
 	};

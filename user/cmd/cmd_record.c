@@ -515,6 +515,7 @@ static int record_main(struct record_args *a)
 		goto cleanup;
 	recorder__set_trampolines(rec, tp);
 	rm_modules_trampolines(&mods, tp);     /* libraries it maps later get them too */
+	rm_modules_call_sites(&mods, cp);      /* and their call sites */
 	ready = a->ready_file;
 	if (ready && (err = ready_file_signal(ready, a->force)) < 0)
 		goto cleanup;

@@ -19,6 +19,10 @@
  *      instructions, then jmp f+len), then one stub per site;
  *   5. attach the stubs' probe links (probes__attach_call_sites()), then write each site's new
  *      rel32 through /proc/PID/mem.
+ * Then the same for the PLT calls of every other mapped module into the traced ones
+ * (callsite_xmod.c): their stubs in a second memfd near that module, each jumping to f's body
+ * in f's module's memfd, which is made (with a body for every function) when any site needs
+ * it. Modules mapped later get the same when ld.so announces them (cs_process__attach_late()).
  * Restoring writes each original rel32 back where ours still is, in a module still mapped
  * where it was, then marks the log restored; the memfd stays mapped.
  */
@@ -41,12 +45,7 @@
 #include "callsite_int.h"
 
 #define PAGE 4096ull
-
-/* Where @c's body is in the memfd. */
-static uint64_t body_off(const struct cs_mod *cm, const struct cs_fn *c)
-{
-	return cm->code_off + (uint64_t)c->slot * TRAMP_SLOT;
-}
+#define CS_MAX_CALLERS 1024     /* modules whose PLT calls are redirected, and modules mapped later */
 
 /*
  * The patch log of @cm's redirected sites into its first code_off bytes of @code: each call
@@ -82,14 +81,13 @@ static int write_area(struct pt_target *pt, const struct ta_maps *maps, struct c
 	size_t nfns = 0, ok = 0;
 	int err;
 
-	/* bodies only for the functions that have a site */
-	for (size_t i = 0; i < cm->nsites; i++)
+	/* a body for every function: another module's calls (one mapped later too) may need it */
+	for (size_t i = 0; !cm->caller && i < cm->nsites; i++)
 		cm->fns[cm->sites[i].fn].nsites++;
 	for (size_t i = 0; i < cm->nfns; i++)
-		if (cm->fns[i].nsites)
-			cm->fns[i].slot = (uint32_t)nfns++;
-	if (!cm->nsites)
-		return 0;
+		cm->fns[i].slot = (uint32_t)nfns++;
+	if (!cm->nsites && !cm->wanted)
+		return 0;               /* nothing calls a body */
 	/* the patch log's pages first, then the bodies and the stubs: all within reach */
 	cm->code_off = patch_log_size((uint32_t)cm->nsites);
 	if (!cm->code_off)
@@ -112,18 +110,21 @@ static int write_area(struct pt_target *pt, const struct ta_maps *maps, struct c
 		struct tramp_plan plan = c->plan;
 
 		plan.patch_addr = c->patch_addr;    /* the moved code runs for the process's addresses */
-		if (c->nsites && tramp_emit(c->moved, &plan, cm->area + body_off(cm, c),
-					    code + body_off(cm, c)) != TRAMP_OK)
-			c->nsites = 0;              /* its sites are left out below */
+		c->body = tramp_emit(c->moved, &plan, cm->area + cs_body_off(cm, c),
+				     code + cs_body_off(cm, c)) == TRAMP_OK;
+		if (!c->body)
+			memset(code + cs_body_off(cm, c), 0xcc, TRAMP_SLOT);  /* its sites are left out */
 	}
 	for (size_t i = 0; i < cm->nsites; i++) {
 		struct cs_site s = cm->sites[i];
-		const struct cs_fn *c = &cm->fns[s.fn];
+		const struct cs_fn *c = cm->caller ? NULL : &cm->fns[s.fn];
 		uint64_t stub = cm->area + stubs + (uint64_t)ok * CS_STUB_SLOT;
+		uint8_t *out = code + stubs + (uint64_t)ok * CS_STUB_SLOT;
 
-		/* the body's first byte: the trampoline's unprobed nop, then f's instructions */
-		if (!c->nsites || !cs_stub_emit(stub, s.addr, cm->area + body_off(cm, c),
-						code + stubs + (uint64_t)ok * CS_STUB_SLOT) ||
+		/* the body's first byte: the trampoline's unprobed nop, then f's instructions; in
+		 * another module's memfd, reached by an absolute jump */
+		if ((c ? !c->body || !cs_stub_emit(stub, s.addr, cm->area + cs_body_off(cm, c), out)
+		       : !cs_stub_emit_far(stub, s.addr, s.far, out)) ||
 		    !cs_call_bytes(s.addr, stub, s.call)) {
 			memset(code + stubs + (uint64_t)ok * CS_STUB_SLOT, 0xcc, CS_STUB_SLOT);
 			cm->skipped_range++;
@@ -154,11 +155,12 @@ static int attach_sites(struct probes *p, struct pt_target *pt, struct cs_mod *c
 	if (!a || !b || !cookies)
 		goto cleanup;
 	for (size_t i = 0; i < cm->nsites; i++) {
-		const struct sym_func *f = cm->fns[cm->sites[i].fn].f;
+		const struct cs_site *s = &cm->sites[i];
 
 		a[i] = stubs + i * CS_STUB_SLOT + CS_PROBE_A;
 		b[i] = stubs + i * CS_STUB_SLOT + CS_PROBE_B;
-		cookies[i] = (uint64_t)cm->m->module_id << 32 | f->symbol_index;
+		cookies[i] = cm->caller ? s->cookie : (uint64_t)cm->m->module_id << 32 |
+						      cm->fns[s->fn].f->symbol_index;
 	}
 	snprintf(path, sizeof(path), "/proc/self/fd/%d", cm->fd);
 	err = probes__attach_call_sites(p, cm, path, a, b, cookies, (uint32_t)cm->nsites, link_pid);
@@ -177,13 +179,80 @@ cleanup:
 	return err;
 }
 
-/* One module, all threads stopped. The number of sites redirected, or -errno. */
-static int attach_module(struct probes *p, struct pt_target *pt, const struct ta_maps *maps,
-			 struct cs_mod *cm, const struct cs_opts *o)
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* How many functions @cm's redirected sites call (each function's nsites set). */
+static size_t count_fns(struct cs_mod *cm)
+{
+	uint64_t *v = cm->caller ? calloc(cm->nsites ? cm->nsites : 1, sizeof(*v)) : NULL;
+	size_t n = 0;
+
+	for (size_t i = 0; i < cm->nfns; i++)
+		cm->fns[i].nsites = 0;
+	for (size_t i = 0; !cm->caller && i < cm->nsites; i++)
+		n += cm->fns[cm->sites[i].fn].nsites++ == 0;
+	for (size_t i = 0; v && i < cm->nsites; i++)
+		v[i] = cm->sites[i].cookie;
+	if (v && cm->nsites)
+		qsort(v, cm->nsites, sizeof(*v), cmp_u64);
+	for (size_t i = 0; v && i < cm->nsites; i++)
+		n += !i || v[i] != v[i - 1];
+	free(v);
+	return n;
+}
+
+/* Steps 4 and 5 for @cm (its sites found and checked), and its line. Sites redirected or -errno. */
+static int commit_module(struct probes *p, struct pt_target *pt, const struct ta_maps *maps,
+			 struct cs_mod *cm, const struct cs_opts *o, int err)
+{
+	const struct sym_module *m = cm->m;
+	size_t nfns, nplt = 0, left;
+
+	if (!err && !cm->no_bounds)
+		err = write_area(pt, maps, cm);
+	if (!err && cm->nsites)
+		err = attach_sites(p, pt, cm, o->link_pid);
+	if (err < 0)
+		cm->nsites = 0;
+	nfns = count_fns(cm);
+	for (size_t i = 0; i < cm->nsites; i++)
+		nplt += cm->sites[i].got != 0;
+	if (cm->no_bounds) {
+		if (o->verbose)
+			fprintf(stderr, "atftrace record: %s: its PLT calls traced functions, but it has "
+				"neither .symtab nor .eh_frame to decode its functions by: not searched\n",
+				m->path);
+		return 0;
+	}
+	if (cm->caller && !cm->nsites && !o->verbose)
+		return err;
+	left = cm->skipped_inside + cm->skipped_differs + cm->skipped_range + cm->skipped_unbound +
+	       cm->skipped_elsewhere;
+	if (o->verbose || err < 0)
+		fprintf(stderr, "atftrace record: %s%s: %zu call %s of %zu %s redirected%s%s%s"
+			" (%zu direct, %zu through the PLT; %zu left out: %zu with a thread inside, %zu "
+			"not the file's bytes, %zu out of reach, %zu PLT slots not bound yet, %zu PLT "
+			"slots bound elsewhere)\n", m->path,
+			cm->caller ? " (its calls into the traced modules)" : "", cm->nsites,
+			textfmt_plural(cm->nsites, "site", "sites"), nfns,
+			textfmt_plural(nfns, "function", "functions"), err < 0 ? " (" : "",
+			err < 0 ? strerror(-err) : "", err < 0 ? ")" : "", cm->nsites - nplt, nplt, left,
+			cm->skipped_inside, cm->skipped_differs, cm->skipped_range, cm->skipped_unbound,
+			cm->skipped_elsewhere);
+	return err;
+}
+
+/* Steps 1 to 3 for the traced module @cm, all threads stopped; 1 when it is mapped. */
+static int prepare_module(struct pt_target *pt, const struct ta_maps *maps, struct cs_mod *cm)
 {
 	const struct sym_module *m = cm->m;
 	cs_target *targets = NULL;
-	size_t ntargets = 0, nfns = 0, nplt = 0, left;
+	size_t ntargets = 0;
 	struct stat st;
 	int fd, err;
 
@@ -202,31 +271,69 @@ static int attach_module(struct probes *p, struct pt_target *pt, const struct ta
 	free(targets);
 	if (!err)
 		err = cs_mod__check_sites(pt, cm);
-	if (!err)
-		err = write_area(pt, maps, cm);
-	if (!err && cm->nsites)
-		err = attach_sites(p, pt, cm, o->link_pid);
-	if (err < 0)
-		cm->nsites = 0;
-	for (size_t i = 0; i < cm->nfns; i++)
-		cm->fns[i].nsites = 0;
-	for (size_t i = 0; i < cm->nsites; i++) {
-		nfns += cm->fns[cm->sites[i].fn].nsites++ == 0;
-		nplt += cm->sites[i].got != 0;
+	return err < 0 ? err : 1;
+}
+
+/*
+ * The traced modules of @mods not redirected so far that are mapped now, then the other
+ * modules' PLT calls into them (those not searched so far), all threads stopped: a traced
+ * module's memfd (with a body for each function) is made when its own or another module's
+ * sites need it. The number of sites redirected.
+ */
+static size_t attach_new(struct cs_process *cp, struct probes *p, struct pt_target *pt,
+			 struct ta_maps *maps, struct sym_module **mods, size_t nmods,
+			 const struct cs_opts *o)
+{
+	size_t n = 0, first = cp->nmods, callers;
+	int err;
+
+	for (size_t i = 0; i < nmods && cp->nmods < cp->capmods; i++) {
+		struct cs_mod *cm = &cp->mods[cp->nmods];
+		bool known = false;
+
+		for (size_t k = 0; k < cp->nmods && !known; k++)
+			known = cp->mods[k].m == mods[i];
+		if (known)
+			continue;
+		*cm = (struct cs_mod){ .m = mods[i], .fd = -1 };
+		err = prepare_module(pt, maps, cm);
+		if (!err) {
+			cs_mod__release(cm);        /* not mapped yet: perhaps later */
+			continue;
+		}
+		cp->nmods++;
+		if (err < 0) {                      /* said now; no body for the others */
+			commit_module(p, pt, maps, cm, o, err);
+			cm->nfns = 0;
+			cm->committed = true;
+		}
 	}
-	left = cm->skipped_inside + cm->skipped_differs + cm->skipped_range + cm->skipped_unbound +
-	       cm->skipped_elsewhere;
-	if (o->verbose || err < 0)
-		fprintf(stderr, "atftrace record: %s: %zu call %s of %zu %s redirected%s%s%s"
-			" (%zu direct, %zu through the PLT; %zu left out: %zu with a thread inside, %zu "
-			"not the file's bytes, %zu out of reach, %zu PLT slots not bound yet, %zu PLT "
-			"slots bound elsewhere)\n", m->path, cm->nsites,
-			textfmt_plural(cm->nsites, "site", "sites"), nfns,
-			textfmt_plural(nfns, "function", "functions"), err < 0 ? " (" : "",
-			err < 0 ? strerror(-err) : "", err < 0 ? ")" : "", cm->nsites - nplt, nplt, left,
-			cm->skipped_inside, cm->skipped_differs, cm->skipped_range, cm->skipped_unbound,
-			cm->skipped_elsewhere);
-	return err;
+	callers = cp->nmods;
+	err = cs_xmod__find(cp, pt, maps);
+	if (err < 0)
+		fprintf(stderr, "atftrace record: process %d: other modules' calls not redirected: %s\n",
+			(int)cp->pid, strerror(-err));
+	for (size_t i = 0; i < callers; i++) {
+		struct cs_mod *cm = &cp->mods[i];
+
+		if (cm->caller)
+			continue;
+		if (i >= first && !cm->committed) {
+			cm->committed = true;
+			if (commit_module(p, pt, maps, cm, o, 0) > 0)
+				n += cm->nsites;
+		} else if (cm->wanted && !cm->area && write_area(pt, maps, cm) < 0) {
+			cm->area = 0;               /* its callers' sites are left out */
+		}
+		cs_refresh_maps(cp, maps, cm);
+	}
+	for (size_t i = callers; i < cp->nmods; i++) {
+		cs_far_sites(cp, &cp->mods[i]);
+		if (commit_module(p, pt, maps, &cp->mods[i], o, 0) > 0)
+			n += cp->mods[i].nsites;
+		cs_refresh_maps(cp, maps, &cp->mods[i]);
+	}
+	return n;
 }
 
 /* Does the process map a C++ unwinder (libgcc_s, libstdc++, or a static copy in a file)? */
@@ -266,6 +373,7 @@ int cs_process__attach(struct cs_process **out, struct probes *p, struct sym_mod
 		       size_t nmods, pid_t pid, const struct cs_opts *o, size_t *nsites)
 {
 	struct cs_process *cp = calloc(1, sizeof(*cp));
+	size_t cap = nmods + CS_MAX_CALLERS;
 	struct ta_maps maps = { 0 };
 	struct pt_target pt;
 	const char *why = NULL;
@@ -274,17 +382,18 @@ int cs_process__attach(struct cs_process **out, struct probes *p, struct sym_mod
 
 	*out = NULL;
 	*nsites = 0;
-	if (!cp || !(cp->mods = calloc(nmods ? nmods : 1, sizeof(*cp->mods)))) {
+	if (!cp || !(cp->mods = calloc(cap, sizeof(*cp->mods)))) {
 		free(cp);
 		return -ENOMEM;
 	}
 	cp->pid = pid;
+	cp->capmods = cap;
 	cp->own_child = o->launched;
 	proc_start_time(pid, &cp->start_ticks);
 	*out = cp;
 	err = o->launched ? pt_run_to_entry(&pt, pid) : pt_stop_all(&pt, pid, false);
 	if (err) {
-		cp->restored = true;
+		cp->restored = cp->refused = true;
 		if (err == -ESRCH)
 			return 0;       /* it exited before its entry: nothing to redirect */
 		fprintf(stderr, "atftrace record: process %d: cannot stop it to redirect call sites "
@@ -299,19 +408,61 @@ int cs_process__attach(struct cs_process **out, struct probes *p, struct sym_mod
 		why = "it has a seccomp filter";
 	else if (ta_maps_read(pid, &maps) < 0)
 		why = "its maps cannot be read";
+	cp->refused = why != NULL;
 	if (why)
 		fprintf(stderr, "atftrace record: process %d: no call sites redirected: %s%s%s%s; "
 			"plain probes\n", (int)pid, why, *unwinder ? " (" : "", unwinder,
 			*unwinder ? ")" : "");
-	for (size_t i = 0; !why && i < nmods; i++) {
-		cp->mods[i] = (struct cs_mod){ .m = mods[i], .fd = -1 };
-		cp->nmods = i + 1;
-		if (attach_module(p, &pt, &maps, &cp->mods[i], o) > 0)
-			*nsites += cp->mods[i].nsites;
+	if (!why) {
+		cp->maps_sig = cs_maps_signature(&maps, cp->exe);
+		*nsites = attach_new(cp, p, &pt, &maps, mods, nmods, o);
 	}
 	ta_maps_free(&maps);
 	if (!*nsites)
 		cp->restored = true;    /* nothing to write back */
+	pt_detach_all(&pt);
+	return 0;
+}
+
+int cs_process__attach_late(struct cs_process *cp, struct probes *p, struct sym_module **mods,
+			    size_t nmods, const struct cs_opts *o, size_t *nsites)
+{
+	struct ta_maps maps = { 0 };
+	struct pt_target pt;
+	char unwinder[4096];
+	uint64_t sig, exe[2];
+	int err;
+
+	*nsites = 0;
+	if (!cp || cp->refused || cp->ended)
+		return 0;
+	/* the modules it maps the same as when last looked at (the hook runs once per module
+	 * announced): nothing to stop it for */
+	if (ta_maps_read(cp->pid, &maps) < 0)
+		return 0;
+	sig = cs_maps_signature(&maps, exe);
+	ta_maps_free(&maps);
+	if (sig == cp->maps_sig)
+		return 0;
+	if (exe[0] != cp->exe[0] || exe[1] != cp->exe[1]) {
+		cp->refused = true;     /* another program (exec): it keeps plain probes */
+		return 0;
+	}
+	err = pt_stop_all(&pt, cp->pid, cp->own_child);
+	if (err)
+		return err == -ESRCH ? 0 : err;
+	/* one that maps an unwinder now keeps what it has; nothing more is redirected */
+	if (maps_unwinder(cp->pid, unwinder, sizeof(unwinder))) {
+		fprintf(stderr, "atftrace record: process %d maps a C++ unwinder now (%s): no more call "
+			"sites redirected\n", (int)cp->pid, unwinder);
+		cp->refused = true;
+	} else if (ta_maps_read(cp->pid, &maps) == 0) {
+		cp->maps_sig = cs_maps_signature(&maps, exe);
+		*nsites = attach_new(cp, p, &pt, &maps, mods, nmods, o);
+		if (*nsites)
+			cp->restored = false;       /* something to write back now */
+	}
+	ta_maps_free(&maps);
 	pt_detach_all(&pt);
 	return 0;
 }
@@ -329,6 +480,8 @@ int cs_process__restore(struct cs_process *cp)
 	uint64_t start = 0;
 	int err, n = 0;
 
+	if (cp)
+		cp->ended = true;
 	if (!cp || cp->restored)
 		return 0;
 	cp->restored = true;
@@ -369,18 +522,29 @@ pid_t cs_process__pid(const struct cs_process *cp)
 	return cp ? cp->pid : 0;
 }
 
+void cs_mod__release(struct cs_mod *cm)
+{
+	if (cm->fd >= 0)
+		close(cm->fd);
+	free(cm->fns);
+	free(cm->sites);
+	free(cm->log);
+	if (cm->caller && cm->m) {
+		free(cm->m->path);
+		free((struct sym_module *)cm->m);
+	}
+	memset(cm, 0, sizeof(*cm));
+	cm->fd = -1;
+}
+
 void cs_process__free(struct cs_process *cp)
 {
 	if (!cp)
 		return;
 	cs_process__restore(cp);
-	for (size_t i = 0; i < cp->nmods; i++) {
-		if (cp->mods[i].fd >= 0)
-			close(cp->mods[i].fd);
-		free(cp->mods[i].fns);
-		free(cp->mods[i].sites);
-		free(cp->mods[i].log);
-	}
+	for (size_t i = 0; i < cp->nmods; i++)
+		cs_mod__release(&cp->mods[i]);
 	free(cp->mods);
+	free(cp->seen);
 	free(cp);
 }

@@ -22,8 +22,7 @@
 #include "textfmt.h"
 #include "callsite_int.h"
 
-/* @size bytes of the file @fd at @off into @buf (grown as needed); false when unreadable. */
-static bool read_at(int fd, uint64_t off, uint64_t size, uint8_t **buf, uint64_t *cap)
+bool cs_read_at(int fd, uint64_t off, uint64_t size, uint8_t **buf, uint64_t *cap)
 {
 	if (!size || size > (16u << 20))
 		return false;
@@ -134,7 +133,7 @@ int cs_mod__find_sites(int fd, struct cs_mod *cm, const struct ta_maps *maps,
 		if (!s->size || !s->probe_offset || s->ifunc_impl ||
 		    (j && m->funcs[j - 1].addr == s->addr))
 			continue;       /* no code of its own (or an alias of the one before) */
-		if (!read_at(fd, start, s->size, &code, &cap))
+		if (!cs_read_at(fd, start, s->size, &code, &cap))
 			continue;
 		if (ccap < s->size / CS_CALL_LEN + 1) {
 			struct cs_call *nc = realloc(calls, (s->size / CS_CALL_LEN + 1) * sizeof(*nc));
@@ -189,8 +188,9 @@ static bool plt_bound_to_entry(struct pt_target *pt, struct cs_mod *cm, const st
 
 	if (!pt_read(pt, s->got, &slot, sizeof(slot)) && slot == s->entry)
 		return true;
-	/* unbound: a lazy slot still points back into the module's own PLT (its push) */
-	if (slot >= cm->lo && slot < cm->hi)
+	/* unbound: a lazy slot still points back into the module's own PLT (its push), or, in a
+	 * module ld.so has announced but not relocated yet (dlopen), holds the file's value */
+	if ((slot >= cm->lo && slot < cm->hi) || slot < cm->hi - cm->lo)
 		cm->skipped_unbound++;
 	else
 		cm->skipped_elsewhere++;

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Call-site redirection, shared by its two files (private to user/patch/): callsite_find.c
+ * Call-site redirection, shared by its files (private to user/patch/): callsite_find.c
  * finds a module's sites and checks them in the stopped process (steps 1 to 3 of callsite.c's
- * order), callsite.c writes the memfd, attaches, patches and restores (steps 4 and 5).
+ * order), callsite_xmod.c the same for other modules' PLT calls into the traced ones,
+ * callsite.c writes the memfds, attaches, patches and restores (steps 4 and 5).
  */
 #ifndef ATFTRACE_CALLSITE_INT_H
 #define ATFTRACE_CALLSITE_INT_H
@@ -23,6 +24,7 @@ struct cs_fn {
 	uint64_t patch_addr;                /* in the process */
 	uint32_t slot;                      /* its body: area + slot * TRAMP_SLOT */
 	uint32_t nsites;
+	bool body;                          /* its body is in the memfd (for other modules' sites) */
 };
 
 /* One redirected call. */
@@ -32,12 +34,19 @@ struct cs_site {
 	uint32_t fn;                        /* index into cs_mod.fns */
 	uint64_t got;                       /* a PLT site: its GOT slot in the process, else 0 */
 	uint64_t entry;                     /* a PLT site: f's entry in the process */
+	uint32_t tmod;                      /* another module's site: f's cs_mod in cs_process.mods */
+	uint64_t cookie;                    /* another module's site: f's link cookie */
+	uint64_t far;                       /* another module's site: f's body, jumped to absolutely */
 	uint8_t orig[CS_CALL_LEN];          /* the file's call */
 	uint8_t call[CS_CALL_LEN];          /* ours: call stub */
 };
 
 struct cs_mod {
-	const struct sym_module *m;
+	const struct sym_module *m;         /* a caller's: its own (path only), freed with it */
+	bool caller;                        /* another module's PLT calls into the traced ones */
+	bool no_bounds;                     /* a caller without .symtab or .eh_frame: not searched */
+	bool wanted;                        /* another module's sites call its bodies */
+	bool committed;                     /* its own sites are written (or failed) */
 	uint64_t dev, ino;
 	uint64_t lo, hi;                    /* the module's span in the process */
 	uint64_t area;
@@ -57,8 +66,16 @@ struct cs_process {
 	pid_t pid;
 	uint64_t start_ticks;               /* a reused pid is not ours */
 	bool own_child, restored;
-	struct cs_mod *mods;
-	size_t nmods;
+	bool refused;                       /* nothing redirected in it, now or later */
+	bool ended;                         /* its session restored it: nothing more */
+	uint64_t maps_sig;                  /* its executable mappings when last searched */
+	uint64_t exe[2];                    /* its program's file (device, inode): after an exec,
+					     * nothing more is redirected */
+	struct cs_mod *mods;                /* never moved (the probes' owners): capmods of them */
+	size_t nmods, capmods;
+	uint64_t (*seen)[3];                /* the files searched for calls into traced modules:
+					     * device, inode, searches left (slots not bound yet) */
+	size_t nseen;
 };
 
 /* A call target: its module address, the index of its function in cs_mod.fns, and for a PLT
@@ -82,5 +99,34 @@ int cs_mod__find_sites(int fd, struct cs_mod *cm, const struct ta_maps *maps,
  * file's, that no thread is inside, and (PLT sites) whose GOT slot holds the function's address.
  */
 int cs_mod__check_sites(struct pt_target *pt, struct cs_mod *cm);
+
+/* Where @c's body is in @cm's memfd. */
+static inline uint64_t cs_body_off(const struct cs_mod *cm, const struct cs_fn *c)
+{
+	return cm->code_off + (uint64_t)c->slot * TRAMP_SLOT;
+}
+
+/** cs_maps_signature - @maps' executable files and where, as one number; @exe: the program's. */
+uint64_t cs_maps_signature(const struct ta_maps *maps, uint64_t exe[2]);
+
+/** cs_refresh_maps - @maps read again once @cm's memfd is mapped (the next must not take its place). */
+void cs_refresh_maps(const struct cs_process *cp, struct ta_maps *maps, const struct cs_mod *cm);
+
+/** cs_far_sites - each caller site of @cm gets f's body in its module's memfd, or is left out. */
+void cs_far_sites(struct cs_process *cp, struct cs_mod *cm);
+
+/** cs_read_at - @size bytes of the file @fd at @off into *@buf (grown as needed, *@cap bytes). */
+bool cs_read_at(int fd, uint64_t off, uint64_t size, uint8_t **buf, uint64_t *cap);
+
+/**
+ * cs_xmod__find - steps 1 to 3 for the PLT calls of every module mapped in @maps (not searched
+ * before: cp->seen) to the functions with a body of cp->mods' traced modules: one caller
+ * cs_mod per module with such sites, appended to cp->mods. Each module is decoded by its
+ * function bounds (.symtab, else the .eh_frame FDEs; neither: not searched). 0 or -ENOMEM.
+ */
+int cs_xmod__find(struct cs_process *cp, struct pt_target *pt, const struct ta_maps *maps);
+
+/** cs_mod__release - what @cm holds (not @cm itself). */
+void cs_mod__release(struct cs_mod *cm);
 
 #endif

@@ -93,6 +93,20 @@ bool cs_stub_emit(uint64_t stub, uint64_t site, uint64_t body, uint8_t out[CS_ST
 	return rel32(stub + o + 5, site + CS_CALL_LEN, out + o + 1);
 }
 
+bool cs_stub_emit_far(uint64_t stub, uint64_t site, uint64_t body, uint8_t out[CS_STUB_SLOT])
+{
+	static const uint8_t jmp_abs[] = { 0xff, 0x25, 0, 0, 0, 0 };    /* jmp *0(%rip) */
+	const uint64_t thunk = CS_PROBE_B + sizeof(probe_nop) + CS_CALL_LEN;
+
+	_Static_assert(CS_PROBE_B + 1 + CS_CALL_LEN + 6 + 8 <= CS_STUB_SLOT, "the thunk fits");
+	/* the near stub's layout, its call aimed at the thunk after it */
+	if (!cs_stub_emit(stub, site, stub + thunk, out))
+		return false;
+	memcpy(out + thunk, jmp_abs, sizeof(jmp_abs));
+	memcpy(out + thunk + sizeof(jmp_abs), &body, sizeof(body));    /* x86: little-endian */
+	return true;
+}
+
 uint64_t cs_plt_slot(const uint8_t *code, size_t size, uint64_t addr)
 {
 	static const uint8_t endbr64[] = { 0xf3, 0x0f, 0x1e, 0xfa };

@@ -52,6 +52,15 @@ bool cs_call_bytes(uint64_t from, uint64_t to, uint8_t out[CS_CALL_LEN]);
  */
 bool cs_stub_emit(uint64_t stub, uint64_t site, uint64_t body, uint8_t out[CS_STUB_SLOT]);
 
+/**
+ * cs_stub_emit_far - the stub of a call site in another module than the function's, whose
+ * body (in the function's module's memfd) may be out of rel32 reach: the same layout as
+ * cs_stub_emit(), its call aimed at a thunk after the stub's jmp, `jmp *0(%rip)` followed by
+ * @body as an 8-byte address. Never through the GOT (that would reach the function's plain
+ * probe and count the call twice). False when @site+5 is out of reach from the stub.
+ */
+bool cs_stub_emit_far(uint64_t stub, uint64_t site, uint64_t body, uint8_t out[CS_STUB_SLOT]);
+
 /*
  * PLT call sites: a `call f@plt` reaches f through the PLT entry's `jmp *slot(%rip)` when the
  * GOT slot holds f's address. Such a call is redirected like a direct one only then (checked in

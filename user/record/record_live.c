@@ -23,6 +23,7 @@
 #include "proc.h"
 #include "record_modules.h"
 #include "recorder.h"
+#include "callsite.h"
 #include "trampoline.h"
 
 /* PT_INTERP of the program @exe, canonical, or NULL (static, or not ELF). */
@@ -277,6 +278,19 @@ static void on_mapped(void *ctx, pid_t pid, const char *path, uint64_t start, ui
 			continue;
 		pd->loaded = attach_live(mods, path, pd->globs, pd->nglobs, pid, false);
 	}
+	/* call sites in what it maps now, and its calls into the traced modules */
+	if (mods->cs && pid == cs_process__pid(mods->cs)) {
+		struct cs_opts o = { .link_pid = mods->link_pid, .verbose = mods->verbose };
+		size_t nsites = 0;
+		int err = cs_process__attach_late(mods->cs, mods->probes, mods->m, mods->n, &o, &nsites);
+
+		if (err < 0)
+			fprintf(stderr, "atftrace record: process %d mapped %s: call sites not redirected "
+				"(%s)\n", (int)pid, path, strerror(-err));
+		else if (nsites && mods->verbose)
+			fprintf(stderr, "atftrace record: process %d mapped %s: %zu call %s redirected\n",
+				(int)pid, path, nsites, nsites == 1 ? "site" : "sites");
+	}
 	/* a library with trampolines mapped anew (dlclose, then dlopen): its jmps went with the
 	 * old text, so it is patched again before the target runs on; or one attached at an exec
 	 * before ld.so mapped it, patched now that it is (its plain probes counted until then) */
@@ -298,6 +312,11 @@ static void on_mapped(void *ctx, pid_t pid, const char *path, uint64_t start, ui
 				"attached anew, %zu through trampolines\n", (int)pid, path, n,
 				n == 1 ? "" : "s", ntramp);
 	}
+}
+
+void rm_modules_call_sites(struct rm_modules *mods, struct cs_process *cp)
+{
+	mods->cs = cp;
 }
 
 void rm_modules_trampolines(struct rm_modules *mods, struct tramp_process *tp)
