@@ -1,4 +1,9 @@
 # Helpers of the call-site rows tests (test_call_sites_rows_*.sh); source after lib.sh.
+# Rows are numbered as docs/design-call-sites.md's "Row by row" table lists them, without the
+# two with tests of their own ("recorder kill -9", "nesting deeper than 64"): 1 bpftrace,
+# 2 perf probe, 3 vfork, 4 int 0x80 and an untouched attr page, 5 ring full at fork,
+# 6 80 children, 7 CLONE_VM, 8 gdb at the end, 9 kill -9 during a registration, 10 the user's
+# stop, 11 perf stat 'sched:*', 12 tracefs.
 # Each test runs the rows of docs/design-call-sites.md's "Row by row" table that ROWS lists
 # (default: all of the file's); ROWS_MODE is the recording's way in (default --call-sites;
 # ROWS_MODE=--trampolines runs the same scenario on entry trampolines, where the rows once
@@ -46,7 +51,8 @@ PY
 wait_int3() {
 	local i
 	for i in $(seq 600); do
-		[ "$(mem_byte "$1" "$2")" != cc ] || return 0
+		alive "$1" "$3"
+		[ "$(mem_byte "$1" "$2" 2>/dev/null)" != cc ] || return 0
 		sleep 0.05
 	done
 	fail "$3: no int3 at file offset $2 of process $1 after 30 s"
@@ -65,10 +71,15 @@ rows_record() {
 	rows_redirected "$name"
 }
 
-# rows_redirected NAME: with --call-sites, the recording NAME redirected tr_sub's calls
+# rows_redirected NAME: the recording NAME redirected tr_sub's calls (--call-sites), or entered
+# it through a trampoline (--trampolines)
 rows_redirected() {
-	[ "$MODE" != --call-sites ] || assert_contains "$T/$1.err" \
-		"cs_rows: [1-9][0-9]* call sites? of 1 function redirected" "$1: tr_sub's calls redirected"
+	case $MODE in
+	--call-sites) assert_contains "$T/$1.err" "cs_rows: [1-9][0-9]* call sites? of 1 function redirected" \
+		"$1: tr_sub's calls redirected" ;;
+	--trampolines) assert_contains "$T/$1.err" "cs_rows: 1 function through trampolines" \
+		"$1: tr_sub through a trampoline" ;;
+	esac
 }
 
 # rows_launch NAME ARGS...: record $MODE the launched $CR ARGS (tr_* functions, -v) into
@@ -120,8 +131,9 @@ bt_map() { awk -v m="@$2:" '$1 == m { v = $2 } END { print v + 0 }' "$T/$1.out";
 # serve_more PID READY WHAT: the serving target makes 1000 more rounds (bounded)
 serve_more() {
 	rm -f "$2.more"
-	kill -USR1 "$1"
-	wait_file "$2.more" "$3: 1000 more rounds"
+	kill -USR1 "$1" 2>/dev/null || fail "$3: the target died"
+	timeout 60 bash -c 'until [ -e "$1" ]; do kill -0 $2 2>/dev/null || exit 1; sleep 0.05; done' _ "$2.more" "$1" \
+		|| { alive "$1" "$3"; fail "$3: no 1000 more rounds in 60 s (state $(proc_state "$1"))"; }
 }
 
 # watch_states PID FILE: in the background, every state PID is seen in goes to FILE, one line

@@ -39,6 +39,7 @@ if row_on 3; then
 	wait_file "$T/v.run.vfork" "row 3: the vfork child runs"
 	child=$(cat /proc/$target/task/$target/children | tr -d ' ')
 	[ -n "$child" ] || fail "row 3: no vfork child of $target"
+	EXIT_PIDS+=($child)             # should its parent die first, it is nobody's descendant
 	for i in 1 2 3 4 5; do
 		bt_hits bt_v$i 1
 		alive $target "row 3, bpftrace $i"
