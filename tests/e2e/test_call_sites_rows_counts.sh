@@ -82,7 +82,7 @@ if row_on 2; then
 		>"$T/probe.out" 2>&1 || { cat "$T/probe.out" >&2; fail "perf probe"; }
 	if [ "$MODE" = --call-sites ]; then AT_INSIDE=$((NT * K)); else AT_INSIDE=$((2 * NT * K)); fi
 	for i in $(seq $TRIES2); do
-		perf record -q -e "$EV:inside" --filter 'x < 1000000' -e "$EV:body" --filter 'x < 1000000' \
+		perf record -q -m 1024 -e "$EV:inside" --filter 'x < 1000000' -e "$EV:body" --filter 'x < 1000000' \
 			-p $target -o "$T/perf$i.data" >"$T/perf$i.out" 2>&1 &
 		perf=$!
 		wait_int3 $target $INSIDE "row 2, perf record $i"
