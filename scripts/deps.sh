@@ -32,6 +32,7 @@ PKGS=(
   chromium                           # headless browser: speedscope loads our exports in a test
   tmux                               # the tui's e2e test drives it in a detached tmux pane
   strace                             # a tracer holding the target: restore's e2e test
+  gdb                                # a debugger holding the target: the call-site rows test
   podman runc catatonit              # container tests: podman 4.3 with runc (crun refuses hybrid
                                      # cgroups), catatonit for the pods' infra container
   debootstrap debian-archive-keyring # the Debian 12 base images when no registry serves them
