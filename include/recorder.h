@@ -123,6 +123,14 @@ struct tramp_process;
  */
 void recorder__set_trampolines(struct recorder *r, struct tramp_process *tp);
 
+struct cs_process;
+/**
+ * recorder__set_call_sites - the target's call-site stubs (include/callsite.h): after each
+ * drain, the functions another tool registered a uprobe on are handed back
+ * (user/record/record_cs_handback.c). @cp must stay valid until recorder__free() (NULL: none).
+ */
+void recorder__set_call_sites(struct recorder *r, struct cs_process *cp);
+
 /** recorder__free - finalize if needed and release. NULL is ignored. */
 void recorder__free(struct recorder *r);
 

@@ -514,6 +514,7 @@ static int record_main(struct record_args *a)
 					      a->verbose, &cp) < 0)
 		goto cleanup;
 	recorder__set_trampolines(rec, tp);
+	recorder__set_call_sites(rec, cp);
 	rm_modules_trampolines(&mods, tp);     /* libraries it maps later get them too */
 	ready = a->ready_file;
 	if (ready && (err = ready_file_signal(ready, a->force)) < 0)
@@ -580,6 +581,7 @@ cleanup:
 	restore_trampolines(tp);
 	record_call_sites_restore(cp);
 	recorder__set_trampolines(rec, NULL);
+	recorder__set_call_sites(rec, NULL);
 	recorder__free(rec);
 	probes__free(probes);
 	tramp_process__free(tp);

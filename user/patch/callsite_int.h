@@ -83,4 +83,12 @@ int cs_mod__find_sites(int fd, struct cs_mod *cm, const struct ta_maps *maps,
  */
 int cs_mod__check_sites(struct pt_target *pt, struct cs_mod *cm);
 
+/**
+ * cs_site__write_back - write site @s of @cm back to the file's call in the stopped process
+ * @pt, where our call is still there and the module is still mapped where it was (@maps).
+ * True when written.
+ */
+bool cs_site__write_back(struct pt_target *pt, const struct ta_maps *maps, const struct cs_mod *cm,
+			 const struct cs_site *s);
+
 #endif

@@ -178,6 +178,7 @@ static int configure(struct probes *p, const struct probe_opts *opts)
 	p->call_sites = opts->call_sites && p->kind != PROBE_LINK_PERF;
 	bpf_program__set_autoload(s->progs.atf_site_entry, p->call_sites);
 	bpf_program__set_autoload(s->progs.atf_site_return, p->call_sites);
+	probes_handback_autoload(p);
 	bpf_program__set_autoload(s->progs.atf_uprobe, p->kind == PROBE_LINK_PERF);
 	bpf_program__set_autoload(s->progs.atf_uretprobe, p->kind == PROBE_LINK_PERF);
 	/* the verifier's time is most of the start-up: programs a session will not use stay out,

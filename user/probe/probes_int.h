@@ -40,7 +40,12 @@ struct probes {
 	bool tp_ids_read;           /* the guard's tracepoint ids were read once */
 	bool tp_ids_trusted;        /* no modules, or their unloads are seen (module_free) */
 	bool verbose;               /* probe_opts.verbose */
+	bool handback, handback_tp; /* the call-site hand-back notice is loaded; on the exit tps */
+	uint64_t hb_seq, hb_overflow;   /* its counters as last polled (probes_handback.c) */
 };
+
+/* Load the hand-back notice's programs with the call-site ones (user/probe/probes_handback.c). */
+void probes_handback_autoload(struct probes *p);
 
 /* One session / uprobe_multi link of @prog_fd over @n offsets of @path, kept in @to for @owner. */
 int probes_attach_multi_link(struct link_fds *to, const void *owner, int prog_fd, uint32_t type,

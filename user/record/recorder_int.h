@@ -88,6 +88,8 @@ struct recorder {
 	bool guard_pending;         /* the registration guard stopped it: check after the drain */
 	uint64_t guard_events;      /* REC_REG_GUARD records seen */
 	uint64_t guard_unannounced;     /* the guard's stops without a record, when last looked */
+	struct cs_process *call_sites;  /* the target's call-site stubs (record_cs_handback.c) */
+	bool hb_tracefs_read;       /* tracefs's uprobes were looked at once */
 	struct rec_watch *watch;    /* modules that appear later (user/record/record_watch.c), lazily */
 	pid_t watchdog;             /* resumes what we hold if we die (user/record/record_holds.c) */
 	struct nop5_sites *nop5_sites;  /* the probed 5-byte nops, shared with the watchdog */
@@ -217,6 +219,11 @@ void rec_tramp_guard_on_record(struct recorder *r, const void *data, size_t size
 void rec_tramp_guard_after_drain(struct recorder *r);
 /** rec_tramp_guard_after_resume - re-read the tracepoint ids if an unknown one was opened. */
 void rec_tramp_guard_after_resume(struct recorder *r);
+
+/* user/record/record_cs_handback.c: another tool's uprobe on a function whose callers a
+ * call-site stub takes */
+/** rec_cs_handback_poll - hand back the functions that registrations noted since the last. */
+void rec_cs_handback_poll(struct recorder *r);
 
 /* user/record/record_forks.c: forked children noted by BPF (bpf/fork_hold.bpf.h) */
 /**
