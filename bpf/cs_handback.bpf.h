@@ -10,10 +10,9 @@
  *     bpftrace and perf use, or a tracefs uprobe event opened by its id): each of its
  *     trace_uprobes' inode and file offset;
  *   - bpf(BPF_LINK_CREATE) of a uprobe-multi link (uprobe-multi and uprobe-session): each of its
- *     uprobes' inode and offset (more than CS_HB_MAX_OFFSETS: the inode, any offset);
- *   - write() to tracefs's uprobe_events or dynamic_events (a probe defined, to be enabled
- *     later by a write to its enable file, which is not watched): a note that the recorder
- *     answers by reading uprobe_events.
+ *     uprobes' inode and offset (more than CS_HB_MAX_OFFSETS: the inode, any offset).
+ * (A tracefs uprobe defined by a write to uprobe_events is not seen here: a program on every
+ * write of the machine cost about 1 us a write; the recorder watches that file with inotify.)
  * A uprobe on one of the session's files (cs_hb_inodes, filled by the recorder) is noted in
  * cs_hb_notes (a map, never dropped: one that does not fit counts in cs_hb_overflow), and
  * cs_hb_seq grows; the recorder polls it and hands f back (user/patch/callsite_handback.c).
@@ -29,7 +28,6 @@
 #include "uprobe_reg.bpf.h"
 #include "cs_handback.h"
 
-#define ATF_TRACEFS_MAGIC 0x74726163
 #define ATF_BPF_LINK_CREATE 28
 
 struct {
@@ -56,7 +54,7 @@ static __always_inline void hb_note(__u64 dev, __u64 ino, __u64 off)
 	struct cs_hb_note n = { .dev = dev, .ino = ino, .off = off };
 	__u8 one = 1;
 
-	if (ino != CS_HB_TRACEFS && ino != CS_HB_ANY_FILE && !bpf_map_lookup_elem(&cs_hb_inodes, &k))
+	if (ino != CS_HB_ANY_FILE && !bpf_map_lookup_elem(&cs_hb_inodes, &k))
 		return;
 	if (bpf_map_update_elem(&cs_hb_notes, &n, &one, BPF_ANY))
 		__sync_fetch_and_add(&cs_hb_overflow, 1);
@@ -162,16 +160,6 @@ static __always_inline void hb_on_exit(long id, __s64 ret, __u64 arg0)
 
 	if (ret < 0 || bpf_get_current_pid_tgid() >> 32 == recorder_tgid)
 		return;
-	if (id == NR_WRITE) {
-		/* cheap first: the written file is on tracefs */
-		file = hb_fd_file((__s64)arg0);
-		if (!file || BPF_CORE_READ(file, f_inode, i_sb, s_magic) != ATF_TRACEFS_MAGIC)
-			return;
-		hb_file_name(file, name);
-		if (hb_name_is(name, "uprobe_events", 14) || hb_name_is(name, "dynamic_events", 15))
-			hb_note(CS_HB_TRACEFS, CS_HB_TRACEFS, 0);
-		return;
-	}
 	if (id == NR_BPF && arg0 != ATF_BPF_LINK_CREATE)
 		return;
 	if (id != NR_BPF && id != NR_PERF_EVENT_OPEN)
@@ -212,20 +200,12 @@ int atf_hb_exit_perf(struct syscall_exit_args *ctx)
 	return 0;
 }
 
-SEC("?tracepoint/syscalls/sys_exit_write")
-int atf_hb_exit_write(struct syscall_exit_args *ctx)
-{
-	if (ctx->ret > 0)
-		hb_on_exit(NR_WRITE, ctx->ret, hb_arg0());
-	return 0;
-}
-
 SEC("?tp_btf/sys_exit")
 int BPF_PROG(atf_hb_exit, struct pt_regs *regs, long ret)
 {
 	long id = BPF_CORE_READ(regs, orig_ax);
 
-	if (id == NR_BPF || id == NR_PERF_EVENT_OPEN || (id == NR_WRITE && ret > 0))
+	if (id == NR_BPF || id == NR_PERF_EVENT_OPEN)
 		hb_on_exit(id, ret, BPF_CORE_READ(regs, di));
 	return 0;
 }

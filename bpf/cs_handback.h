@@ -36,7 +36,5 @@ struct cs_hb_note {
 #define CS_HB_ANY_OFF     (~0ull)
 /* dev and ino: a registration whose file could not be read: every function of every module. */
 #define CS_HB_ANY_FILE    (~0ull)
-/* dev and ino 0: tracefs's uprobe_events or dynamic_events was written: the recorder reads it. */
-#define CS_HB_TRACEFS     0ull
 
 #endif

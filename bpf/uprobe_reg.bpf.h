@@ -12,8 +12,7 @@
 #ifndef ATFTRACE_UPROBE_REG_BPF_H
 #define ATFTRACE_UPROBE_REG_BPF_H
 
-#define NR_WRITE            1       /* x86_64 */
-#define NR_PERF_EVENT_OPEN  298
+#define NR_PERF_EVENT_OPEN  298     /* x86_64 */
 #define NR_BPF              321
 #define ATF_UPROBE_MULTI    48      /* BPF_TRACE_UPROBE_MULTI */
 #define ATF_UPROBE_SESSION  57      /* BPF_TRACE_UPROBE_SESSION */

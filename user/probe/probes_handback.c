@@ -15,14 +15,14 @@
 #include "probes_int.h"
 
 #if defined(__x86_64__)
-/* Can libbpf open the syscall exit tracepoints by name (tracefs gives their ids)? */
+/* Can libbpf open the two syscalls' exit tracepoints by name (tracefs gives their ids)? */
 static bool exit_tracepoints(void)
 {
 	static const char *const dirs[] = { "/sys/kernel/tracing", "/sys/kernel/debug/tracing" };
 	char path[128];
 
 	for (size_t i = 0; i < sizeof(dirs) / sizeof(dirs[0]); i++) {
-		snprintf(path, sizeof(path), "%s/events/syscalls/sys_exit_write/id", dirs[i]);
+		snprintf(path, sizeof(path), "%s/events/syscalls/sys_exit_perf_event_open/id", dirs[i]);
 		if (!access(path, R_OK))
 			return true;
 	}
@@ -40,7 +40,6 @@ void probes_handback_autoload(struct probes *p)
 			 !(getenv("ATFTRACE_GUARD") && !strcmp(getenv("ATFTRACE_GUARD"), "raw"));
 	bpf_program__set_autoload(s->progs.atf_hb_exit_bpf, p->handback_tp);
 	bpf_program__set_autoload(s->progs.atf_hb_exit_perf, p->handback_tp);
-	bpf_program__set_autoload(s->progs.atf_hb_exit_write, p->handback_tp);
 	bpf_program__set_autoload(s->progs.atf_hb_exit, p->handback && !p->handback_tp);
 }
 
@@ -48,9 +47,9 @@ int probes__handback_arm(struct probes *p, const struct cs_hb_inode *files, size
 {
 	struct atftrace_bpf *s = p->skel;
 	struct bpf_program *progs[] = { s->progs.atf_hb_exit_bpf, s->progs.atf_hb_exit_perf,
-					s->progs.atf_hb_exit_write, s->progs.atf_hb_exit };
+					s->progs.atf_hb_exit };
 	struct bpf_link **links[] = { &s->links.atf_hb_exit_bpf, &s->links.atf_hb_exit_perf,
-				      &s->links.atf_hb_exit_write, &s->links.atf_hb_exit };
+				      &s->links.atf_hb_exit };
 	__u8 one = 1;
 
 	if (!p->handback)
@@ -68,7 +67,7 @@ int probes__handback_arm(struct probes *p, const struct cs_hb_inode *files, size
 	}
 	if (p->verbose)
 		fprintf(stderr, "atftrace record: hand-back notice on the %s, for %zu %s\n",
-			p->handback_tp ? "bpf, perf_event_open and write exit tracepoints" :
+			p->handback_tp ? "bpf and perf_event_open exit tracepoints" :
 			"raw sys_exit tracepoint", n, n == 1 ? "file" : "files");
 	return 0;
 }

@@ -5,16 +5,22 @@
  *
  * At each drain the recorder looks at the notice's counter (one load of BPF's .bss); when it
  * moved, it takes the registrations BPF noted on the session's files and gives each function
- * that one lies on its calls back: one line each. A note of tracefs's uprobe_events being
- * written is answered by reading that file (its uprobes are defined there and enabled later,
- * by a write that is not watched): so is it once at the first drain, for the uprobes defined
- * before the session. A note that had no room in BPF's map, or whose file BPF could not read,
- * hands back every redirected function: the safe side, the plain entry probes count exactly.
+ * that one lies on its calls back: one line each. tracefs uprobes are defined by a write to
+ * uprobe_events (or dynamic_events) and enabled later, by a write to their enable file: the
+ * recorder watches the first two with inotify (the kernel notes every write(), writev() and
+ * pwrite() to a file, tracefs's too; BPF on every write of the machine would cost each one
+ * about 1 us) and reads uprobe_events when one was written, and once at the first drain, for
+ * the uprobes defined before the session. tracefs mounted later is looked for once a second.
+ * A note that had no room in BPF's map, or whose file BPF could not read, hands back every
+ * redirected function: the safe side, the plain entry probes count exactly.
  */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <sys/inotify.h>
 #include <sys/stat.h>
 #include "callsite.h"
 #include "cs_handback.h"
@@ -23,24 +29,67 @@
 
 #define HB_BATCH 256
 
+static const char *const tracefs_dirs[] = { "/sys/kernel/tracing", "/sys/kernel/debug/tracing" };
+
 void recorder__set_call_sites(struct recorder *r, struct cs_process *cp)
 {
-	if (r) {
-		r->call_sites = cp;
-		r->hb_tracefs_read = false;     /* the uprobes tracefs defines already: next drain */
+	if (!r)
+		return;
+	if (r->call_sites && r->hb_inotify >= 0)
+		close(r->hb_inotify);
+	r->call_sites = cp;
+	r->hb_tracefs_read = false;     /* the uprobes tracefs defines already: next drain */
+	r->hb_inotify = -1;
+	r->hb_inotify_tried_s = 0;      /* never tried */
+}
+
+/*
+ * Watch tracefs's uprobe_events and dynamic_events (where tracefs is mounted): true when one
+ * of them was written since the last call, or the watch was just made.
+ */
+static bool tracefs_written(struct recorder *r)
+{
+	char buf[4096] __attribute__((aligned(__alignof__(struct inotify_event))));
+	struct timespec now;
+	bool written = false;
+
+	if (r->hb_inotify < 0) {
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		if (r->hb_inotify_tried_s && now.tv_sec == r->hb_inotify_tried_s)
+			return false;   /* tried this second */
+		r->hb_inotify_tried_s = now.tv_sec;
+		int fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC), watches = 0;
+		char path[128];
+
+		for (size_t i = 0; fd >= 0 && !watches && i < 2; i++) {
+			snprintf(path, sizeof(path), "%s/uprobe_events", tracefs_dirs[i]);
+			watches += inotify_add_watch(fd, path, IN_MODIFY) >= 0;
+			snprintf(path, sizeof(path), "%s/dynamic_events", tracefs_dirs[i]);
+			watches += inotify_add_watch(fd, path, IN_MODIFY) >= 0;
+		}
+		if (!watches) {
+			if (fd >= 0)
+				close(fd);
+			return false;
+		}
+		r->hb_inotify = fd;
+		return true;    /* defined before the watch: read them */
 	}
+	while (read(r->hb_inotify, buf, sizeof(buf)) > 0)
+		written = true;
+	return written;
 }
 
 /* The uprobes that tracefs's uprobe_events defines, as notes, appended to @notes (*@n < @cap). */
 static void tracefs_notes(struct cs_hb_note *notes, size_t *n, size_t cap)
 {
-	static const char *const files[] = { "/sys/kernel/tracing/uprobe_events",
-					     "/sys/kernel/debug/tracing/uprobe_events" };
 	char line[4200];
 	FILE *f = NULL;
 
-	for (size_t i = 0; !f && i < sizeof(files) / sizeof(files[0]); i++)
-		f = fopen(files[i], "re");
+	for (size_t i = 0; !f && i < sizeof(tracefs_dirs) / sizeof(tracefs_dirs[0]); i++) {
+		snprintf(line, sizeof(line), "%s/uprobe_events", tracefs_dirs[i]);
+		f = fopen(line, "re");
+	}
 	if (!f)
 		return;
 	/* "p:GROUP/EVENT /path/to/file:0xOFFSET [(0xREF)] [args]" (also r: for return probes) */
@@ -84,20 +133,16 @@ void rec_cs_handback_poll(struct recorder *r)
 {
 	struct cs_hb_note notes[HB_BATCH];
 	struct handed_ctx c = { .why = "another tool registered a uprobe on it" };
-	bool overflowed = false, tracefs = !r->hb_tracefs_read;
+	bool overflowed = false, tracefs;
 	size_t n = 0, k = 0;
 	int got, err;
 
 	if (!r->call_sites)
 		return;
+	tracefs = tracefs_written(r) || !r->hb_tracefs_read;
 	/* the map's batch, leaving room for what tracefs defines */
 	got = probes__handback_take(r->opts.probes, notes, HB_BATCH / 2, &overflowed);
-	for (int i = 0; i < got; i++) {
-		if (notes[i].dev == CS_HB_TRACEFS && notes[i].ino == CS_HB_TRACEFS)
-			tracefs = true;
-		else
-			notes[n++] = notes[i];
-	}
+	n = got > 0 ? (size_t)got : 0;
 	for (size_t i = 0; i < n; i++)
 		k += notes[i].ino == CS_HB_ANY_FILE;
 	if (overflowed || k) {

@@ -90,6 +90,8 @@ struct recorder {
 	uint64_t guard_unannounced;     /* the guard's stops without a record, when last looked */
 	struct cs_process *call_sites;  /* the target's call-site stubs (record_cs_handback.c) */
 	bool hb_tracefs_read;       /* tracefs's uprobes were looked at once */
+	int hb_inotify;             /* watches tracefs's uprobe_events, or -1 */
+	long hb_inotify_tried_s;    /* when a watch was last tried */
 	struct rec_watch *watch;    /* modules that appear later (user/record/record_watch.c), lazily */
 	pid_t watchdog;             /* resumes what we hold if we die (user/record/record_holds.c) */
 	struct nop5_sites *nop5_sites;  /* the probed 5-byte nops, shared with the watchdog */
