@@ -92,26 +92,36 @@ static void tracefs_notes(struct cs_hb_note *notes, size_t *n, size_t cap)
 	}
 	if (!f)
 		return;
-	/* "p:GROUP/EVENT /path/to/file:0xOFFSET [(0xREF)] [args]" (also r: for return probes) */
 	while (*n < cap && fgets(line, sizeof(line), f)) {
-		char *path = strchr(line, ' '), *colon, *end;
-		unsigned long long off;
+		const char *path;
+		uint64_t off;
 		struct stat st;
 
-		if (!path || *++path != '/')
-			continue;
-		path[strcspn(path, " \t\n(")] = 0;
-		colon = strrchr(path, ':');
-		if (!colon)
-			continue;
-		*colon = 0;
-		off = strtoull(colon + 1, &end, 0);
-		if (end == colon + 1 || stat(path, &st))
+		if (!rec_cs_parse_uprobe_event(line, &path, &off) || stat(path, &st))
 			continue;
 		notes[(*n)++] = (struct cs_hb_note){ .dev = cs_kernel_dev(st.st_dev), .ino = st.st_ino,
 						     .off = off };
 	}
 	fclose(f);
+}
+
+bool rec_cs_parse_uprobe_event(char *line, const char **path, uint64_t *off)
+{
+	char *p = strchr(line, ' '), *colon, *end;
+
+	/* "p:GROUP/EVENT /path/to/file:0xOFFSET[(0xREF)] [args]" (r: for a return probe) */
+	if ((line[0] != 'p' && line[0] != 'r') || line[1] != ':' || !p || *++p != '/')
+		return false;
+	p[strcspn(p, " \t\n(")] = 0;
+	colon = strrchr(p, ':');
+	if (!colon || colon == p)
+		return false;
+	*colon = 0;
+	*off = strtoull(colon + 1, &end, 0);
+	if (end == colon + 1 || *end)
+		return false;
+	*path = p;
+	return true;
 }
 
 struct handed_ctx {

@@ -226,6 +226,12 @@ void rec_tramp_guard_after_resume(struct recorder *r);
  * call-site stub takes */
 /** rec_cs_handback_poll - hand back the functions that registrations noted since the last. */
 void rec_cs_handback_poll(struct recorder *r);
+/**
+ * rec_cs_parse_uprobe_event - the file and offset of a line of tracefs's uprobe_events
+ * ("p:GROUP/EVENT /path:0xOFFSET[(0xREF)] [args]", or r:), cut in place in @line. False for
+ * any other line.
+ */
+bool rec_cs_parse_uprobe_event(char *line, const char **path, uint64_t *off);
 
 /* user/record/record_forks.c: forked children noted by BPF (bpf/fork_hold.bpf.h) */
 /**
