@@ -8,36 +8,20 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 #include "atftrace.h"
 #include "atftrace.skel.h"
 #include "cs_handback.h"
 #include "probes_int.h"
 
 #if defined(__x86_64__)
-/* Can libbpf open the two syscalls' exit tracepoints by name (tracefs gives their ids)? */
-static bool exit_tracepoints(void)
-{
-	static const char *const dirs[] = { "/sys/kernel/tracing", "/sys/kernel/debug/tracing" };
-	char path[128];
-
-	for (size_t i = 0; i < sizeof(dirs) / sizeof(dirs[0]); i++) {
-		snprintf(path, sizeof(path), "%s/events/syscalls/sys_exit_perf_event_open/id", dirs[i]);
-		if (!access(path, R_OK))
-			return true;
-	}
-	return false;
-}
-
 void probes_handback_autoload(struct probes *p)
 {
 	struct atftrace_bpf *s = p->skel;
 
 	p->handback = p->call_sites;
-	/* as the guard: the syscalls' own tracepoints when tracefs names them (ATFTRACE_GUARD=raw:
-	 * the raw one, which runs for every syscall) */
-	p->handback_tp = p->handback && exit_tracepoints() &&
-			 !(getenv("ATFTRACE_GUARD") && !strcmp(getenv("ATFTRACE_GUARD"), "raw"));
+	/* as the guard: the two syscalls' own tracepoints when tracefs names them, else the raw
+	 * sys_exit, which runs for every syscall */
+	p->handback_tp = p->handback && probes_syscall_tracepoints();
 	bpf_program__set_autoload(s->progs.atf_hb_exit_bpf, p->handback_tp);
 	bpf_program__set_autoload(s->progs.atf_hb_exit_perf, p->handback_tp);
 	bpf_program__set_autoload(s->progs.atf_hb_exit, p->handback && !p->handback_tp);

@@ -44,6 +44,13 @@ struct probes {
 	uint64_t hb_seq, hb_overflow;   /* its counters as last polled (probes_handback.c) */
 };
 
+/*
+ * Can libbpf open the bpf and perf_event_open syscall tracepoints (tracefs gives their ids), and
+ * is that wanted (not with ATFTRACE_GUARD=raw, which the tests use)? Else the raw sys_enter and
+ * sys_exit tracepoints serve the registration guard and the hand-back notice (x86_64).
+ */
+bool probes_syscall_tracepoints(void);
+
 /* Load the hand-back notice's programs with the call-site ones (user/probe/probes_handback.c). */
 void probes_handback_autoload(struct probes *p);
 
