@@ -7,12 +7,12 @@
 #include <stdint.h>
 #include <string.h>
 #include <cmocka.h>
-#include "recorder_int.h"
+#include "record_call_sites.h"
 
 static bool parse(const char *text, char *buf, const char **path, uint64_t *off)
 {
 	strcpy(buf, text);
-	return rec_cs_parse_uprobe_event(buf, path, off);
+	return record_cs_parse_uprobe_event(buf, path, off);
 }
 
 static void test_uprobe_lines(void **state)

@@ -10,7 +10,6 @@
  */
 #include <errno.h>
 #include <stdlib.h>
-#include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include "callsite.h"
 #include "cs_handback.h"

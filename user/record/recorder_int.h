@@ -88,10 +88,8 @@ struct recorder {
 	bool guard_pending;         /* the registration guard stopped it: check after the drain */
 	uint64_t guard_events;      /* REC_REG_GUARD records seen */
 	uint64_t guard_unannounced;     /* the guard's stops without a record, when last looked */
-	struct cs_process *call_sites;  /* the target's call-site stubs (record_cs_handback.c) */
-	bool hb_tracefs_read;       /* tracefs's uprobes were looked at once */
-	int hb_inotify;             /* watches tracefs's uprobe_events, or -1 */
-	long hb_inotify_tried_s;    /* when a watch was last tried */
+	recorder_drain_fn drain_fn; /* run after each drain (record_drain_hook.c), or NULL */
+	void *drain_ctx;
 	struct rec_watch *watch;    /* modules that appear later (user/record/record_watch.c), lazily */
 	pid_t watchdog;             /* resumes what we hold if we die (user/record/record_holds.c) */
 	struct nop5_sites *nop5_sites;  /* the probed 5-byte nops, shared with the watchdog */
@@ -222,16 +220,9 @@ void rec_tramp_guard_after_drain(struct recorder *r);
 /** rec_tramp_guard_after_resume - re-read the tracepoint ids if an unknown one was opened. */
 void rec_tramp_guard_after_resume(struct recorder *r);
 
-/* user/record/record_cs_handback.c: another tool's uprobe on a function whose callers a
- * call-site stub takes */
-/** rec_cs_handback_poll - hand back the functions that registrations noted since the last. */
-void rec_cs_handback_poll(struct recorder *r);
-/**
- * rec_cs_parse_uprobe_event - the file and offset of a line of tracefs's uprobe_events
- * ("p:GROUP/EVENT /path:0xOFFSET[(0xREF)] [args]", or r:), cut in place in @line. False for
- * any other line.
- */
-bool rec_cs_parse_uprobe_event(char *line, const char **path, uint64_t *off);
+/* user/record/record_drain_hook.c */
+/** rec_drain_hook_run - the hook of recorder__on_drain(), if any. */
+void rec_drain_hook_run(struct recorder *r);
 
 /* user/record/record_forks.c: forked children noted by BPF (bpf/fork_hold.bpf.h) */
 /**
