@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: (MIT OR GPL-2.0) */
 /*
  * The hand-back notice of record --call-sites (bpf/cs_handback.bpf.h), shared with the recorder
- * (user/probe/probes_handback.c): plain records only.
+ * (user/probe/probes_handback.c, user/cmd/record_call_sites.c): plain records only.
  *
  * Another tool's uprobe on a function whose callers we redirected does not see the redirected
  * calls. BPF notes each uprobe registered on one of the session's modules (its file's inode) at

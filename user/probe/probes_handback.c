@@ -2,7 +2,7 @@
 /*
  * The hand-back notice's programs and maps (bpf/cs_handback.bpf.h), for record --call-sites:
  * loaded with the call-site stub programs, armed with the session's module files, polled by
- * the recorder (user/record/record_cs_handback.c).
+ * the recorder (user/cmd/record_call_sites.c, after each drain).
  */
 #include <errno.h>
 #include <stdio.h>
