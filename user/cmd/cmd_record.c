@@ -515,7 +515,7 @@ static int record_main(struct record_args *a)
 					      a->verbose, &cp) < 0)
 		goto cleanup;
 	recorder__set_trampolines(rec, tp);
-	if (record_call_sites_watch(rec, probes, cp, &cs_watch) < 0)
+	if (record_call_sites_watch(rec, probes, cp, a->verbose, &cs_watch) < 0)
 		goto cleanup;
 	rm_modules_trampolines(&mods, tp);     /* libraries it maps later get them too */
 	ready = a->ready_file;

@@ -24,6 +24,7 @@
 #include <unistd.h>
 #include <sys/inotify.h>
 #include <sys/stat.h>
+#include "clock.h"
 #include "cs_handback.h"
 #include "record_call_sites.h"
 #include "recorder.h"
@@ -35,6 +36,7 @@ static const char *const tracefs_dirs[] = { "/sys/kernel/tracing", "/sys/kernel/
 struct cs_watch {
 	struct cs_process *cp;
 	struct probes *probes;
+	bool verbose;
 	bool tracefs_read;          /* tracefs's uprobes were looked at once */
 	int inotify;                /* watches tracefs's uprobe_events, or -1 */
 	long inotify_tried_s;       /* when a watch was last tried (0: never) */
@@ -195,6 +197,7 @@ static void handback_poll(void *ctx)
 	const char *why = "another tool registered a uprobe on it";
 	bool overflowed = false, unknown = false, tracefs;
 	size_t n;
+	uint64_t t0;
 	int got, err;
 
 	tracefs = tracefs_written(w) || !w->tracefs_read;
@@ -215,14 +218,18 @@ static void handback_poll(void *ctx)
 	}
 	if (!n)
 		return;
+	t0 = clock_mono_ns();
 	err = cs_process__hand_back(w->cp, notes, n, report_handed, (void *)why);
+	if (err > 0 && w->verbose)
+		fprintf(stderr, "atftrace record: %d %s handed back in %.1f ms (the target stopped)\n",
+			err, err == 1 ? "function" : "functions", (double)(clock_mono_ns() - t0) / 1e6);
 	if (err < 0)
 		fprintf(stderr, "atftrace record: cannot hand functions back to another tool's uprobe "
 			"(%s): its count misses their redirected calls\n", strerror(-err));
 }
 
 int record_call_sites_watch(struct recorder *rec, struct probes *probes, struct cs_process *cp,
-			    struct cs_watch **out)
+			    bool verbose, struct cs_watch **out)
 {
 	struct cs_watch *w;
 
@@ -232,7 +239,7 @@ int record_call_sites_watch(struct recorder *rec, struct probes *probes, struct 
 	w = calloc(1, sizeof(*w));
 	if (!w)
 		return -ENOMEM;
-	*w = (struct cs_watch){ .cp = cp, .probes = probes, .inotify = -1 };
+	*w = (struct cs_watch){ .cp = cp, .probes = probes, .verbose = verbose, .inotify = -1 };
 	recorder__on_drain(rec, handback_poll, w);
 	*out = w;
 	return 0;

@@ -27,11 +27,11 @@ struct cs_watch;
 /**
  * record_call_sites_watch - after each drain of @rec, hand back to another tool each function
  * of @cp that it registered a uprobe on (bpf/cs_handback.bpf.h, tracefs's uprobe_events), with
- * one line each. *@out (NULL when @cp is) is freed with record_call_sites_watch_free() after
- * recorder__free(). 0 or -ENOMEM.
+ * one line each (with @verbose, how long the target was stopped). *@out (NULL when @cp is) is
+ * freed with record_call_sites_watch_free() after recorder__free(). 0 or -ENOMEM.
  */
 int record_call_sites_watch(struct recorder *rec, struct probes *probes, struct cs_process *cp,
-			    struct cs_watch **out);
+			    bool verbose, struct cs_watch **out);
 
 /** record_call_sites_watch_free - release (NULL is ignored). */
 void record_call_sites_watch_free(struct cs_watch *w);
