@@ -639,6 +639,8 @@ int atf_unwind_catch(struct pt_regs *ctx)
 #include "reg_guard.bpf.h"
 /* Forked children with optimised probe sites, or with entry trampolines. */
 #include "fork_hold.bpf.h"
+/* Another tool's uprobe on a function whose callers a call-site stub takes: hand it back. */
+#include "cs_handback.bpf.h"
 #endif
 
 /* ---- process lifecycle ----------------------------------------------------------------- */

@@ -29,10 +29,7 @@
 #ifndef ATFTRACE_REG_GUARD_BPF_H
 #define ATFTRACE_REG_GUARD_BPF_H
 
-#define NR_PERF_EVENT_OPEN  298     /* x86_64 */
-#define NR_BPF              321
-#define ATF_UPROBE_MULTI    48      /* BPF_TRACE_UPROBE_MULTI */
-#define ATF_UPROBE_SESSION  57      /* BPF_TRACE_UPROBE_SESSION */
+#include "uprobe_reg.bpf.h"
 
 const volatile __u32 uprobe_pmu_type = 0;   /* /sys/bus/event_source/devices/uprobe/type */
 
@@ -291,13 +288,6 @@ static __always_inline void on_syscall_exit(void)
  * Without it (no tracepoint ids to open them by), the raw sys_enter/sys_exit tracepoints, which
  * run a program for every syscall (about +150 ns).
  */
-struct syscall_enter_args {     /* syscalls:sys_enter_* (their format files) */
-	__u64 common;
-	__s32 nr;
-	__u32 _pad;
-	__u64 args[6];
-};
-
 SEC("?tracepoint/syscalls/sys_enter_bpf")
 int atf_reg_enter_bpf(struct syscall_enter_args *ctx)
 {

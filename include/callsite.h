@@ -26,6 +26,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/types.h>
 #include "probes.h"
 #include "symbols.h"
@@ -68,6 +69,27 @@ int cs_process__attach_late(struct cs_process *cp, struct probes *p, struct sym_
  * restore -p` can do it later).
  */
 int cs_process__restore(struct cs_process *cp);
+
+struct cs_hb_note;
+
+/* One function handed back: its module's path, its name, the sites written back of @sites. */
+typedef void (*cs_handed_fn)(const char *module, const char *func, size_t written, size_t sites,
+			     void *ctx);
+
+/**
+ * cs_process__hand_back - another tool registered the uprobes @notes (@n; bpf/cs_handback.h):
+ * each redirected function that one of them lies on (its entry or its moved first
+ * instructions; a note of any offset: every function of that file; of any file: every function)
+ * gets its sites' original calls back, while the process is stopped, so that its calls reach
+ * its first bytes again, where the other tool and our plain entry probe see them; @report is
+ * called for each. Returns how many functions were handed back (0: none was named, or the
+ * process is gone), or a negative errno (nothing written).
+ */
+int cs_process__hand_back(struct cs_process *cp, const struct cs_hb_note *notes, size_t n,
+			  cs_handed_fn report, void *ctx);
+
+/** cs_kernel_dev - the kernel's encoding (a uprobe's inode's s_dev) of stat's st_dev @dev. */
+uint64_t cs_kernel_dev(uint64_t dev);
 
 /** cs_process__pid - the process @cp redirected. */
 pid_t cs_process__pid(const struct cs_process *cp);

@@ -322,4 +322,21 @@ uint64_t probes__forks_unnoted(const struct probes *p);
  */
 int probes__guard_settle(struct probes *p, unsigned int timeout_ms);
 
+struct cs_hb_inode;
+struct cs_hb_note;
+
+/**
+ * probes__handback_arm - watch for other tools' uprobes on the files @files (@n; record
+ * --call-sites, bpf/cs_handback.bpf.h): fill the notice's map and attach its programs. 0, or a
+ * negative errno (-EOPNOTSUPP: not loaded, not x86_64).
+ */
+int probes__handback_arm(struct probes *p, const struct cs_hb_inode *files, size_t n);
+
+/**
+ * probes__handback_take - take (and delete) up to @cap of the registrations noted since the last
+ * call into @out; *@overflowed when a note had no room in the map (which file is not known).
+ * Returns how many; 0 at once when nothing was noted.
+ */
+int probes__handback_take(struct probes *p, struct cs_hb_note *out, size_t cap, bool *overflowed);
+
 #endif

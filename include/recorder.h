@@ -123,6 +123,15 @@ struct tramp_process;
  */
 void recorder__set_trampolines(struct recorder *r, struct tramp_process *tp);
 
+/** recorder_drain_fn - run at the end of each drain, after the held processes run again. */
+typedef void (*recorder_drain_fn)(void *ctx);
+
+/**
+ * recorder__on_drain - run @fn(@ctx) at the end of each drain (one hook; NULL: none). @ctx must
+ * stay valid until recorder__free() or until the hook is replaced.
+ */
+void recorder__on_drain(struct recorder *r, recorder_drain_fn fn, void *ctx);
+
 /** recorder__free - finalize if needed and release. NULL is ignored. */
 void recorder__free(struct recorder *r);
 

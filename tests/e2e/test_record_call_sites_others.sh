@@ -3,9 +3,9 @@
 #   - bpftrace probing a redirected function's entry, attached and detached 30 times while four
 #     threads call it hot, never harms the target (with entry trampolines and no guard it dies
 #     at once: the kernel runs the file's first instruction and resumes inside our jmp), and
-#     counts exactly the calls that reach the function's entry after its registration: the
-#     indirect ones. (A redirected call enters past the first bytes: bpftrace does not see it.
-#     Handing such a function back when another tool probes it is not built yet.)
+#     counts exactly the indirect calls after its registration (the first bpftrace hands tr_mov
+#     back: from then on its direct calls reach its entry too; test_record_call_sites_handback.sh
+#     counts those);
 #   - the recording stays exact meanwhile: every call, redirected or not, once;
 #   - a recorder killed with -9 leaves the stubs without probes: the target runs on right;
 #   - a child forked during the session runs through the stubs too.

@@ -23,7 +23,8 @@
  *                                 tr_mark, exactly N of tr_sub, N of tr_mov directly and N of
  *                                 tr_mov through a pointer, then tr_done, and loops again; once
  *                                 all did, "round N: tr_sub S tr_mov M" (the calls of the round,
- *                                 counted by the threads); ends at the end of stdin
+ *                                 counted by the threads); at the end of stdin, "total: tr_sub S
+ *                                 tr_mov M" (every call the threads made, hot ones too), and ends
  *   callsites serve READY         create READY, call everything until SIGTERM; print "served N";
  *                                 at SIGUSR1, create READY.more after 1000 more rounds
  *   callsites fork N              fork a child that runs "all N" and exits 0 if its results
@@ -236,20 +237,26 @@ static int threads_test(int nthreads, int k, const char *ready)
 }
 
 static volatile int round_gen, round_n, round_quit;
-static long round_sub, round_mov, round_done;
+static long round_sub, round_mov, round_done, total_sub, total_mov;
 
 static void *round_thread(void *arg)
 {
 	int x = (int)(long)arg, gen = 0;
+	long hot = 0;
 
 	__atomic_add_fetch(&running, 1, __ATOMIC_SEQ_CST);
 	for (;;) {
 		long sub = 0, mov = 0;
 
-		while (__atomic_load_n(&round_gen, __ATOMIC_ACQUIRE) == gen && !round_quit)
+		while (__atomic_load_n(&round_gen, __ATOMIC_ACQUIRE) == gen && !round_quit) {
 			hot_calls(x);
-		if (round_quit)
+			hot++;
+		}
+		if (round_quit) {
+			__atomic_add_fetch(&total_sub, hot, __ATOMIC_SEQ_CST);
+			__atomic_add_fetch(&total_mov, hot, __ATOMIC_SEQ_CST);
 			return NULL;
+		}
 		gen = __atomic_load_n(&round_gen, __ATOMIC_ACQUIRE);
 		tr_mark();
 		for (int i = 0; i < round_n; i++) {
@@ -260,6 +267,8 @@ static void *round_thread(void *arg)
 		tr_done();
 		__atomic_add_fetch(&round_sub, sub, __ATOMIC_SEQ_CST);
 		__atomic_add_fetch(&round_mov, mov, __ATOMIC_SEQ_CST);
+		__atomic_add_fetch(&total_sub, sub, __ATOMIC_SEQ_CST);
+		__atomic_add_fetch(&total_mov, mov, __ATOMIC_SEQ_CST);
 		__atomic_add_fetch(&round_done, 1, __ATOMIC_SEQ_CST);
 	}
 }
@@ -289,6 +298,7 @@ static int rounds_test(int nthreads, const char *ready)
 	round_quit = 1;
 	for (int i = 0; i < nthreads; i++)
 		pthread_join(th[i], NULL);
+	printf("total: tr_sub %ld tr_mov %ld\n", total_sub, total_mov);
 	return bad ? 1 : 0;
 }
 

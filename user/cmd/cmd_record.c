@@ -372,6 +372,7 @@ static int record_main(struct record_args *a)
 	pid_t target, link_pid;
 	struct tramp_process *tp = NULL;
 	struct cs_process *cp = NULL;
+	struct cs_watch *cs_watch = NULL;
 	bool tramps, sites, ended_by_us = false;      /* --kill-at-end sent the signal that ended it */
 	double t0;
 
@@ -514,6 +515,8 @@ static int record_main(struct record_args *a)
 					      a->verbose, &cp) < 0)
 		goto cleanup;
 	recorder__set_trampolines(rec, tp);
+	if (record_call_sites_watch(rec, probes, cp, a->verbose, &cs_watch) < 0)
+		goto cleanup;
 	rm_modules_trampolines(&mods, tp);     /* libraries it maps later get them too */
 	rm_modules_call_sites(&mods, cp);      /* and their call sites */
 	ready = a->ready_file;
@@ -582,6 +585,7 @@ cleanup:
 	record_call_sites_restore(cp);
 	recorder__set_trampolines(rec, NULL);
 	recorder__free(rec);
+	record_call_sites_watch_free(cs_watch);
 	probes__free(probes);
 	tramp_process__free(tp);
 	cs_process__free(cp);

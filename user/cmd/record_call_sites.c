@@ -1,17 +1,83 @@
 // SPDX-License-Identifier: MIT
-/* record --call-sites: the command's side of include/callsite.h (user/cmd/record_call_sites.h). */
+/*
+ * record --call-sites: the command's side of include/callsite.h (user/cmd/record_call_sites.h),
+ * and the hand-back's watch.
+ *
+ * The hand-back (BPF's half, and why, in bpf/cs_handback.bpf.h; the writes in
+ * user/patch/callsite_handback.c): at the end of each drain the recorder runs handback_poll(),
+ * which looks at the notice's counter (one load of BPF's .bss); when it moved, it takes the
+ * registrations BPF noted on the session's files and gives each function that one lies on its
+ * calls back, one line each. tracefs uprobes are defined by a write to uprobe_events (or
+ * dynamic_events) and enabled later, by a write to their enable file: those two files are
+ * watched with inotify (the kernel notes every write(), writev() and pwrite() to a file,
+ * tracefs's too; BPF on every write of the machine cost each one about 1 us) and uprobe_events
+ * is read when one was written, and once at the first drain, for the uprobes defined before the
+ * session. tracefs mounted later is looked for once a second. A note that had no room in BPF's
+ * map, or whose file BPF could not read, hands back every redirected function: the safe side,
+ * the plain entry probes count exactly.
+ */
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <sys/inotify.h>
+#include <sys/stat.h>
+#include "clock.h"
+#include "cs_handback.h"
 #include "record_call_sites.h"
+#include "recorder.h"
+
+#define HB_BATCH 256
+
+static const char *const tracefs_dirs[] = { "/sys/kernel/tracing", "/sys/kernel/debug/tracing" };
+
+struct cs_watch {
+	struct cs_process *cp;
+	struct probes *probes;
+	bool verbose;
+	bool tracefs_read;          /* tracefs's uprobes were looked at once */
+	int inotify;                /* watches tracefs's uprobe_events, or -1 */
+	long inotify_tried_s;       /* when a watch was last tried (0: never) */
+};
+
+/*
+ * Watch for other tools' uprobes on @mods' files before any call is redirected: a registration
+ * from then on is noted, and its function handed back.
+ */
+static void arm_handback(struct rm_modules *mods, struct probes *probes)
+{
+	struct cs_hb_inode *files = calloc(mods->n ? mods->n : 1, sizeof(*files));
+	size_t n = 0;
+	int err = -ENOMEM;
+
+	for (size_t i = 0; files && i < mods->n; i++) {
+		const struct sym_module *m = mods->m[i];
+		struct stat st;
+
+		/* the file as opened (a container's through /proc/PID/root) */
+		if (!stat(m->open_path ? m->open_path : m->path, &st))
+			files[n++] = (struct cs_hb_inode){ .dev = cs_kernel_dev(st.st_dev),
+							   .ino = st.st_ino };
+	}
+	if (files)
+		err = probes__handback_arm(probes, files, n);
+	if (err < 0)
+		fprintf(stderr, "atftrace record: no hand-back notice (%s): another tool's uprobe on a "
+			"function whose calls are redirected will not see those calls\n", strerror(-err));
+	free(files);
+}
 
 int record_call_sites_attach(struct rm_modules *mods, struct probes *probes, pid_t target,
 			     pid_t link_pid, bool launched, bool verbose, struct cs_process **cp)
 {
 	struct cs_opts o = { .link_pid = link_pid, .launched = launched, .verbose = verbose };
 	size_t nsites = 0;
-	int err = cs_process__attach(cp, probes, mods->m, mods->n, target, &o, &nsites);
+	int err;
 
+	arm_handback(mods, probes);
+	err = cs_process__attach(cp, probes, mods->m, mods->n, target, &o, &nsites);
 	if (err < 0) {
 		fprintf(stderr, "atftrace record: cannot redirect call sites: %s\n", strerror(-err));
 		return err;
@@ -30,4 +96,160 @@ void record_call_sites_restore(struct cs_process *cp)
 		fprintf(stderr, "atftrace record: cannot write the target's original calls back (%s); "
 			"it goes on correctly through the call-site stubs; 'atftrace restore -p %d' writes "
 			"them back later\n", strerror(-n), (int)cs_process__pid(cp));
+}
+
+/*
+ * Watch tracefs's uprobe_events and dynamic_events (where tracefs is mounted): true when one
+ * of them was written since the last call, or the watch was just made.
+ */
+static bool tracefs_written(struct cs_watch *w)
+{
+	char buf[4096] __attribute__((aligned(__alignof__(struct inotify_event))));
+	struct timespec now;
+	bool written = false;
+	char path[128];
+	int fd, watches = 0;
+
+	if (w->inotify >= 0) {
+		while (read(w->inotify, buf, sizeof(buf)) > 0)
+			written = true;
+		return written;
+	}
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	if (w->inotify_tried_s && now.tv_sec == w->inotify_tried_s)
+		return false;   /* tried this second */
+	w->inotify_tried_s = now.tv_sec;
+	fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+	for (size_t i = 0; fd >= 0 && !watches && i < 2; i++) {
+		snprintf(path, sizeof(path), "%s/uprobe_events", tracefs_dirs[i]);
+		watches += inotify_add_watch(fd, path, IN_MODIFY) >= 0;
+		snprintf(path, sizeof(path), "%s/dynamic_events", tracefs_dirs[i]);
+		watches += inotify_add_watch(fd, path, IN_MODIFY) >= 0;
+	}
+	if (!watches) {
+		if (fd >= 0)
+			close(fd);
+		return false;
+	}
+	w->inotify = fd;
+	return true;            /* defined before the watch: read them */
+}
+
+bool record_cs_parse_uprobe_event(char *line, const char **path, uint64_t *off)
+{
+	char *p = strchr(line, ' '), *colon, *end;
+
+	/* "p:GROUP/EVENT /path/to/file:0xOFFSET[(0xREF)] [args]" (r: for a return probe) */
+	if ((line[0] != 'p' && line[0] != 'r') || line[1] != ':' || !p || *++p != '/')
+		return false;
+	p[strcspn(p, " \t\n(")] = 0;
+	colon = strrchr(p, ':');
+	if (!colon || colon == p)
+		return false;
+	*colon = 0;
+	*off = strtoull(colon + 1, &end, 0);
+	if (end == colon + 1 || *end)
+		return false;
+	*path = p;
+	return true;
+}
+
+/* The uprobes that tracefs's uprobe_events defines, as notes, appended to @notes (*@n < @cap). */
+static void tracefs_notes(struct cs_hb_note *notes, size_t *n, size_t cap)
+{
+	char line[4200];
+	FILE *f = NULL;
+
+	for (size_t i = 0; !f && i < sizeof(tracefs_dirs) / sizeof(tracefs_dirs[0]); i++) {
+		snprintf(line, sizeof(line), "%s/uprobe_events", tracefs_dirs[i]);
+		f = fopen(line, "re");
+	}
+	if (!f)
+		return;
+	while (*n < cap && fgets(line, sizeof(line), f)) {
+		const char *path;
+		uint64_t off;
+		struct stat st;
+
+		if (!record_cs_parse_uprobe_event(line, &path, &off) || stat(path, &st))
+			continue;
+		notes[(*n)++] = (struct cs_hb_note){ .dev = cs_kernel_dev(st.st_dev), .ino = st.st_ino,
+						     .off = off };
+	}
+	fclose(f);
+}
+
+static void report_handed(const char *module, const char *func, size_t written, size_t sites,
+			  void *ctx)
+{
+	const char *why = ctx, *base = strrchr(module, '/');
+
+	fprintf(stderr, "atftrace record: %s (%s) handed back: %s; %zu of its %zu redirected call "
+		"%s written back, its calls reach its entry again\n", func, base ? base + 1 : module,
+		why, written, sites, sites == 1 ? "site" : "sites");
+}
+
+/* After each drain: hand back the functions that registrations noted since the last. */
+static void handback_poll(void *ctx)
+{
+	struct cs_watch *w = ctx;
+	struct cs_hb_note notes[HB_BATCH];
+	const char *why = "another tool registered a uprobe on it";
+	bool overflowed = false, unknown = false, tracefs;
+	size_t n;
+	uint64_t t0;
+	int got, err;
+
+	tracefs = tracefs_written(w) || !w->tracefs_read;
+	/* the map's batch, leaving room for what tracefs defines */
+	got = probes__handback_take(w->probes, notes, HB_BATCH / 2, &overflowed);
+	n = got > 0 ? (size_t)got : 0;
+	for (size_t i = 0; i < n; i++)
+		unknown |= notes[i].ino == CS_HB_ANY_FILE;
+	if (overflowed || unknown) {
+		why = overflowed ? "a uprobe registration did not fit the notice's map" :
+		      "a uprobe was registered on a file that could not be read";
+		notes[n++] = (struct cs_hb_note){ .dev = CS_HB_ANY_FILE, .ino = CS_HB_ANY_FILE,
+						  .off = CS_HB_ANY_OFF };
+	}
+	if (tracefs) {
+		w->tracefs_read = true;
+		tracefs_notes(notes, &n, HB_BATCH);
+	}
+	if (!n)
+		return;
+	t0 = clock_mono_ns();
+	err = cs_process__hand_back(w->cp, notes, n, report_handed, (void *)why);
+	if (err > 0 && w->verbose)
+		fprintf(stderr, "atftrace record: %d %s handed back in %.1f ms (the target stopped)\n",
+			err, err == 1 ? "function" : "functions", (double)(clock_mono_ns() - t0) / 1e6);
+	if (err < 0)
+		fprintf(stderr, "atftrace record: cannot hand functions back to another tool's uprobe "
+			"(%s): its count misses their redirected calls\n", strerror(-err));
+}
+
+int record_call_sites_watch(struct recorder *rec, struct probes *probes, struct cs_process *cp,
+			    bool verbose, struct cs_watch **out)
+{
+	struct cs_watch *w;
+
+	*out = NULL;
+	if (!cp)
+		return 0;
+	w = calloc(1, sizeof(*w));
+	if (!w)
+		return -ENOMEM;
+	*w = (struct cs_watch){ .cp = cp, .probes = probes, .verbose = verbose, .inotify = -1 };
+	recorder__on_drain(rec, handback_poll, w);
+	*out = w;
+	return 0;
+}
+
+void record_call_sites_watch_free(struct cs_watch *w)
+{
+	if (!w)
+		return;
+	if (w->inotify >= 0)
+		close(w->inotify);
+	free(w);
 }

@@ -4,6 +4,7 @@
 #define ATFTRACE_RECORD_CALL_SITES_H
 
 #include <stdbool.h>
+#include <stdint.h>
 #include <sys/types.h>
 #include "callsite.h"
 #include "record_modules.h"
@@ -19,5 +20,27 @@ int record_call_sites_attach(struct rm_modules *mods, struct probes *probes, pid
 
 /** record_call_sites_restore - the original calls back at the session's end (one line on error). */
 void record_call_sites_restore(struct cs_process *cp);
+
+struct recorder;
+struct cs_watch;
+
+/**
+ * record_call_sites_watch - after each drain of @rec, hand back to another tool each function
+ * of @cp that it registered a uprobe on (bpf/cs_handback.bpf.h, tracefs's uprobe_events), with
+ * one line each (with @verbose, how long the target was stopped). *@out (NULL when @cp is) is
+ * freed with record_call_sites_watch_free() after recorder__free(). 0 or -ENOMEM.
+ */
+int record_call_sites_watch(struct recorder *rec, struct probes *probes, struct cs_process *cp,
+			    bool verbose, struct cs_watch **out);
+
+/** record_call_sites_watch_free - release (NULL is ignored). */
+void record_call_sites_watch_free(struct cs_watch *w);
+
+/**
+ * record_cs_parse_uprobe_event - the file and offset of a line of tracefs's uprobe_events
+ * ("p:GROUP/EVENT /path:0xOFFSET[(0xREF)] [args]", or r:), cut in place in @line. False for
+ * any other line.
+ */
+bool record_cs_parse_uprobe_event(char *line, const char **path, uint64_t *off);
 
 #endif

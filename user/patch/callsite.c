@@ -473,6 +473,17 @@ static bool site_mapped(const struct ta_maps *maps, const struct cs_mod *cm, con
 	return ta_file_addr(maps, cm->dev, cm->ino, s->file_off) == s->addr;
 }
 
+bool cs_site__write_back(struct pt_target *pt, const struct ta_maps *maps, const struct cs_mod *cm,
+			 const struct cs_site *s)
+{
+	uint8_t now[CS_CALL_LEN], back[CS_CALL_LEN];
+
+	/* only where our call still is (another tool's int3 over it is kept) */
+	return site_mapped(maps, cm, s) && !pt_read(pt, s->addr, now, sizeof(now)) &&
+	       tramp_unpatch_bytes(s->call, s->orig, now, back) &&
+	       !pt_write(pt, s->addr, back, sizeof(back));
+}
+
 int cs_process__restore(struct cs_process *cp)
 {
 	struct ta_maps maps = { 0 };
@@ -499,17 +510,8 @@ int cs_process__restore(struct cs_process *cp)
 	for (size_t i = 0; i < cp->nmods; i++) {
 		struct cs_mod *cm = &cp->mods[i];
 
-		for (size_t k = 0; k < cm->nsites; k++) {
-			const struct cs_site *s = &cm->sites[k];
-			uint8_t now[CS_CALL_LEN], back[CS_CALL_LEN];
-
-			/* only where our call still is (another tool's int3 over it is kept) */
-			if (!site_mapped(&maps, cm, s) || pt_read(&pt, s->addr, now, sizeof(now)) ||
-			    !tramp_unpatch_bytes(s->call, s->orig, now, back) ||
-			    pt_write(&pt, s->addr, back, sizeof(back)))
-				continue;
-			n++;
-		}
+		for (size_t k = 0; k < cm->nsites; k++)
+			n += cs_site__write_back(&pt, &maps, cm, &cm->sites[k]);
 		ta_log_mark_restored(cm->fd, cm->log, cm->code_off);
 	}
 	ta_maps_free(&maps);

@@ -25,6 +25,7 @@ struct cs_fn {
 	uint32_t slot;                      /* its body: area + slot * TRAMP_SLOT */
 	uint32_t nsites;
 	bool body;                          /* its body is in the memfd (for other modules' sites) */
+	bool handed_back;                   /* another tool probes it: no site is redirected again */
 };
 
 /* One redirected call. */
@@ -128,5 +129,12 @@ int cs_xmod__find(struct cs_process *cp, struct pt_target *pt, const struct ta_m
 
 /** cs_mod__release - what @cm holds (not @cm itself). */
 void cs_mod__release(struct cs_mod *cm);
+/**
+ * cs_site__write_back - write site @s of @cm back to the file's call in the stopped process
+ * @pt, where our call is still there and the module is still mapped where it was (@maps).
+ * True when written.
+ */
+bool cs_site__write_back(struct pt_target *pt, const struct ta_maps *maps, const struct cs_mod *cm,
+			 const struct cs_site *s);
 
 #endif

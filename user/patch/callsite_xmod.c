@@ -51,7 +51,7 @@ static int body_names(const struct cs_process *cp, const char ***names, struct x
 		const struct cs_mod *cm = &cp->mods[i];
 
 		for (size_t k = 0; !cm->caller && k < cm->nfns; k++) {
-			if (cm->area && !cm->fns[k].body)
+			if ((cm->area && !cm->fns[k].body) || cm->fns[k].handed_back)
 				continue;
 			(*names)[*n] = cm->fns[k].f->name;
 			(*who)[(*n)++] = (struct xm_target){ (uint32_t)i, (uint32_t)k };

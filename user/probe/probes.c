@@ -74,8 +74,7 @@ static int choose_kind(enum probe_link_kind *out)
 }
 
 #if defined(__x86_64__)
-/* Can libbpf open the bpf and perf_event_open syscall tracepoints (tracefs gives their ids)? */
-static bool syscall_tracepoints(void)
+bool probes_syscall_tracepoints(void)
 {
 	static const char *const dirs[] = { "/sys/kernel/tracing", "/sys/kernel/debug/tracing" };
 	char path[128];
@@ -83,7 +82,7 @@ static bool syscall_tracepoints(void)
 	for (size_t i = 0; i < sizeof(dirs) / sizeof(dirs[0]); i++) {
 		snprintf(path, sizeof(path), "%s/events/syscalls/sys_enter_perf_event_open/id", dirs[i]);
 		if (!access(path, R_OK))
-			return true;
+			return !(getenv("ATFTRACE_GUARD") && !strcmp(getenv("ATFTRACE_GUARD"), "raw"));
 	}
 	return false;
 }
@@ -178,6 +177,7 @@ static int configure(struct probes *p, const struct probe_opts *opts)
 	p->call_sites = opts->call_sites && p->kind != PROBE_LINK_PERF;
 	bpf_program__set_autoload(s->progs.atf_site_entry, p->call_sites);
 	bpf_program__set_autoload(s->progs.atf_site_return, p->call_sites);
+	probes_handback_autoload(p);
 	bpf_program__set_autoload(s->progs.atf_uprobe, p->kind == PROBE_LINK_PERF);
 	bpf_program__set_autoload(s->progs.atf_uretprobe, p->kind == PROBE_LINK_PERF);
 	/* the verifier's time is most of the start-up: programs a session will not use stay out,
@@ -190,8 +190,7 @@ static int configure(struct probes *p, const struct probe_opts *opts)
 	p->guard = opts->reg_guard;
 	/* the two syscalls' own tracepoints when tracefs names them, else (or with
 	 * ATFTRACE_GUARD=raw, which the tests use) the raw ones */
-	p->guard_tp = p->guard && syscall_tracepoints() &&
-		      !(getenv("ATFTRACE_GUARD") && !strcmp(getenv("ATFTRACE_GUARD"), "raw"));
+	p->guard_tp = p->guard && probes_syscall_tracepoints();
 	bpf_program__set_autoload(s->progs.atf_reg_enter_bpf, p->guard_tp);
 	bpf_program__set_autoload(s->progs.atf_reg_enter_perf, p->guard_tp);
 	bpf_program__set_autoload(s->progs.atf_reg_exit_bpf, p->guard_tp);

@@ -40,7 +40,19 @@ struct probes {
 	bool tp_ids_read;           /* the guard's tracepoint ids were read once */
 	bool tp_ids_trusted;        /* no modules, or their unloads are seen (module_free) */
 	bool verbose;               /* probe_opts.verbose */
+	bool handback, handback_tp; /* the call-site hand-back notice is loaded; on the exit tps */
+	uint64_t hb_seq, hb_overflow;   /* its counters as last polled (probes_handback.c) */
 };
+
+/*
+ * Can libbpf open the bpf and perf_event_open syscall tracepoints (tracefs gives their ids), and
+ * is that wanted (not with ATFTRACE_GUARD=raw, which the tests use)? Else the raw sys_enter and
+ * sys_exit tracepoints serve the registration guard and the hand-back notice (x86_64).
+ */
+bool probes_syscall_tracepoints(void);
+
+/* Load the hand-back notice's programs with the call-site ones (user/probe/probes_handback.c). */
+void probes_handback_autoload(struct probes *p);
 
 /* One session / uprobe_multi link of @prog_fd over @n offsets of @path, kept in @to for @owner. */
 int probes_attach_multi_link(struct link_fds *to, const void *owner, int prog_fd, uint32_t type,

@@ -468,6 +468,7 @@ static int drain(struct recorder *r, uint64_t budget_ns)
 	rec_watch_resume(r);    /* and every module it was held for is attached */
 	rec_holds_retry(r);     /* those whose other hold's record was still on its way */
 	rec_tramp_guard_after_resume(r);
+	rec_drain_hook_run(r);          /* e.g. --call-sites: hand back what another tool probes */
 	if (n < 0 && n != -EINTR)
 		return n;
 	/* a process that exited is ended once the ring holds none of its events: not after a cut */

@@ -88,6 +88,8 @@ struct recorder {
 	bool guard_pending;         /* the registration guard stopped it: check after the drain */
 	uint64_t guard_events;      /* REC_REG_GUARD records seen */
 	uint64_t guard_unannounced;     /* the guard's stops without a record, when last looked */
+	recorder_drain_fn drain_fn; /* run after each drain (record_drain_hook.c), or NULL */
+	void *drain_ctx;
 	struct rec_watch *watch;    /* modules that appear later (user/record/record_watch.c), lazily */
 	pid_t watchdog;             /* resumes what we hold if we die (user/record/record_holds.c) */
 	struct nop5_sites *nop5_sites;  /* the probed 5-byte nops, shared with the watchdog */
@@ -217,6 +219,10 @@ void rec_tramp_guard_on_record(struct recorder *r, const void *data, size_t size
 void rec_tramp_guard_after_drain(struct recorder *r);
 /** rec_tramp_guard_after_resume - re-read the tracepoint ids if an unknown one was opened. */
 void rec_tramp_guard_after_resume(struct recorder *r);
+
+/* user/record/record_drain_hook.c */
+/** rec_drain_hook_run - the hook of recorder__on_drain(), if any. */
+void rec_drain_hook_run(struct recorder *r);
 
 /* user/record/record_forks.c: forked children noted by BPF (bpf/fork_hold.bpf.h) */
 /**
