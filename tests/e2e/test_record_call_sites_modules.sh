@@ -11,7 +11,10 @@
 #   - csmods_lazy (-z lazy): its PLT slot is not bound at launch (left out), then redirected at
 #     the next change of ld.so's list (the dlopen) since the first round bound it;
 #   - a -p session killed with -9 after the dlopen: the text of all three modules differs from
-#     the file's during it, and `atftrace restore -p` makes each byte-identical to its file.
+#     the file's during it, and `atftrace restore -p` makes each byte-identical to its file;
+#   - bpftrace on pl_outer, which only the program calls (its one PLT site, a stub near the
+#     program): the hand-back writes that other module's site back, so bpftrace counts a round
+#     exactly, and the program's text is its file's again.
 source "$(dirname "$0")/lib.sh"
 need_bpf
 kill_on_exit
@@ -104,4 +107,34 @@ exec 5>&-
 wait $target || fail "the -p target failed"
 exec 6<&-
 assert_eq "$(xargs <"$T/p.plain")" "$r1 $r2 $r3 $r4" "the -p target's output"
+
+# ---- hand-back of a function that only another module's site calls ----------------------------
+need_tracefs
+command -v bpftrace >/dev/null || fail "bpftrace is missing (scripts/deps.sh installs it)"
+mkfifo "$T/hin" "$T/hout" "$T/hready"
+"$P" - <"$T/hin" >"$T/hout" &
+target=$!
+exec 5>"$T/hin" 6<"$T/hout"
+echo 10 >&5
+read -r -t 60 -u 6 h1 || fail "hand-back: the target never finished its first round"
+"$ATF" record --call-sites -p $target -o "$T/h" "${SPEC[@]}" --ready-file "$T/hready" 2>"$T/h.err" 5>&- 6<&- &
+rec=$!
+timeout 60 cat "$T/hready" >/dev/null || { cat "$T/h.err" >&2; fail "hand-back: record -p never became ready"; }
+[ "$(text_diff $target "$P")" -gt 0 ] || { cat "$T/h.err" >&2; fail "hand-back: the program's call is not redirected"; }
+bpftrace -e "BEGIN { printf(\"ready\\n\"); } uprobe:$LIB:pl_outer { @n = count(); }" >"$T/h.bt" 2>&1 5>&- 6<&- &
+bt=$!
+wait_for "$T/h.bt" "^ready$" "hand-back: bpftrace attached"
+wait_for "$T/h.err" "^atftrace record: pl_outer \\(libcsplt.so\\) handed back: another tool registered a uprobe on it; 1 of its 1 redirected call site written back" \
+	"hand-back: pl_outer handed back with the program's site"
+assert_eq 0 "$(text_diff $target "$P")" "bytes of the program's text that differ from the file after the hand-back"
+echo 10 >&5
+read -r -t 60 -u 6 h2 || fail "hand-back: the target never finished its round under bpftrace"
+stop_bpftrace $bt
+assert_eq 10 "$(awk '/^@n:/ { print $2 }' "$T/h.bt")" "hand-back: bpftrace's count of pl_outer in a round of 10"
+exec 5>&-
+wait $target || fail "hand-back: the target failed"
+exec 6<&-
+wait $rec || { cat "$T/h.err" >&2; fail "hand-back: record --call-sites -p"; }
+assert_eq "10 10" "$("$ATF" report --csv "$T/h" | awk -F, '$1 == "\"pl_outer\"" { o = $2 } $1 == "\"pl_swap\"" { w = $2 } END { print o + 0, w + 0 }')" \
+	"hand-back: the session's pl_outer and pl_swap calls (the round under bpftrace; the first is before it)"
 echo "ok: --call-sites across modules: the program's PLT call and a dlopen'd library's calls; $share"
