@@ -8,7 +8,9 @@
 int record_call_sites_attach(struct rm_modules *mods, struct probes *probes, pid_t target,
 			     pid_t link_pid, bool launched, bool verbose, struct cs_process **cp)
 {
-	struct cs_opts o = { .link_pid = link_pid, .launched = launched, .verbose = verbose };
+	/* the unwinders it maps are hooked already (rm_modules_attach_hooks, before the probes) */
+	struct cs_opts o = { .link_pid = link_pid, .launched = launched, .verbose = verbose,
+			     .unwind_hooked = mods->unwind_hooks };
 	size_t nsites = 0;
 	int err = cs_process__attach(cp, probes, mods->m, mods->n, target, &o, &nsites);
 

@@ -292,8 +292,9 @@ int cs_process__attach(struct cs_process **out, struct probes *p, struct sym_mod
 			err == -EPERM ? ", traced by another tool?" : "");
 		return 0;
 	}
-	/* a throw would unwind through a stub's return, which has no unwind information */
-	if (maps_unwinder(pid, unwinder, sizeof(unwinder)))
+	/* without the unwind hooks a throw would unwind through a stub's return, which has no
+	 * unwind information */
+	if (!o->unwind_hooked && maps_unwinder(pid, unwinder, sizeof(unwinder)))
 		why = "it maps a C++ unwinder";
 	else if (ta_seccomp(&pt))
 		why = "it has a seccomp filter";
