@@ -17,7 +17,9 @@
  *   cxx_sites busy N          thread W calls cs_hold, which blocks (inside a redirected call)
  *                             until the main thread has done N rounds, then returns, and W
  *                             does one round itself; prints the line and "hold H"
- * On stderr: "stub_calls K", the calls of cs_ra whose return address was not in the text.
+ * On stderr: "ra_outside K in MAPPING", the calls of cs_ra whose return address was not in the
+ * program's text, and the mapping of the last one (a call-site stub's memfd, the kernel's
+ * [uprobes] page of a uretprobe).
  * Exit 0 only if every result was right.
  */
 #include <pthread.h>
@@ -86,7 +88,8 @@ int cx_catcher(int x)
 }
 
 struct tally {
-	long caught, returned, sum, stubs;
+	long caught, returned, sum, outside;
+	uintptr_t ra;           /* the last return address of cs_ra outside the text */
 	bool bad;
 };
 
@@ -107,7 +110,10 @@ static void round_of(int i, struct tally *t)
 	t->sum += r;
 	t->bad |= r != (i % 4 == 3 ? i + 6 + 8 : -1 + 8);
 	ra = cs_ra();
-	t->stubs += ra < (uintptr_t)__executable_start || ra >= (uintptr_t)etext;
+	if (ra < (uintptr_t)__executable_start || ra >= (uintptr_t)etext) {
+		t->outside++;
+		t->ra = ra;
+	}
 }
 
 static void rounds(int n, struct tally *t)
@@ -155,10 +161,35 @@ static void *holder(void *arg)
 	return nullptr;
 }
 
+/* the mapping @addr lies in: its path, "[name]", or "-" */
+static void mapping_of(uintptr_t addr, char *out, size_t size)
+{
+	FILE *f = fopen("/proc/self/maps", "re");
+	char line[4096];
+
+	snprintf(out, size, "-");
+	while (f && fgets(line, sizeof(line), f)) {
+		unsigned long lo, hi;
+		int pos = 0;
+
+		if (sscanf(line, "%lx-%lx %*s %*x %*x:%*x %*u %n", &lo, &hi, &pos) < 2 || !pos ||
+		    addr < lo || addr >= hi)
+			continue;
+		line[strcspn(line, "\n")] = 0;
+		snprintf(out, size, "%s", line[pos] ? line + pos : "-");
+		break;
+	}
+	if (f)
+		fclose(f);
+}
+
 static int report(const struct tally *t, int n)
 {
+	char where[4096];
+
 	printf("caught %ld returned %ld sum %ld\n", t->caught, t->returned, t->sum);
-	fprintf(stderr, "stub_calls %ld\n", t->stubs);
+	mapping_of(t->ra, where, sizeof(where));
+	fprintf(stderr, "ra_outside %ld in %s\n", t->outside, t->outside ? where : "-");
 	return t->bad || t->caught + t->returned != n ? 1 : 0;
 }
 
@@ -190,7 +221,8 @@ int main(int argc, char **argv)
 			all.caught += t[k].caught;
 			all.returned += t[k].returned;
 			all.sum += t[k].sum;
-			all.stubs += t[k].stubs;
+			all.outside += t[k].outside;
+			all.ra = t[k].ra ? t[k].ra : all.ra;
 			all.bad |= t[k].bad;
 		}
 		return report(&all, nt * per_thread);
@@ -215,7 +247,8 @@ int main(int argc, char **argv)
 		printf("hold %ld\n", w.sum);
 		all.caught += w.caught;
 		all.returned += w.returned;
-		all.stubs += w.stubs;
+		all.outside += w.outside;
+		all.ra = w.ra ? w.ra : all.ra;
 		all.bad |= w.bad;
 		return report(&all, n + 2);
 	}
