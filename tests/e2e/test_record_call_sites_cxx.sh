@@ -13,7 +13,9 @@
 #   - the same calls, parents and unwound frames as plain probes (--no-trampolines), and the
 #     exact numbers: every thrown-through frame closed as unwound, cs_m always returning, the
 #     catch's parent cs_m with its children cs_b (unwound) and cs_after (returned);
-#   - every fix-up written (none failed).
+#   - every fix-up written (none failed);
+#   - record -p: a thread inside a redirected call when the session ends throws through that
+#     frame after it, and the throw is caught.
 source "$(dirname "$0")/lib.sh"
 need_bpf
 kill_on_exit
@@ -35,8 +37,8 @@ run() {
 	"$ATF" record --no-trampolines -v -o "$T/$name.pl" -f 'cs_*' -- "$CX" "$@" >"$T/$name.pl.out" \
 		2>"$T/$name.pl.err" || { cat "$T/$name.pl.err" >&2; fail "$name: record --no-trampolines failed"; }
 	# cs_after (mov; ret) is too short to relocate: its calls keep its plain probe
-	assert_contains "$T/$name.cs.err" "cxx_sites: 7 call sites of 6 functions redirected" \
-		"$name: the redirected calls of cs_a, cs_b (2), cs_c, cs_m, cs_ra, cs_hold"
+	assert_contains "$T/$name.cs.err" "cxx_sites: 8 call sites of 6 functions redirected" \
+		"$name: the redirected calls of cs_a, cs_b (2), cs_c, cs_m, cs_ra, cs_hold (2)"
 	if grep -q "no call sites redirected\|terminate\|unwind fix-up within" "$T/$name.cs.err"; then
 		fail "$name: $(grep "no call sites redirected\|terminate\|unwind fix-up within" "$T/$name.cs.err")"
 	fi
@@ -98,4 +100,24 @@ run busy $((N + 2)) busy $N
 assert_eq "1 0" "$(for k in call exception; do count busy $k cs_hold; done | paste -sd' ')" \
 	"busy: calls and exceptions of cs_hold (it returned)"
 check_rounds busy $((N + 2)) $((THROWS + 1))
+# ---- record -p: a frame entered through a stub during the session, thrown through after it ----
+# (the session's end gives it its call site's return address: no hook is left to do it then)
+mkfifo "$T/rdy"
+"$CX" after >"$T/after.out" 2>"$T/after.err" &
+target=$!
+wait_for "$T/after.out" "^ready$" "the after target's start"
+"$ATF" record --call-sites -v -p $target -o "$T/after.cs" -f 'cs_*' --ready-file "$T/rdy" \
+	2>"$T/after.cs.err" &
+rec=$!
+timeout 60 cat "$T/rdy" >/dev/null || { cat "$T/after.cs.err" >&2; fail "record -p never became ready"; }
+assert_contains "$T/after.cs.err" "cxx_sites: 8 call sites of 6 functions redirected" "after: the redirected calls"
+kill -USR1 $target
+wait_for "$T/after.out" "^inside$" "after: the thread inside cs_hold"
+kill -INT $rec
+wait $rec || { cat "$T/after.cs.err" >&2; fail "after: record -p failed"; }
+"$ATF" verify "$T/after.cs" >/dev/null || fail "after: verify"
+kill -USR2 $target
+wait $target || fail "after: the target failed (exit $?): $(cat "$T/after.out" "$T/after.err")"
+assert_contains "$T/after.out" "^after: caught 1$" "after: the throw through cs_hold after the session"
+
 echo "ok: --call-sites in a C++ process: $((2 * THROWS)) throws per thread through redirected calls, exact as plain probes"

@@ -17,12 +17,19 @@
  *   cxx_sites busy N          thread W calls cs_hold, which blocks (inside a redirected call)
  *                             until the main thread has done N rounds, then returns, and W
  *                             does one round itself; prints the line and "hold H"
+ *   cxx_sites after           for record -p: prints "ready", calls rounds until SIGUSR1; then
+ *                             thread W calls cs_hold, prints "inside" once W is blocked in it,
+ *                             and at SIGUSR2 W's wait throws through cs_hold (a frame entered
+ *                             through a stub during the session, thrown through after it);
+ *                             prints "after: caught C" (C = 1)
  * On stderr: "ra_outside K in MAPPING", the calls of cs_ra whose return address was not in the
  * program's text, and the mapping of the last one (a call-site stub's memfd, the kernel's
  * [uprobes] page of a uretprobe).
  * Exit 0 only if every result was right.
  */
 #include <pthread.h>
+#include <signal.h>
+#include <unistd.h>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -124,7 +131,7 @@ static void rounds(int n, struct tally *t)
 
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t cv = PTHREAD_COND_INITIALIZER;
-static bool inside, released;
+static bool inside, released, throw_after_wait;
 static pthread_barrier_t start_together;
 static int per_thread;
 
@@ -137,6 +144,8 @@ int cx_wait(int x)
 	while (!released)
 		pthread_cond_wait(&cv, &mu);
 	pthread_mutex_unlock(&mu);
+	if (throw_after_wait)
+		throw std::runtime_error("thrown through cs_hold");
 	return x;
 }
 
@@ -181,6 +190,62 @@ static void mapping_of(uintptr_t addr, char *out, size_t size)
 	}
 	if (f)
 		fclose(f);
+}
+
+static volatile sig_atomic_t got_usr1, got_usr2;
+
+static void on_signal(int sig)
+{
+	if (sig == SIGUSR1)
+		got_usr1 = 1;
+	else
+		got_usr2 = 1;
+}
+
+static void *thrower_after(void *arg)
+{
+	long *caught = (long *)arg;
+
+	try {
+		cs_hold(5);
+	} catch (const std::runtime_error &) {
+		++*caught;
+	}
+	return nullptr;
+}
+
+/* the "after" mode (see the top): waits for the signals of the test that drives it */
+static int after_session(void)
+{
+	struct tally t = {};
+	long caught = 0;
+	pthread_t th;
+	int i = 0;
+
+	signal(SIGUSR1, on_signal);
+	signal(SIGUSR2, on_signal);
+	printf("ready\n");
+	fflush(stdout);
+	while (!got_usr1)
+		round_of(i++ % 64, &t);
+	throw_after_wait = true;
+	if (pthread_create(&th, nullptr, thrower_after, &caught))
+		return 2;
+	pthread_mutex_lock(&mu);
+	while (!inside)
+		pthread_cond_wait(&cv, &mu);
+	pthread_mutex_unlock(&mu);
+	printf("inside\n");
+	fflush(stdout);
+	while (!got_usr2)
+		usleep(1000);
+	pthread_mutex_lock(&mu);
+	released = true;
+	pthread_cond_broadcast(&cv);
+	pthread_mutex_unlock(&mu);
+	pthread_join(th, nullptr);
+	printf("after: caught %ld\n", caught);
+	return caught == 1 && !t.bad ? 0 : 1;
 }
 
 static int report(const struct tally *t, int n)
@@ -252,6 +317,8 @@ int main(int argc, char **argv)
 		all.bad |= w.bad;
 		return report(&all, n + 2);
 	}
-	fprintf(stderr, "usage: cxx_sites all N | threads T N | busy N\n");
+	if (!strcmp(mode, "after"))
+		return after_session();
+	fprintf(stderr, "usage: cxx_sites all N | threads T N | busy N | after\n");
 	return 2;
 }

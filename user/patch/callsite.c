@@ -360,6 +360,7 @@ int cs_process__restore(struct cs_process *cp)
 		}
 		ta_log_mark_restored(cm->fd, cm->log, cm->code_off);
 	}
+	cs_stacks_to_sites(&pt, cp);    /* a throw after the session must not meet a stub */
 	ta_maps_free(&maps);
 	pt_detach_all(&pt);
 	return n;

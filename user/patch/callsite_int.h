@@ -83,4 +83,11 @@ int cs_mod__find_sites(int fd, struct cs_mod *cm, const struct ta_maps *maps,
  */
 int cs_mod__check_sites(struct pt_target *pt, struct cs_mod *cm);
 
+/**
+ * cs_stacks_to_sites - in the stopped process, each stack word that holds one of @cp's stubs'
+ * return addresses (probe B) gets that stub's site + 5 (user/patch/callsite_stacks.c). Returns
+ * the number of words written, or a negative errno.
+ */
+int cs_stacks_to_sites(struct pt_target *pt, const struct cs_process *cp);
+
 #endif
