@@ -10,7 +10,7 @@ int record_call_sites_attach(struct rm_modules *mods, struct probes *probes, pid
 {
 	/* the unwinders it maps are hooked already (rm_modules_attach_hooks, before the probes) */
 	struct cs_opts o = { .link_pid = link_pid, .launched = launched, .verbose = verbose,
-			     .unwind_hooked = mods->unwind_hooks };
+			     .unwind_hooked = mods->unwind_hooks && !mods->unwind_failed };
 	size_t nsites = 0;
 	int err = cs_process__attach(cp, probes, mods->m, mods->n, target, &o, &nsites);
 
