@@ -123,6 +123,13 @@ struct tramp_process;
  */
 void recorder__set_trampolines(struct recorder *r, struct tramp_process *tp);
 
+/**
+ * recorder__set_call_sites - @pid's calls are redirected to call-site stubs (@redirected), or
+ * were written back: if the recorder dies meanwhile, its watchdog writes them back and moves
+ * every frame out of the stubs (user/record/record_holds.c). At most 16 processes.
+ */
+void recorder__set_call_sites(struct recorder *r, pid_t pid, bool redirected);
+
 /** recorder__free - finalize if needed and release. NULL is ignored. */
 void recorder__free(struct recorder *r);
 

@@ -14,8 +14,9 @@
 #     exact numbers: every thrown-through frame closed as unwound, cs_m always returning, the
 #     catch's parent cs_m with its children cs_b (unwound) and cs_after (returned);
 #   - every fix-up written (none failed);
-#   - record -p: a thread inside a redirected call when the session ends throws through that
-#     frame after it, and the throw is caught.
+#   - record -p: a thread inside a redirected call when the session ends (by SIGINT, or the
+#     recorder's kill -9) throws through that frame after it, and the throw is caught; the text
+#     is the file's again.
 source "$(dirname "$0")/lib.sh"
 need_bpf
 kill_on_exit
@@ -101,23 +102,42 @@ assert_eq "1 0" "$(for k in call exception; do count busy $k cs_hold; done | pas
 	"busy: calls and exceptions of cs_hold (it returned)"
 check_rounds busy $((N + 2)) $((THROWS + 1))
 # ---- record -p: a frame entered through a stub during the session, thrown through after it ----
-# (the session's end gives it its call site's return address: no hook is left to do it then)
-mkfifo "$T/rdy"
-"$CX" after >"$T/after.out" 2>"$T/after.err" &
-target=$!
-wait_for "$T/after.out" "^ready$" "the after target's start"
-"$ATF" record --call-sites -v -p $target -o "$T/after.cs" -f 'cs_*' --ready-file "$T/rdy" \
-	2>"$T/after.cs.err" &
-rec=$!
-timeout 60 cat "$T/rdy" >/dev/null || { cat "$T/after.cs.err" >&2; fail "record -p never became ready"; }
-assert_contains "$T/after.cs.err" "cxx_sites: 8 call sites of 6 functions redirected" "after: the redirected calls"
-kill -USR1 $target
-wait_for "$T/after.out" "^inside$" "after: the thread inside cs_hold"
-kill -INT $rec
-wait $rec || { cat "$T/after.cs.err" >&2; fail "after: record -p failed"; }
-"$ATF" verify "$T/after.cs" >/dev/null || fail "after: verify"
-kill -USR2 $target
-wait $target || fail "after: the target failed (exit $?): $(cat "$T/after.out" "$T/after.err")"
-assert_contains "$T/after.out" "^after: caught 1$" "after: the throw through cs_hold after the session"
+# after SIGNAL: the session ends by SIGNAL to the recorder: INT (its own end gives the frame its
+# call site's return address: no hook is left to do it then), or KILL (its watchdog writes the
+# calls back and does the same, as `atftrace restore -p` would)
+after() {
+	local sig=$1 target rec wd
+	rm -f "$T/rdy"
+	mkfifo "$T/rdy"
+	"$CX" after >"$T/after.out" 2>"$T/after.err" &
+	target=$!
+	wait_for "$T/after.out" "^ready$" "after $sig: the target's start"
+	"$ATF" record --call-sites -v -p $target -o "$T/after_$sig.cs" -f 'cs_*' --ready-file "$T/rdy" \
+		2>"$T/after_$sig.err" &
+	rec=$!
+	timeout 60 cat "$T/rdy" >/dev/null || { cat "$T/after_$sig.err" >&2; fail "after $sig: record -p never became ready"; }
+	assert_contains "$T/after_$sig.err" "cxx_sites: 8 call sites of 6 functions redirected" "after $sig: the redirected calls"
+	wd=$(awk '/watchdog [0-9]+ resumes/ { print $3 }' "$T/after_$sig.err")
+	[ -n "$wd" ] || fail "after $sig: the recorder did not name its watchdog"
+	kill -USR1 $target
+	wait_for "$T/after.out" "^inside$" "after $sig: the thread inside cs_hold"
+	[ "$(text_diff $target "$CX")" -gt 0 ] || fail "after $sig: no redirected call in the text during the session"
+	kill -$sig $rec
+	if { wait $rec; } 2>/dev/null; then
+		[ "$sig" = INT ] || fail "after $sig: the recorder was not killed"
+	else
+		[ "$sig" = KILL ] || { cat "$T/after_$sig.err" >&2; fail "after $sig: record -p failed"; }
+	fi
+	# the watchdog acts when the recorder is gone, then exits
+	timeout 60 bash -c "while kill -0 $wd 2>/dev/null; do sleep 0.05; done" \
+		|| fail "after $sig: the watchdog $wd did not end"
+	assert_eq 0 "$(text_diff $target "$CX")" "after $sig: bytes of the text that differ from the file"
+	kill -USR2 $target
+	wait $target || fail "after $sig: the target failed (exit $?): $(cat "$T/after.out" "$T/after.err")"
+	assert_contains "$T/after.out" "^after: caught 1$" "after $sig: the throw through cs_hold after the session"
+}
+after INT
+"$ATF" verify "$T/after_INT.cs" >/dev/null || fail "after INT: verify"
+after KILL
 
 echo "ok: --call-sites in a C++ process: $((2 * THROWS)) throws per thread through redirected calls, exact as plain probes"

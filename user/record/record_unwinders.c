@@ -57,9 +57,12 @@ void rm_unwinder_check(struct rm_modules *mods, struct probes *p, const char *pa
 		fprintf(stderr, "atftrace record: %s: cannot hook the C++ unwinder (%s): an exception "
 			"thrown through a traced function will terminate the program\n", path,
 			strerror(-n));
-	} else if (n > 0 && mods->verbose)
-		fprintf(stderr, "atftrace record: C++ unwind hooks on %s (%d entry point%s)\n", path,
-			n, n == 1 ? "" : "s");
+	} else if (n > 0) {
+		mods->unwinders_hooked++;
+		if (mods->verbose)
+			fprintf(stderr, "atftrace record: C++ unwind hooks on %s (%d entry point%s)\n",
+				path, n, n == 1 ? "" : "s");
+	}
 }
 
 void rm_unwinders_of_program(struct rm_modules *mods, struct probes *p, const char *exe,
