@@ -14,6 +14,8 @@
 #     exact numbers: every thrown-through frame closed as unwound, cs_m always returning, the
 #     catch's parent cs_m with its children cs_b (unwound) and cs_after (returned);
 #   - every fix-up written (none failed);
+#   - with a record-time filter (-D 2), which hides calls from the shadow stack the hooks read,
+#     a C++ process keeps plain probes, and one line says why;
 #   - record -p: a thread inside a redirected call when the session ends (by SIGINT, or the
 #     recorder's kill -9) throws through that frame after it, and the throw is caught; the text
 #     is the file's again.
@@ -101,6 +103,15 @@ run busy $((N + 2)) busy $N
 assert_eq "1 0" "$(for k in call exception; do count busy $k cs_hold; done | paste -sd' ')" \
 	"busy: calls and exceptions of cs_hold (it returned)"
 check_rounds busy $((N + 2)) $((THROWS + 1))
+# ---- record-time filters hide calls from the shadow stack the hooks read: plain probes then --
+"$ATF" record --call-sites -D 2 -o "$T/d2" -f 'cs_*' -- "$CX" all 8 >"$T/d2.out" 2>"$T/d2.err" \
+	|| { cat "$T/d2.err" >&2; fail "record --call-sites -D 2 failed"; }
+assert_contains "$T/d2.err" "^atftrace record: --call-sites with record-time filters: a C\+\+ process keeps plain probes" \
+	"-D 2: the line saying why"
+assert_contains "$T/d2.err" "no call sites redirected: it maps a C\+\+ unwinder" "-D 2: nothing redirected"
+"$CX" all 8 >"$T/d2.plain" 2>/dev/null
+cmp -s "$T/d2.plain" "$T/d2.out" || fail "-D 2: the output differs from the untraced run's"
+
 # ---- record -p: a frame entered through a stub during the session, thrown through after it ----
 # after SIGNAL: the session ends by SIGNAL to the recorder: INT (its own end gives the frame its
 # call site's return address: no hook is left to do it then), or KILL (its watchdog writes the

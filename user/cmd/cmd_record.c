@@ -511,7 +511,7 @@ static int record_main(struct record_args *a)
 	if (tramps && attach_trampolines(a, &mods, probes, target, link_pid, &tp) < 0)
 		goto cleanup;
 	if (sites && record_call_sites_attach(rec, &mods, probes, target, link_pid, a->cmd != NULL,
-					      a->verbose, &cp) < 0)
+					      a->verbose, filter_active(&a->filter), &cp) < 0)
 		goto cleanup;
 	recorder__set_trampolines(rec, tp);
 	rm_modules_trampolines(&mods, tp);     /* libraries it maps later get them too */

@@ -7,13 +7,24 @@
 
 int record_call_sites_attach(struct recorder *rec, struct rm_modules *mods, struct probes *probes,
 			     pid_t target, pid_t link_pid, bool launched, bool verbose,
-			     struct cs_process **cp)
+			     bool filters, struct cs_process **cp)
 {
-	/* the unwinders it maps are hooked already (rm_modules_attach_hooks, before the probes) */
+	/*
+	 * The unwinders it maps are hooked already (rm_modules_attach_hooks, before the probes).
+	 * The hooks find the frames entered through stubs on the thread's shadow stack, where a
+	 * call that a record-time filter hides (-D, -F, -T ...@trace_off) is not: with filters a
+	 * C++ process keeps plain probes.
+	 */
 	struct cs_opts o = { .link_pid = link_pid, .launched = launched, .verbose = verbose,
-			     .unwind_hooked = mods->unwind_hooks && !mods->unwind_failed };
+			     .unwind_hooked = mods->unwind_hooks && !mods->unwind_failed &&
+					      !filters };
 	size_t nsites = 0;
-	int err = cs_process__attach(cp, probes, mods->m, mods->n, target, &o, &nsites);
+	int err;
+
+	if (filters && mods->unwinders_hooked)
+		fprintf(stderr, "atftrace record: --call-sites with record-time filters: a C++ process "
+			"keeps plain probes (a throw could unwind through a hidden call's stub)\n");
+	err = cs_process__attach(cp, probes, mods->m, mods->n, target, &o, &nsites);
 
 	if (err < 0) {
 		fprintf(stderr, "atftrace record: cannot redirect call sites: %s\n", strerror(-err));
