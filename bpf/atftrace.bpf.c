@@ -469,7 +469,9 @@ int atf_uretprobe(struct pt_regs *ctx)
  * now, value to write) in a REC_UNWIND_FIXUP record, sends the thread SIGSTOP (it stops before
  * it runs the unwinder) and forces a ring wakeup; user/record/recorder_unwind.c waits until the thread
  * is stopped, writes the slots and sends SIGCONT. Only throws pay: a thread without a pending
- * uretprobe returns at once, and a catch with nothing to re-arm does not stop.
+ * uretprobe nor an open traced frame returns at once, and a raise or catch with nothing to
+ * write does not stop. Frames entered through call-site stubs get the same treatment
+ * (bpf/site_unwind.bpf.h).
  *
  * Holding stops: the recorder sets unwind_holds_off before its last drain and waits until
  * unwind_inflight is 0, so no thread is stopped after the recorder's last look at the ring.
@@ -500,8 +502,6 @@ static __always_inline void collect_unwind_slots(struct rec_unwind_fixup *rec,
 						 bool rearm, __u64 live_sp)
 {
 	__u64 prev_stack = 0;
-
-	rec->count = 0;
 
 	for (int i = 0; i < REC_UNWIND_MAX_SLOTS && ri; i++) {
 		__u64 stack = BPF_CORE_READ(ri, stack);
@@ -539,22 +539,31 @@ static __always_inline void collect_unwind_slots(struct rec_unwind_fixup *rec,
 		rec->flags |= REC_UNWIND_F_TRUNCATED;
 }
 
-/* hold_for_unwind - list the slot writes, stop the thread, hand the list to the recorder. */
+/* Frames entered through call-site stubs: collect_site_slots(). */
+#include "site_unwind.bpf.h"
+
+/*
+ * hold_for_unwind - list the slot writes (uretprobe trampolines, then call-site stubs), stop
+ * the thread, hand the list to the recorder. @live_sp: the raising or the catching sp.
+ */
 static __always_inline void hold_for_unwind(__u64 pid_tgid, bool rearm, __u64 live_sp)
 {
 	struct task_struct *task = bpf_get_current_task_btf();
-	struct return_instance *ri;
+	struct task_state *st = current_state(false);
+	struct return_instance *ri = NULL;
 	struct rec_unwind_fixup *rec;
-	__u64 tramp;
+	__u64 tramp = 0;
 
-	if (!bpf_core_field_exists(struct uprobe_task, return_instances))
-		return;
-	ri = BPF_CORE_READ(task, utask, return_instances);
-	if (!ri)
-		return;         /* no pending uretprobe on this thread: nothing to do */
-	tramp = BPF_CORE_READ(task, mm, uprobes_state.xol_area, vaddr);
+	if (bpf_core_field_exists(struct uprobe_task, return_instances))
+		ri = BPF_CORE_READ(task, utask, return_instances);
+	if (ri)
+		tramp = BPF_CORE_READ(task, mm, uprobes_state.xol_area, vaddr);
 	if (!tramp)
-		return;
+		ri = NULL;
+	if (st && !st->depth)
+		st = NULL;      /* no open frame: no stub frame either */
+	if (!ri && !st)
+		return;         /* no pending uretprobe nor traced frame: nothing to do */
 	__sync_fetch_and_add(&unwind_inflight, 1);
 	if (*(volatile __u32 *)&unwind_holds_off)
 		goto out;
@@ -569,7 +578,11 @@ static __always_inline void hold_for_unwind(__u64 pid_tgid, bool rearm, __u64 li
 	rec->flags = rearm ? REC_UNWIND_F_REARM : 0;
 	rec->hold_seq = 0;
 	rec->ts = atf_now();
-	collect_unwind_slots(rec, ri, tramp, rearm, live_sp);
+	rec->count = 0;
+	if (ri)
+		collect_unwind_slots(rec, ri, tramp, rearm, live_sp);
+	if (st)
+		collect_site_slots(rec, st, rearm, live_sp);
 	if (rec->count == 0) {
 		bpf_ringbuf_discard(rec, BPF_RB_NO_WAKEUP);
 		goto out;
@@ -600,7 +613,7 @@ int atf_unwind_raise(struct pt_regs *ctx)
 	if (!tgid_traced(pid_tgid >> 32))
 		return 0;
 #if defined(__TARGET_ARCH_x86)
-	hold_for_unwind(pid_tgid, false, 0);
+	hold_for_unwind(pid_tgid, false, PT_REGS_SP(ctx));
 #endif
 	return 0;
 }

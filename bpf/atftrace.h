@@ -142,6 +142,8 @@ struct filter_fn {
  * stub holds probe B's address in its return-address slot (bpf/atftrace.bpf.c: tail_call).
  */
 #define ATF_SITE_RET_FROM_PROBE_A 6
+/* ... and the stub's `jmp site+5` (e9 rel32) this many bytes after probe B (bpf/site_unwind.bpf.h). */
+#define ATF_SITE_JMP_FROM_RET 1
 
 /* Processes with entry trampolines that the registration guard stops (bpf/reg_guard.bpf.h):
  * the traced process, the children it forks, the processes that share its memory. */

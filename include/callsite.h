@@ -37,15 +37,17 @@ struct cs_opts {
 	pid_t link_pid;             /* the links' process filter (0: every process, --follow-fork) */
 	bool launched;              /* a child seized with tramp_seize_child() before its exec */
 	bool verbose;               /* one line per module: sites redirected, and why not more */
+	bool unwind_hooked;         /* the C++ unwind hooks cover the unwinder it maps, if any */
 };
 
 /**
  * cs_process__attach - redirect the direct calls to the selected functions of @mods in process
  * @pid to call-site stubs and attach the stubs' probes. The functions' own plain probes must be
  * attached already (probes__attach_module()). With @o->launched, first waits for the child's
- * exec and runs it to its entry point. Nothing is redirected in a process that maps a C++
- * unwinder (an exception would unwind through a stub, which has no unwind information) or has
- * a seccomp filter; one line says so. The process runs again when this returns. Returns 0 with
+ * exec and runs it to its entry point. Nothing is redirected in a process that has a seccomp
+ * filter, nor in one that maps a C++ unwinder without @o->unwind_hooked (an exception would
+ * unwind through a stub, which has no unwind information; the hooks map each stub's return
+ * back to its call site's, bpf/site_unwind.bpf.h); one line says so. The process runs again when this returns. Returns 0 with
  * @nsites set to the number of sites redirected, or a negative errno (nothing redirected).
  */
 int cs_process__attach(struct cs_process **out, struct probes *p, struct sym_module **mods,

@@ -64,6 +64,8 @@ struct rm_modules {
 	pid_t pid;                  /* the -p target (not a container's), else 0 */
 	struct rm_file_id *asked;   /* files asked for the unwinder (user/record/record_unwinders.c) */
 	size_t nasked;
+	bool unwind_failed;         /* an unwinder's hooks could not be attached (one line said so) */
+	size_t unwinders_hooked;    /* files whose unwinder got the hooks */
 	size_t selected;            /* functions selected over all modules */
 	size_t attached;            /* functions attached over all modules */
 	bool verbose;

@@ -132,6 +132,13 @@ typedef void (*recorder_drain_fn)(void *ctx);
  */
 void recorder__on_drain(struct recorder *r, recorder_drain_fn fn, void *ctx);
 
+/**
+ * recorder__set_call_sites - @pid's calls are redirected to call-site stubs (@redirected), or
+ * were written back: if the recorder dies meanwhile, its watchdog writes them back and moves
+ * every frame out of the stubs (user/record/record_holds.c). At most 16 processes.
+ */
+void recorder__set_call_sites(struct recorder *r, pid_t pid, bool redirected);
+
 /** recorder__free - finalize if needed and release. NULL is ignored. */
 void recorder__free(struct recorder *r);
 

@@ -59,7 +59,9 @@ int tramp_areas__read(pid_t pid, struct tramp_areas *out);
 /**
  * tramp_areas__restore - for every area of @a whose header is sound, check each patch against
  * the process's maps and bytes and, unless @dry_run, write the original bytes back where ours
- * still are (another tool's int3 over them kept), every thread of @pid stopped with ptrace.
+ * still are (another tool's int3 over them kept), every thread of @pid stopped with ptrace;
+ * a stack word that holds a call-site stub's return gets its call site's (a C++ throw must not
+ * meet a stub).
  * Fills each area's patches and counts. 0, or a negative errno when the process cannot be
  * stopped (-EPERM: another tracer holds it) or read: nothing is written then.
  */

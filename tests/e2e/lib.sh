@@ -175,3 +175,14 @@ check_throw_session() {
 		done
 	done
 }
+
+# call_summary SESSION: per function id its calls ("calls FID N"), each call's parent ("edge
+# PARENT FID N", - at depth 0), and the frames closed as unwound ("unwound N"), over every thread
+call_summary() {
+	local d
+	for d in "$1"/pid_*/thread_*; do "$TOOLS/atf_raw" "$d"; done | awk '
+		$1 == "ev" && $3 == "C" { calls[$4]++; p = $5 > 0 ? open[$5 - 1] : "-"; edges[p " " $4]++; open[$5] = $4 }
+		$1 == "ev" && $3 == "X" { x++ }
+		END { for (f in calls) print "calls", f, calls[f]; for (e in edges) print "edge", e, edges[e]
+		      print "unwound", x + 0 }' | sort
+}

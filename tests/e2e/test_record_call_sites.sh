@@ -9,7 +9,7 @@
 #   - the target's output is the untraced run's; its text is the file's after the session;
 #   - bash with every function traced (about 2000 sites): the same calls per function as
 #     plain probes;
-#   - a C++ program is left on plain probes, with one line saying why;
+#   - a C++ program is redirected too, and its throws unwind exactly;
 #   - refused with -a and with --trampolines / --no-trampolines.
 source "$(dirname "$0")/lib.sh"
 need_bpf
@@ -18,17 +18,6 @@ CS=$TARGETS/callsites
 [ -x "$CS" ] || fail "build first: make OUTPUT=$OUTPUT targets"
 [ -x "$TOOLS/atf_raw" ] || fail "build first: make OUTPUT=$OUTPUT tools"
 N=300
-
-# summary SESSION: per function id its calls ("calls FID N"), each call's parent ("edge PARENT
-# FID N", - at depth 0), and the frames closed as unwound ("unwound N")
-summary() {
-	local d
-	for d in "$1"/pid_*/thread_*; do "$TOOLS/atf_raw" "$d"; done | awk '
-		$1 == "ev" && $3 == "C" { calls[$4]++; p = $5 > 0 ? open[$5 - 1] : "-"; edges[p " " $4]++; open[$5] = $4 }
-		$1 == "ev" && $3 == "X" { x++ }
-		END { for (f in calls) print "calls", f, calls[f]; for (e in edges) print "edge", e, edges[e]
-		      print "unwound", x + 0 }' | sort
-}
 
 "$CS" all $N >"$T/plain.out" || fail "the untraced run failed"
 
@@ -44,8 +33,8 @@ cmp -s "$T/plain.out" "$T/cs.out" || fail "the output differs from the untraced 
 "$ATF" verify "$T/cs" >/dev/null || fail "verify --call-sites session"
 "$ATF" record --no-trampolines -o "$T/plain" -f 'tr_*' -f 'cs_*' -- "$CS" all $N >"$T/p.out" 2>"$T/p.err" \
 	|| { cat "$T/p.err" >&2; fail "record --no-trampolines failed"; }
-summary "$T/cs" >"$T/cs.sum"
-summary "$T/plain" >"$T/plain.sum"
+call_summary "$T/cs" >"$T/cs.sum"
+call_summary "$T/plain" >"$T/plain.sum"
 assert_eq 0 "$(awk '$1 == "unwound" { print $2 }' "$T/cs.sum")" "frames closed as unwound with --call-sites"
 # cs_rec 200 deep: the kernel keeps 64 uretprobes per thread, the rest end as unwound
 unw=$(awk '$1 == "unwound" { print $2 }' "$T/plain.sum")
@@ -91,11 +80,11 @@ kill -TERM $target
 wait $target || fail "the served target failed: $(cat "$T/serve.out")"
 assert_contains "$T/serve.out" "^served [1-9][0-9]*$" "the served target's count"
 
-# ---- a C++ program: not redirected (a throw would unwind through a stub), and says so -----------
-"$ATF" record --call-sites -o "$T/cxx" -f 'thrower_*' -- "$TARGETS/cxx_throw" 20 >/dev/null 2>"$T/cxx.err" \
+# ---- a C++ program: redirected too, its throws unwind through the stubs (test_record_call_sites_cxx.sh)
+"$ATF" record --call-sites -v -o "$T/cxx" -f 'thrower_*' -- "$TARGETS/cxx_throw" 20 >/dev/null 2>"$T/cxx.err" \
 	|| { cat "$T/cxx.err" >&2; fail "record --call-sites of a C++ program failed"; }
-assert_contains "$T/cxx.err" "no call sites redirected: it maps a C\+\+ unwinder \(.*(libgcc_s|libstdc\+\+)" \
-	"the line saying why a C++ program keeps plain probes"
+assert_contains "$T/cxx.err" "cxx_throw: [1-9][0-9]* call sites? of [1-9][0-9]* functions? redirected" \
+	"the C++ program's redirected calls"
 check_throw_session cxx 20
 
 # ---- refused combinations: one line, non-zero ---------------------------------------------------

@@ -34,6 +34,11 @@ $(OUTPUT)/targets/cxx_attach_throw: tests/targets/cxx_attach_throw.cpp
 	$(call msg,TARGET,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CXX) $(TARGET_CFLAGS) -pthread $< -o $@
+# cxx_sites: C++ throws through functions whose calls record --call-sites redirects.
+$(OUTPUT)/targets/cxx_sites: tests/targets/cxx_sites.cpp
+	$(call msg,TARGET,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CXX) $(TARGET_CFLAGS) -pthread $< -o $@
 # cxx_throw_static: the unwinder and the C++ runtime linked into the program (no libgcc_s).
 $(OUTPUT)/targets/cxx_throw_static: tests/targets/cxx_throw.cpp
 	$(call msg,TARGET,$@)
@@ -50,7 +55,7 @@ TARGET_LDFLAGS_cxx_c_main := -L$(OUTPUT)/targets -lcxxthrow -Wl,-rpath,'$$ORIGIN
 TARGET_LDFLAGS_cxx_dlopen := -ldl
 EXTRA_TARGETS += $(OUTPUT)/targets/libatftest.so $(OUTPUT)/targets/cxx_throw \
 		 $(OUTPUT)/targets/cxx_attach_throw $(OUTPUT)/targets/cxx_throw_static \
-		 $(OUTPUT)/targets/libcxxthrow.so
+		 $(OUTPUT)/targets/libcxxthrow.so $(OUTPUT)/targets/cxx_sites
 
 # ---- symbol-resolution targets (probe) ----
 # probe_plt: odd symbols (in .plt, int3 first, aliases, data, ifunc) for tests/unit/test_symbols.c.

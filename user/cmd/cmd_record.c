@@ -511,8 +511,8 @@ static int record_main(struct record_args *a)
 	}
 	if (tramps && attach_trampolines(a, &mods, probes, target, link_pid, &tp) < 0)
 		goto cleanup;
-	if (sites && record_call_sites_attach(&mods, probes, target, link_pid, a->cmd != NULL,
-					      a->verbose, &cp) < 0)
+	if (sites && record_call_sites_attach(rec, &mods, probes, target, link_pid, a->cmd != NULL,
+					      a->verbose, filter_active(&a->filter), &cp) < 0)
 		goto cleanup;
 	recorder__set_trampolines(rec, tp);
 	if (record_call_sites_watch(rec, probes, cp, a->verbose, &cs_watch) < 0)
@@ -542,7 +542,7 @@ static int record_main(struct record_args *a)
 	reason = record_run(rec, sigfd, a->duration, &a->detail, probes, a->sys.all, ready, a->force);
 	/* the target's text is the file's again before the session ends */
 	restore_trampolines(tp);
-	record_call_sites_restore(cp);
+	record_call_sites_restore(rec, cp);
 	err = recorder__finish(rec, reason ? reason : "recorder error");
 	if (!reason || err < 0)
 		goto cleanup;
@@ -582,7 +582,7 @@ cleanup:
 	if (child.gate_fd >= 0)
 		proc_child__abort(&child);      /* never released: it exits 127 without running */
 	restore_trampolines(tp);
-	record_call_sites_restore(cp);
+	record_call_sites_restore(rec, cp);
 	recorder__set_trampolines(rec, NULL);
 	recorder__free(rec);
 	record_call_sites_watch_free(cs_watch);

@@ -401,8 +401,9 @@ int cs_process__attach(struct cs_process **out, struct probes *p, struct sym_mod
 			err == -EPERM ? ", traced by another tool?" : "");
 		return 0;
 	}
-	/* a throw would unwind through a stub's return, which has no unwind information */
-	if (maps_unwinder(pid, unwinder, sizeof(unwinder)))
+	/* without the unwind hooks a throw would unwind through a stub's return, which has no
+	 * unwind information */
+	if (!o->unwind_hooked && maps_unwinder(pid, unwinder, sizeof(unwinder)))
 		why = "it maps a C++ unwinder";
 	else if (ta_seccomp(&pt))
 		why = "it has a seccomp filter";
@@ -511,9 +512,10 @@ int cs_process__restore(struct cs_process *cp)
 		struct cs_mod *cm = &cp->mods[i];
 
 		for (size_t k = 0; k < cm->nsites; k++)
-			n += cs_site__write_back(&pt, &maps, cm, &cm->sites[k]);
+			n += !cm->sites[k].handed_back && cs_site__write_back(&pt, &maps, cm, &cm->sites[k]);
 		ta_log_mark_restored(cm->fd, cm->log, cm->code_off);
 	}
+	cs_stacks_to_sites(&pt, cp);    /* a throw after the session must not meet a stub */
 	ta_maps_free(&maps);
 	pt_detach_all(&pt);
 	return n;

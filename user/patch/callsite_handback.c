@@ -62,7 +62,7 @@ static bool site_picked(const struct cs_process *cp, bool *const *pick, size_t i
 {
 	size_t t = site_target(cp, i, s);
 
-	return t < cp->nmods && pick[t] && s->fn < cp->mods[t].nfns && pick[t][s->fn];
+	return !s->handed_back && t < cp->nmods && pick[t] && s->fn < cp->mods[t].nfns && pick[t][s->fn];
 }
 
 /* Sites per function of each traced module (into @count[t][fn]) that go to a picked one; how many. */
@@ -82,26 +82,24 @@ static size_t count_picked(const struct cs_process *cp, bool *const *pick, size_
 	return n;
 }
 
-/* Write back the sites of every module that call a picked function; drop them; count each. */
+/* Write back the sites of every module that call a picked function, mark them; count each. */
 static void write_back_picked(struct cs_process *cp, struct pt_target *pt,
 			      const struct ta_maps *maps, bool *const *pick, size_t **written)
 {
 	for (size_t i = 0; i < cp->nmods; i++) {
 		struct cs_mod *cm = &cp->mods[i];
-		size_t kept = 0;
 
+		/* kept in place: stub k is site k's, and a thread may still be inside it */
 		for (size_t k = 0; k < cm->nsites; k++) {
-			const struct cs_site *s = &cm->sites[k];
+			struct cs_site *s = &cm->sites[k];
 
-			if (!site_picked(cp, pick, i, s)) {
-				cm->sites[kept++] = *s;
+			if (!site_picked(cp, pick, i, s))
 				continue;
-			}
 			/* a site that is not ours any more (unmapped, rewritten) has nothing to give back */
 			if (cs_site__write_back(pt, maps, cm, s))
 				written[site_target(cp, i, s)][s->fn]++;
+			s->handed_back = true;
 		}
-		cm->nsites = kept;
 	}
 }
 

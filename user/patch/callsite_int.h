@@ -40,6 +40,7 @@ struct cs_site {
 	uint64_t far;                       /* another module's site: f's body, jumped to absolutely */
 	uint8_t orig[CS_CALL_LEN];          /* the file's call */
 	uint8_t call[CS_CALL_LEN];          /* ours: call stub */
+	bool handed_back;                   /* the file's call is back (stub k stays site k's) */
 };
 
 struct cs_mod {
@@ -136,5 +137,12 @@ void cs_mod__release(struct cs_mod *cm);
  */
 bool cs_site__write_back(struct pt_target *pt, const struct ta_maps *maps, const struct cs_mod *cm,
 			 const struct cs_site *s);
+
+/**
+ * cs_stacks_to_sites - in the stopped process, each stack word that holds one of @cp's stubs'
+ * return addresses (probe B) gets that stub's site + 5 (user/patch/callsite_stacks.c). Returns
+ * the number of words written, or a negative errno.
+ */
+int cs_stacks_to_sites(struct pt_target *pt, const struct cs_process *cp);
 
 #endif

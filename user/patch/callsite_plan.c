@@ -12,6 +12,7 @@ static const uint8_t lea_rsp8[] = { 0x48, 0x8d, 0x64, 0x24, 0x08 };   /* lea 8(%
 _Static_assert(sizeof(lea_rsp8) == CS_PROBE_A, "probe A follows the lea");
 _Static_assert(ATF_SITE_RET_FROM_PROBE_A == sizeof(probe_nop) + CS_CALL_LEN,
 	       "probe B is where the stub's call returns");
+_Static_assert(ATF_SITE_JMP_FROM_RET == sizeof(probe_nop), "the jmp back follows probe B");
 
 static int cmp_target(uint64_t v, const uint64_t *t, size_t n)
 {

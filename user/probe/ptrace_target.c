@@ -514,6 +514,53 @@ int pt_stack_holds(struct pt_target *t, const uint64_t (*ranges)[2], size_t n, b
 	return 0;
 }
 
+/* The index of @v in @pairs (sorted by [0]), or -1. */
+static long pair_of(const uint64_t (*pairs)[2], size_t n, uint64_t v)
+{
+	size_t lo = 0, hi = n;
+
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+
+		if (pairs[mid][0] == v)
+			return (long)mid;
+		if (pairs[mid][0] < v)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return -1;
+}
+
+int pt_stack_replace(struct pt_target *t, const uint64_t (*pairs)[2], size_t n)
+{
+	uint64_t buf[4096];
+	int written = 0;
+
+	for (size_t k = 0; n && k < t->nthreads; k++) {
+		uint64_t sp = t->threads[k].regs.rsp & ~7ull, end = mapping_end(t->pid, sp);
+
+		if (end > sp + STACK_SCAN_MAX)
+			end = sp + STACK_SCAN_MAX;
+		for (uint64_t a = sp; a < end; a += sizeof(buf)) {
+			size_t len = end - a < sizeof(buf) ? end - a : sizeof(buf);
+
+			if (pt_read(t, a, buf, len))
+				break;
+			for (size_t w = 0; w < len / 8; w++) {
+				long i = pair_of(pairs, n, buf[w]);
+
+				if (i < 0)
+					continue;
+				if (pt_write(t, a + w * 8, &pairs[i][1], sizeof(pairs[i][1])))
+					return -EIO;
+				written++;
+			}
+		}
+	}
+	return written;
+}
+
 /* Is @ip strictly inside one of @ranges? */
 static bool ip_inside(uint64_t ip, const uint64_t (*ranges)[2], size_t n)
 {

@@ -77,4 +77,11 @@ int pt_syscall(struct pt_target *t, long nr, const uint64_t args[6], int64_t *re
  */
 int pt_stack_holds(struct pt_target *t, const uint64_t (*ranges)[2], size_t n, bool *hit);
 
+/**
+ * pt_stack_replace - in each stopped thread's stack (from its sp to the end of its mapping, at
+ * most 8 MiB), every word equal to some @pairs[i][0] gets @pairs[i][1]; @pairs sorted by
+ * [0], distinct. Returns the number of words written, or a negative errno.
+ */
+int pt_stack_replace(struct pt_target *t, const uint64_t (*pairs)[2], size_t n);
+
 #endif

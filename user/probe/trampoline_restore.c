@@ -237,6 +237,68 @@ static int check_all(pid_t pid, struct pt_target *pt, struct tramp_areas *a, boo
 	return err;
 }
 
+/* The return address of the stub of call site @r (its probe B), or 0. */
+static uint64_t stub_return(struct pt_target *pt, const struct patch_record *r)
+{
+	uint8_t code[32];
+	uint64_t stub;
+	int32_t rel;
+
+	if (r->kind != PATCH_KIND_CALL_REL32 || r->len != 5 || r->written[0] != 0xe8)
+		return 0;
+	memcpy(&rel, r->written + 1, sizeof(rel));
+	stub = r->addr + 5 + (uint64_t)(int64_t)rel;
+	if (pt_read(pt, stub, code, sizeof(code)))
+		return 0;
+	/* probe B is the byte before the stub's `jmp site+5`, where the stub's own call returns */
+	for (size_t p = 1; p + 5 <= sizeof(code); p++) {
+		if (code[p] != 0xe9)
+			continue;
+		memcpy(&rel, code + p + 1, sizeof(rel));
+		if (stub + p + 5 + (uint64_t)(int64_t)rel == r->addr + 5)
+			return stub + p - 1;
+	}
+	return 0;
+}
+
+static int cmp_pair(const void *x, const void *y)
+{
+	const uint64_t *a = x, *b = y;
+
+	return a[0] < b[0] ? -1 : a[0] > b[0];
+}
+
+/*
+ * A frame entered through a call-site stub returns into the stub, which has no unwind
+ * information: a C++ throw through it would terminate the program. With every thread stopped,
+ * each stack word that holds a stub's return gets its call site + 5, the return address of the
+ * original call (user/patch/callsite_stacks.c does the same at a session's own end).
+ */
+static void stacks_to_sites(struct pt_target *pt, const struct tramp_areas *a)
+{
+	uint64_t (*pairs)[2] = NULL;
+	size_t n = 0, cap = 0;
+
+	for (size_t i = 0; i < a->n; i++)
+		if (!a->v[i].err && !a->v[i].owner)
+			cap += a->v[i].log.nrecords;
+	if (!cap || !(pairs = malloc(cap * sizeof(*pairs))))
+		return;
+	for (size_t i = 0; i < a->n; i++)
+		for (uint32_t k = 0; !a->v[i].err && !a->v[i].owner && k < a->v[i].log.nrecords; k++) {
+			const struct patch_record *r = &a->v[i].log.records[k];
+			uint64_t ret = stub_return(pt, r);
+
+			if (ret) {
+				pairs[n][0] = ret;
+				pairs[n++][1] = r->addr + 5;
+			}
+		}
+	qsort(pairs, n, sizeof(*pairs), cmp_pair);
+	pt_stack_replace(pt, (const uint64_t (*)[2])pairs, n);
+	free(pairs);
+}
+
 int tramp_areas__restore(pid_t pid, struct tramp_areas *a, bool dry_run)
 {
 	struct pt_target pt = { .pid = pid, .mem_fd = -1 };
@@ -256,6 +318,8 @@ int tramp_areas__restore(pid_t pid, struct tramp_areas *a, bool dry_run)
 		return err;
 	/* the maps are read with every thread stopped: nothing maps or unmaps meanwhile */
 	err = check_all(pid, &pt, a, true);
+	if (!err)
+		stacks_to_sites(&pt, a);
 	pt_detach_all(&pt);
 	return err;
 }

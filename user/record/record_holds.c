@@ -38,14 +38,40 @@
 #include "clock.h"
 #include "probes.h"
 #include "recorder_int.h"
+#include "tramp_restore.h"
 #include "trampoline.h"
 
-/* The probed 5-byte nops, shared with the watchdog (MAP_SHARED before its fork). */
+/*
+ * Shared with the watchdog (MAP_SHARED before its fork): the probed 5-byte nops, and the
+ * processes whose call sites are redirected (record --call-sites) until the recorder's own
+ * restore.
+ */
 #define NOP5_SITES_MAX 4096
+#define CALL_SITE_PIDS_MAX 16
 struct nop5_sites {
 	uint64_t n;                 /* written by the recorder only, after the site itself */
 	struct nop5_site v[NOP5_SITES_MAX];
+	int32_t call_site_pids[CALL_SITE_PIDS_MAX];     /* 0: a free entry */
 };
+
+/*
+ * In the watchdog: the recorder died with @pid's calls redirected. Its unwind hooks died with
+ * it, so a C++ throw through a call-site stub would terminate the program: write the original
+ * calls back and give every frame inside a stub its call site's return address, as `atftrace
+ * restore -p` does (include/tramp_restore.h). Its stderr is the recorder's: one line.
+ */
+static void call_sites_undo(pid_t pid)
+{
+	struct tramp_areas a;
+	int err = tramp_areas__read(pid, &a);
+
+	if (!err)
+		err = tramp_areas__restore(pid, &a, false);
+	if (err && err != -ESRCH)
+		fprintf(stderr, "atftrace-watch: process %d: cannot write its redirected calls back "
+			"(%s): 'atftrace restore -p %d'\n", (int)pid, strerror(-err), (int)pid);
+	tramp_areas__free(&a);
+}
 
 /* In the watchdog: wait for the recorder (@pidfd) to end, resume what it held, exit. */
 static void __attribute__((noreturn)) watchdog_run(int pidfd, uint64_t *held, size_t n,
@@ -81,6 +107,12 @@ static void __attribute__((noreturn)) watchdog_run(int pidfd, uint64_t *held, si
 		/* someone else stopped it while we held it: theirs to continue */
 		if (!(pid & HELD_STOPPED_BY_OTHER))
 			kill((pid_t)pid, SIGCONT);
+	}
+	for (size_t i = 0; i < CALL_SITE_PIDS_MAX; i++) {
+		pid_t pid = __atomic_load_n(&sites->call_site_pids[i], __ATOMIC_ACQUIRE);
+
+		if (pid > 0)
+			call_sites_undo(pid);
 	}
 	_exit(0);
 }
@@ -300,6 +332,19 @@ void rec_holds_add_sites(struct recorder *r, const struct sym_module *m)
 		s->v[k] = (struct nop5_site){ .dev = st.st_dev, .ino = st.st_ino,
 					      .offset = m->funcs[i].probe_offset };
 		__atomic_store_n(&s->n, k + 1, __ATOMIC_RELEASE);
+	}
+}
+
+void recorder__set_call_sites(struct recorder *r, pid_t pid, bool redirected)
+{
+	struct nop5_sites *s = r ? r->nop5_sites : NULL;
+
+	for (size_t i = 0; s && pid > 0 && i < CALL_SITE_PIDS_MAX; i++) {
+		int32_t v = redirected ? 0 : pid;      /* the entry to take */
+
+		if (__atomic_compare_exchange_n(&s->call_site_pids[i], &v, redirected ? pid : 0,
+						false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+			return;
 	}
 }
 

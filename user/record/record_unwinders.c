@@ -52,13 +52,17 @@ void rm_unwinder_check(struct rm_modules *mods, struct probes *p, const char *pa
 	if (!mods->unwind_hooks || !p || unwinder_asked(mods, path))
 		return;
 	n = probes__attach_unwinder(p, path, link_pid);
-	if (n < 0 && n != -EOPNOTSUPP)
+	if (n < 0 && n != -EOPNOTSUPP) {
+		mods->unwind_failed = true;     /* --call-sites then leaves the process alone */
 		fprintf(stderr, "atftrace record: %s: cannot hook the C++ unwinder (%s): an exception "
 			"thrown through a traced function will terminate the program\n", path,
 			strerror(-n));
-	else if (n > 0 && mods->verbose)
-		fprintf(stderr, "atftrace record: C++ unwind hooks on %s (%d entry point%s)\n", path,
-			n, n == 1 ? "" : "s");
+	} else if (n > 0) {
+		mods->unwinders_hooked++;
+		if (mods->verbose)
+			fprintf(stderr, "atftrace record: C++ unwind hooks on %s (%d entry point%s)\n",
+				path, n, n == 1 ? "" : "s");
+	}
 }
 
 void rm_unwinders_of_program(struct rm_modules *mods, struct probes *p, const char *exe,

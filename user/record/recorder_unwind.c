@@ -309,8 +309,9 @@ void rec_unwind_on_fixup(struct recorder *r, const void *data, size_t size)
 	}
 	if ((fx.flags & REC_UNWIND_F_TRUNCATED) && !u->truncated_reported) {
 		u->truncated_reported = true;
-		fprintf(stderr, "atftrace record: process %d thread %u has more than %d pending return "
-			"probes; an exception thrown through the outer ones may terminate it\n", (int)pid,
+		fprintf(stderr, "atftrace record: process %d thread %u has more than %d return "
+			"addresses to fix (pending return probes, frames entered through call-site stubs); "
+			"an exception thrown through the outer ones may terminate it\n", (int)pid,
 			fx.tid, REC_UNWIND_MAX_SLOTS);
 	}
 	for (uint32_t i = 0; i < fx.count; i++) {
