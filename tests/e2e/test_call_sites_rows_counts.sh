@@ -4,11 +4,12 @@
 # at each round every thread calls tr_mark, then K times tr_sub(i) directly (a redirected site)
 # and K times through a pointer (never redirected), then tr_done. A tool's counts are
 # filtered on x < 1000000 (%di), so they are those of the round alone, and exact:
-#   - at tr_sub's entry: the K indirect calls of each thread (a redirected call runs the
-#     relocated first instructions in its stub and enters past them: the tool does not see it,
-#     until a hand-back exists);
-#   - at tr_sub+8, the first instruction past the relocated ones: all 2K calls of each thread;
-#   - at tr_sub+4, inside the relocated ones (inside an entry trampoline's jmp): the K indirect.
+#   - at tr_sub's entry, at tr_sub+4 (inside the relocated first instructions, inside an entry
+#     trampoline's jmp) and at tr_sub+8 (past them): all 2K calls of each thread. A redirected
+#     call runs the relocated instructions in its stub and enters past them, so the first
+#     tool's registration makes the recorder hand tr_sub back (its sites get the file's calls
+#     again); each round waits for that line. On entry trampolines the registration guard does
+#     the same.
 # Rows:
 #   1  bpftrace on tr_sub's entry and +8, a new session for each of 50 rounds: the target never
 #      dies; each session's counts exact;
@@ -27,9 +28,13 @@ NT=4 K=300 TRIES1=${ROWS_TRIES:-50} TRIES2=5 TRIES12=5
 TRACEFS=/sys/kernel/tracing
 EV=rows$$
 ENTRY=$SUB_OFF BODY=$(printf '0x%x' $((SUB_OFF + 8))) INSIDE=$(printf '0x%x' $((SUB_OFF + 4)))
-# On entry trampolines the registration guard gives tr_sub back at another tool's probe: from
-# then on every call enters at its first bytes
-if [ "$MODE" = --call-sites ]; then AT_ENTRY=$((NT * K)); else AT_ENTRY=$((2 * NT * K)); fi
+# From another tool's registration on, every call enters at tr_sub's first bytes
+AT_ENTRY=$((2 * NT * K)) AT_INSIDE=$((2 * NT * K))
+# handed_back WHAT: with --call-sites, the recorder has given tr_sub's calls back (once)
+handed_back() {
+	[ "$MODE" = --call-sites ] || return 0
+	wait_for "$T/r.err" "^atftrace record: tr_sub \\(.*\\) handed back: another tool registered a uprobe on it" "$1: tr_sub handed back"
+}
 
 # tracefs and perf probe leftovers go too, on failure as well
 cleanup_events() {
@@ -66,6 +71,7 @@ if row_on 1; then
 		bt_start bt$i "uprobe:$CR:tr_sub /reg(\"di\") < 1000000/ { @entry = count(); }
 			uprobe:$CR:rows_body /reg(\"di\") < 1000000/ { @body = count(); }"
 		alive $target "row 1, bpftrace session $i attached"
+		handed_back "row 1, bpftrace session $i"
 		one_round "row 1, bpftrace session $i"
 		stop_bpftrace $BT
 		alive $target "row 1, bpftrace session $i"
@@ -80,13 +86,13 @@ if row_on 2; then
 	command -v perf >/dev/null || fail "perf is missing (scripts/deps.sh installs linux-perf)"
 	perf probe -q -x "$CR" -a "$EV:inside=tr_sub+4 x=%di:s32" -a "$EV:body=tr_sub+8 x=%di:s32" \
 		>"$T/probe.out" 2>&1 || { cat "$T/probe.out" >&2; fail "perf probe"; }
-	if [ "$MODE" = --call-sites ]; then AT_INSIDE=$((NT * K)); else AT_INSIDE=$((2 * NT * K)); fi
 	for i in $(seq $TRIES2); do
 		perf record -q -m 1024 -e "$EV:inside" --filter 'x < 1000000' -e "$EV:body" --filter 'x < 1000000' \
 			-p $target -o "$T/perf$i.data" >"$T/perf$i.out" 2>&1 &
 		perf=$!
 		wait_int3 $target $INSIDE "row 2, perf record $i"
 		wait_int3 $target $BODY "row 2, perf record $i"
+		handed_back "row 2, perf record $i"
 		one_round "row 2, perf record $i"
 		kill -INT $perf
 		wait $perf && rc=0 || rc=$?    # 130: perf record ends by its SIGINT
@@ -114,6 +120,7 @@ if row_on 12; then
 		echo >"$I/trace"
 		echo 1 >"$I/events/$EV/enable"
 		wait_int3 $target $ENTRY "row 12, enable $i"
+		handed_back "row 12, enable $i"
 		one_round "row 12, enable $i"
 		echo 0 >"$I/events/$EV/enable"
 		alive $target "row 12, enable $i"
