@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Containers, from the tracer's side (user/probe/container.c): cgroup ids for the BPF filter,
- * container ids to cgroups, pid namespaces, and opening a container's files without ever
- * leaving its root.
+ * container ids to cgroups, pid namespaces, and opening paths inside a container's root
+ * (include/symbols.h: container_open_file opens its executable and libraries).
  */
 #ifndef ATFTRACE_CONTAINER_H
 #define ATFTRACE_CONTAINER_H
@@ -58,19 +58,5 @@ int openat_in_root(int rootfd, const char *path, int flags);
 
 /** container_other_root - does process @pid have another root directory than ours (a container)? */
 bool container_other_root(pid_t pid);
-
-/**
- * container_open_file - open a file of containerised process @pid without ever resolving a
- * path on the host:
- *   @name NULL        its executable, through the /proc/PID/exe magic link (the inode it runs);
- *   @name with a '/'  a path as the process sees it: openat2(RESOLVE_IN_ROOT) inside
- *                     /proc/PID/root, so no symlink or ".." can lead outside its root;
- *   otherwise         a library name ("libc.so.6") looked up in /proc/PID/maps and opened
- *                     through /proc/PID/map_files/<range> (the inode that is mapped).
- * @shown (when @name is NULL or a library name): receives a malloc'd path for reports and
- * the manifest. Returns an fd or a negative errno, after printing one line saying why, which
- * starts with @who ("atftrace record").
- */
-int container_open_file(pid_t pid, const char *name, char **shown, const char *who);
 
 #endif

@@ -188,6 +188,20 @@ size_t sym_module__resolve_ifuncs(struct sym_module *m, const char *const *globs
 /** sym_lib_name_matches - does library @name name file @file ("libc.so.6", "libc", "libc.so")? */
 bool sym_lib_name_matches(const char *file, const char *name);
 
+/**
+ * container_open_file - open a file of containerised process @pid without ever resolving a
+ * path on the host:
+ *   @name NULL        its executable, through the /proc/PID/exe magic link (the inode it runs);
+ *   @name with a '/'  a path as the process sees it: openat2(RESOLVE_IN_ROOT) inside
+ *                     /proc/PID/root, so no symlink or ".." can lead outside its root;
+ *   otherwise         a library name ("libc.so.6") looked up in /proc/PID/maps and opened
+ *                     through /proc/PID/map_files/<range> (the inode that is mapped).
+ * @shown (when @name is NULL or a library name): receives a malloc'd path for reports and
+ * the manifest. Returns an fd or a negative errno, after printing one line saying why, which
+ * starts with @who ("atftrace record").
+ */
+int container_open_file(pid_t pid, const char *name, char **shown, const char *who);
+
 /** sym_elf_needs - does the ELF file at @path list a DT_NEEDED entry starting with @prefix? */
 bool sym_elf_needs(const char *path, const char *prefix);
 
