@@ -64,9 +64,10 @@ BPF_CFLAGS := -g -O2 -target bpf -Wall -Wno-unused-function \
 	      -D__TARGET_ARCH_$(ARCH) -Ivmlinux/$(ARCH) -Ibpf -Iinclude
 
 # ---- sources --------------------------------------------------------------------------------
-# user/ is one folder per layer: cmd/ (subcommands) over record/ (the recorder) over probe/
-# (attach, symbols, /proc, containers) and atf/ (libatf); formats/ (exporters) sits on atf/.
-LAYERS    := user/cmd user/record user/patch user/probe user/atf formats
+# user/ is one folder per layer: cmd/ (subcommands) over record/ (the recorder) and patch/ (call
+# sites) over probe/ (attach, trampolines) over sym/ (symbols) over proc/ (/proc, ptrace,
+# containers) and atf/ (libatf); formats/ (exporters) sits on atf/.
+LAYERS    := user/cmd user/record user/patch user/probe user/sym user/proc user/atf formats
 LIB_SRCS  := $(filter-out user/cmd/main.c,$(foreach d,$(LAYERS),$(wildcard $(d)/*.c)))
 BPF_SRCS  := $(wildcard bpf/*.bpf.c)
 SKELS     := $(patsubst bpf/%.bpf.c,$(OUTPUT)/%.skel.h,$(BPF_SRCS))
@@ -121,7 +122,7 @@ $(OUTPUT)/obj/%.o: %.c | $(SKELS)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(CFLAGS) -c $< -o $@
 
-# The patcher (user/patch/) builds on the probe layer's process control and trampoline code.
+# The patcher (user/patch/) builds on the probe layer's trampoline code (its private headers).
 $(OUTPUT)/obj/user/patch/%.o $(OUTPUT)/asan/user/patch/%.o: CFLAGS += -Iuser/probe
 
 $(OUTPUT)/asan/%.o: %.c | $(SKELS)

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * --auto-args: argument specs from DWARF (user/probe/args_dwarf.c, elfutils' libdw).
+ * --auto-args: argument specs from DWARF (user/sym/args_dwarf.c, elfutils' libdw).
  */
 #ifndef ATFTRACE_ARGS_DWARF_H
 #define ATFTRACE_ARGS_DWARF_H

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * --cgroup PATH / --container ID -> what the BPF cgroup filter needs (user/probe/cgroup_filter.c):
+ * --cgroup PATH / --container ID -> what the BPF cgroup filter needs (user/proc/cgroup_filter.c):
  * the cgroup's kernfs id, and either its level in the v2 tree or the v1 controller whose
  * hierarchy it belongs to. See bpf/filter.bpf.h for how the filter uses them.
  */

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Containers, from the tracer's side (user/probe/container.c): cgroup ids for the BPF filter,
+ * Containers, from the tracer's side (user/proc/container.c): cgroup ids for the BPF filter,
  * container ids to cgroups, pid namespaces, and opening paths inside a container's root
  * (include/symbols.h: container_open_file opens its executable and libraries).
  */

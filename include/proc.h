@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Processes from the recorder's side (user/probe/proc.c): launching a command gated so the probes
+ * Processes from the recorder's side (user/proc/proc.c): launching a command gated so the probes
  * are in place before its first instruction, and small /proc readers.
  */
 #ifndef ATFTRACE_PROC_H

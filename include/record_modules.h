@@ -101,7 +101,7 @@ struct rm_modules {
  * error line and returns a negative error when nothing can be traced.
  * With neither @cmd nor @pid (record -a) there is no main executable: every -f must name its
  * MODULE, resolved on the host. A @pid in another root (a container) has its files opened
- * through container_open_file() (user/probe/container.c), never by a host path.
+ * through container_open_file() (user/proc/container.c), never by a host path.
  */
 int rm_modules_open(struct rm_modules *mods, const struct rm_spec *spec, pid_t pid,
 		    const char *cmd, bool verbose);

@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * ELF symbol resolution for probing (user/probe/symbols.c, elfutils libelf/libdw).
+ * ELF symbol resolution for probing (user/sym/symbols.c, elfutils libelf/libdw).
  * A module is one ELF file (executable or shared library); its functions come from .symtab
  * and .dynsym, or, for a stripped file, from a separate debug file with the same build-id
- * (user/probe/debuginfo.c); aliases at one address are probed once, and each gets the probe's
+ * (user/sym/debuginfo.c); aliases at one address are probed once, and each gets the probe's
  * file offset in the module itself (a debug file's code sections are empty).
  */
 #ifndef ATFTRACE_SYMBOLS_H
@@ -221,7 +221,7 @@ uint32_t sym_elf_defines(const char *path, const char *const *names, size_t nnam
  */
 char *sym_resolve_needed(const char *exe, const char *name, const char *ld_library_path);
 
-/* ---- where paths a target names are opened (user/probe/sym_root.c) ---------------------- */
+/* ---- where paths a target names are opened (user/sym/sym_root.c) ---------------------- */
 
 /* Size caps: an ELF module or debug file, and a small file such as /etc/ld.so.cache. */
 #define SYM_MAX_FILE_SIZE  (4ULL << 30)
@@ -266,7 +266,7 @@ int sym_root_canonical(const char *path, char *out, size_t outlen);
  */
 const char *sym_root_inner(const char *path);
 
-/* ---- separate debug files (user/probe/debuginfo.c) ---------------------------------------- */
+/* ---- separate debug files (user/sym/debuginfo.c) ---------------------------------------- */
 
 /** sym_debug_dir_add - also look for debug files under @dir (--debug-dir; copied). */
 int sym_debug_dir_add(const char *dir);
@@ -282,7 +282,7 @@ void sym_debug_dirs_free(void);
 struct Elf;
 int sym_debug_find(struct Elf *elf, const char *path, char **found, enum sym_origin *origin);
 
-/* debuginfod's bounds when DEBUGINFOD_TIMEOUT / DEBUGINFOD_MAXSIZE do not say (user/probe/sym_debuginfod.c) */
+/* debuginfod's bounds when DEBUGINFOD_TIMEOUT / DEBUGINFOD_MAXSIZE do not say (user/sym/sym_debuginfod.c) */
 #define SYM_DEBUGINFOD_TIMEOUT 10               /* seconds without an answer or a new byte */
 #define SYM_DEBUGINFOD_MAXSIZE (1L << 30)       /* bytes */
 

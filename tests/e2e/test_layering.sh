@@ -1,14 +1,15 @@
 #!/usr/bin/env bash
 # The layers of docs/architecture.md, checked on the built objects: every symbol an object of one
-# layer takes from another layer must come from a layer below it (cmd > record, patch > probe,
-# formats > atf), so no layer calls up and no two layers call each other. Reads the objects with nm; needs
+# layer takes from another layer must come from a layer below it (cmd > record, patch > probe >
+# sym > proc, formats > atf), so no layer calls up and no two layers call each other. Reads the objects with nm; needs
 # no root.
 set -euo pipefail
 cd "${ATFTRACE_ROOT:-$(dirname "$0")/../..}"
 obj=${OUTPUT:-.output}/obj
 rank() {   # layer folder -> rank; layers of equal rank must not call each other either
 	case $1 in
-	user/atf) echo 0 ;; user/probe|formats) echo 1 ;; user/record|user/patch) echo 2 ;; user/cmd) echo 3 ;;
+	user/atf) echo 0 ;; user/proc|formats) echo 1 ;; user/sym) echo 2 ;; user/probe) echo 3 ;;
+	user/record|user/patch) echo 4 ;; user/cmd) echo 5 ;;
 	*) echo "unknown layer $1" >&2; exit 1 ;;
 	esac
 }

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * user/probe/args_dwarf.c against a real DWARF: tests/targets/typed_args (built with -g), each
+ * user/sym/args_dwarf.c against a real DWARF: tests/targets/typed_args (built with -g), each
  * function's spec in the x86_64 SysV order, and typed_args_nodw (no DWARF). Skips when the
  * targets are not built (make targets).
  */

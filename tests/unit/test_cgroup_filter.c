@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-/* --cgroup PATH -> BPF filter: mountinfo lines, v2 levels, v1 subsystem ids (user/probe/cgroup_filter.c). */
+/* --cgroup PATH -> BPF filter: mountinfo lines, v2 levels, v1 subsystem ids (user/proc/cgroup_filter.c). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>

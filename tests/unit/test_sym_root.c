@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * user/probe/sym_root.c outside any container: only regular files within the size cap are
+ * user/sym/sym_root.c outside any container: only regular files within the size cap are
  * opened, a FIFO nobody writes never blocks the open, a device is refused, and "/proc/self/fd/N"
  * is a descriptor of ours.
  */

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * user/probe/symbols.c against real ELF files: the test targets (built into $OUTPUT/targets, or
+ * user/sym/symbols.c against real ELF files: the test targets (built into $OUTPUT/targets, or
  * the directory given as argv[1]), /bin/true and libc, and malformed copies of them.
  */
 #include <errno.h>

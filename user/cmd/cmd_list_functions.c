@@ -261,7 +261,7 @@ int cmd_list_functions(int argc, char **argv)
 		}
 	/* a container's files are read inside its root, never by a host path (record_system.c) */
 	contained = a.pid > 0 && container_other_root(a.pid);
-	/* and so are the debug files and libraries they name (user/probe/sym_root.c) */
+	/* and so are the debug files and libraries they name (user/sym/sym_root.c) */
 	if (contained && (err = sym_root_enter(a.pid)) < 0) {
 		fprintf(stderr, "atftrace list-functions: -p %d: cannot open its root: %s\n",
 			(int)a.pid, strerror(-err));

@@ -112,7 +112,7 @@ static int attach_entry_hooks(struct probes *p, struct bpf_program *prog, const 
 
 /*
  * libgcc_s, which holds the unwinder: next to libstdc++, in the process, or on the host.
- * A libstdc++ given as "/proc/self/fd/N" belongs to a container (user/probe/container.c): its
+ * A libstdc++ given as "/proc/self/fd/N" belongs to a container (user/proc/container.c): its
  * libgcc_s is then opened the same way, from the process's own mappings, never by a host path;
  * the caller closes that fd once the hooks are attached.
  */

@@ -230,7 +230,7 @@ int rm_module_add(struct rm_modules *mods, const char *path, const char *const *
 	sel = sym_module__select(m, globs, nglobs, (const char *const *)spec->excludes,
 				 spec->nexcludes);
 	/*
-	 * An ifunc named by -f: the implementation the target runs (user/probe/ifunc.c). When it
+	 * An ifunc named by -f: the implementation the target runs (user/sym/ifunc.c). When it
 	 * cannot be read yet and the target is about to load the library (a launched command, an
 	 * exec), the library waits: its loader fills the GOT before any code of the program runs,
 	 * and ld.so's debug-state hook attaches it then (user/record/record_live.c).

@@ -2,7 +2,7 @@
 /*
  * System-wide sessions (record -a) and containers: the target filters (--cgroup, --container,
  * --comm, --pid-filter). A containerised process's files are opened by container_open_file()
- * (user/probe/container.c).
+ * (user/proc/container.c).
  */
 #include <ctype.h>
 #include <errno.h>

@@ -6,7 +6,7 @@
  *   -R, --retval FUNC@SPEC       record FUNC's return value, e.g. 'open@retval/d'
  *   -A FUNC, -R FUNC             the same, typed from DWARF (as --auto-args, for FUNC only)
  *   --auto-args                  every traced function with DWARF: its parameters and return
- *                                value, typed (user/probe/args_dwarf.c)
+ *                                value, typed (user/sym/args_dwarf.c)
  *   --string-bytes N             bytes of each string read at the call (default 64, 1-255)
  *
  * FUNC is a [MODULE:]GLOB, as for -f; SPEC as in include/atf_args.h. A function with a spec has

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * A traced process held still with ptrace (user/probe/ptrace_target.h).
+ * A traced process held still with ptrace (include/ptrace_target.h).
  *
  * Stopping: every thread in /proc/PID/task is seized (PTRACE_SEIZE: no signal is sent) and
  * interrupted; once all are stopped none can start another, so the task list is read again

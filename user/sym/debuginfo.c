@@ -5,11 +5,11 @@
  *   1. DIR/.build-id/xx/rest.debug for each --debug-dir DIR, then /usr/lib/debug;
  *   2. the file's .gnu_debuglink NAME: beside the file, in its .debug/, under
  *      /usr/lib/debug/<its directory>, and DIR/<its directory>/NAME, DIR/NAME for --debug-dir;
- *   3. debuginfod (user/probe/sym_debuginfod.c) when DEBUGINFOD_URLS is set; the client keeps
+ *   3. debuginfod (user/sym/sym_debuginfod.c) when DEBUGINFOD_URLS is set; the client keeps
  *      its own cache ($DEBUGINFOD_CACHE_PATH or ~/.cache/debuginfod_client); each query is
  *      bounded in time (DEBUGINFOD_TIMEOUT) and size (DEBUGINFOD_MAXSIZE).
  * The paths of 1. and 2. under /usr/lib/debug and the module's directory are the target's: in
- * a container they are resolved inside its root (user/probe/sym_root.c); --debug-dir is ours.
+ * a container they are resolved inside its root (user/sym/sym_root.c); --debug-dir is ours.
  * A candidate is used only when its build-id equals the module's (a module without a build-id:
  * when the CRC-32 of the debuglink matches), so a stale debug file never names the wrong code.
  * The module's directory is tried as given and canonical (usrmerge: /lib -> /usr/lib).
@@ -102,7 +102,7 @@ struct want {
 
 /*
  * Open @path if it is the debug file we want: an fd, or -1. A path the target's files name is
- * resolved in the lookup root (user/probe/sym_root.c); one under --debug-dir (@host) in ours.
+ * resolved in the lookup root (user/sym/sym_root.c); one under --debug-dir (@host) in ours.
  * Either way only a regular file within the size cap is read.
  */
 static int try_candidate(const char *path, const struct want *w, bool host)

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * user/probe/pidns.h: where this process's pid namespace is. The host's namespace has a fixed
+ * include/pidns.h: where this process's pid namespace is. The host's namespace has a fixed
  * inode number (the kernel's PROC_PID_INIT_INO); any other is found by bpf/pidns_self.bpf.c,
  * iterating over this thread alone. Found once per process and kept: the recorder opens more
  * than one BPF object that needs it, and a process never changes its own pid namespace.

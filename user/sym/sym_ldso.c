@@ -15,7 +15,7 @@
  * the object that holds the path; directories with other dynamic string tokens are skipped.
  * Not modelled: LD_PRELOAD, hwcaps subdirectories, setuid programs; a library that is then
  * mapped elsewhere is still found by its mapping (user/record/record_watch.c). Every file is
- * opened in the lookup root (user/probe/sym_root.c): a container's, inside its root.
+ * opened in the lookup root (user/sym/sym_root.c): a container's, inside its root.
  */
 #include <errno.h>
 #include <fcntl.h>

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * A traced process held still with ptrace (user/probe/ptrace_target.c), for rewriting its text:
+ * A traced process held still with ptrace (user/proc/ptrace_target.c), for rewriting its text:
  * every thread seized and stopped, memory read and written through /proc/PID/mem, syscalls
  * run inside it, a launched child run to its entry point. Private to user/probe/.
  */

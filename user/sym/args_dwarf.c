@@ -2,7 +2,7 @@
 /*
  * --auto-args: a traced function's parameters and return type from DWARF (elfutils' libdw), as
  * an argument spec (include/atf_args.h), read from the module itself when it has .debug_info,
- * else from its separate debug file (user/probe/debuginfo.c finds it).
+ * else from its separate debug file (user/sym/debuginfo.c finds it).
  *
  * Each parameter takes its place in the x86_64 SysV order: integers, pointers and enums take the
  * next integer register (arg1..arg6, then the stack: arg7, arg8); float and double take the next

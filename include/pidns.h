@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The recorder's pid namespace, for the BPF objects that report pids as it sees them
- * (bpf/pidns.bpf.h): user/probe/pidns.c.
+ * (bpf/pidns.bpf.h): user/proc/pidns.c.
  */
 #ifndef ATFTRACE_PIDNS_H
 #define ATFTRACE_PIDNS_H
