@@ -18,8 +18,7 @@
  *      of the same page go into that private page);
  *   6. attach the link on the trampoline file (probe sites, function_id cookies), then the plain
  *      link for the module's other functions.
- * Restoring writes the original bytes back where our jmp still is; the trampolines stay
- * mapped, so a thread inside one (or a signal frame returning into one) finishes through it.
+ * Restoring (trampoline_end.c) writes the original bytes back where our jmp still is.
  */
 #include <errno.h>
 #include <signal.h>
@@ -482,52 +481,4 @@ void tramp_mod_report(const struct tramp_mod *tm)
 void tramp_mark_all(struct sym_module *m, enum tramp_reason r)
 {
 	mark_all(m, r);
-}
-
-int tramp_process__restore(struct tramp_process *tp)
-{
-	struct pt_target pt;
-	size_t any = 0, n = 0;
-	uint64_t start = 0;
-	int err;
-
-	if (!tp || tp->restored)
-		return 0;
-	tp->restored = true;
-	/* unguarded first: a guard stop would cut into the ptrace stop below (a stop it sent
-	 * before is in the ring, and the recorder resumes it after its drain) */
-	probes__guard_pid(tp->probes, tp->pid, false);
-	tp->guarded = false;
-	tramp_children_restore(tp);
-	for (size_t i = 0; i < tp->nmods; i++)
-		any += tp->mods[i].nfns;
-	if (!any || !proc_alive(tp->pid) || proc_start_time(tp->pid, &start) ||
-	    start != tp->start_ticks)
-		return 0;       /* nothing patched, or the process is gone (its pid maybe reused) */
-	err = pt_stop_all(&pt, tp->pid, tp->own_child);
-	if (err)
-		return err == -ESRCH ? 0 : err;     /* gone: nothing to give back */
-	tramp_keep_still_mapped(tp);
-	for (size_t i = 0; i < tp->nmods; i++) {
-		n += write_entries(&pt, &tp->mods[i], false);
-		tramp_log_mark_restored(&tp->mods[i]);
-	}
-	pt_detach_all(&pt);
-	return (int)n;
-}
-
-void tramp_process__free(struct tramp_process *tp)
-{
-	if (!tp)
-		return;
-	tramp_process__restore(tp);
-	for (size_t i = 0; i < tp->nmods; i++) {
-		if (tp->mods[i].fd >= 0)
-			close(tp->mods[i].fd);
-		free(tp->mods[i].fns);
-		free(tp->mods[i].log);
-	}
-	free(tp->mods);
-	free(tp->children);
-	free(tp);
 }

@@ -92,10 +92,10 @@ void tramp_log_mark_restored(struct tramp_mod *tm);
 /** tramp_children_restore - tramp_process__restore() for the processes forked meanwhile. */
 void tramp_children_restore(struct tramp_process *tp);
 
-/* trampoline.c, for trampoline_late.c: one module attached with trampolines (all threads of
- * @pt stopped; plain probes for the rest), plain probes on its functions without (or, with
- * @via_tramp, with) a trampoline, its jmps written (@on) or taken out, its -v summary, a reason
- * for all its selected functions. */
+/* trampoline.c, for trampoline_late.c and trampoline_end.c: one module attached with
+ * trampolines (all threads of @pt stopped; plain probes for the rest), plain probes on its
+ * functions without (or, with @via_tramp, with) a trampoline, its jmps written (@on) or taken
+ * out, its -v summary, a reason for all its selected functions. */
 int tramp_mod_attach(struct probes *p, struct pt_target *pt, const struct ta_maps *maps,
 		     struct tramp_mod *tm, const struct tramp_opts *o);
 int tramp_mod_attach_plain(struct probes *p, struct sym_module *m, pid_t pid, bool verbose,
