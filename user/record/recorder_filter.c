@@ -30,34 +30,6 @@ void rec_thread_filtered(struct recorder *r, struct rec_thread *t, bool take, ui
 		out[i] += tf.calls[i];
 }
 
-void rec_process_claim_filtered(struct recorder *r, struct rec_process *p)
-{
-	uint32_t tid, prev = 0;
-	bool first = true;
-
-	if (!r->opts.record_filter)
-		return;
-	while (!probes__filtered_thread_next(r->opts.probes, first ? NULL : &prev, &tid)) {
-		struct thread_filtered tf;
-		struct rec_thread *t;
-
-		first = false;
-		prev = tid;
-		if (probes__thread_filtered(r->opts.probes, tid, false, &tf) <= 0 ||
-		    tf.pid != (uint32_t)p->pid)
-			continue;
-		t = rec_tid_lookup(r, tid);
-		if (t && t->proc == p && !t->ended)
-			continue;       /* it has its files: rec_thread_end takes its counts */
-		if (probes__thread_filtered(r->opts.probes, tid, true, &tf) <= 0)
-			continue;
-		/* deleted: the walk goes on from the first key again */
-		first = true;
-		for (unsigned i = 0; i < ATF_FILTERED_REASONS; i++)
-			p->filtered_other[i] += tf.calls[i];
-	}
-}
-
 void rec_filtered_manifest(struct recorder *r, struct rec_process *p)
 {
 	struct atf_manifest *man = p->man;

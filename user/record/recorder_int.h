@@ -103,7 +103,7 @@ struct recorder {
 	uint64_t boot_offset_ns;
 };
 
-/* user/record/recorder.c: tables and lifecycle */
+/* user/record/recorder_threads.c: tables and lifecycle (below the ring, the session and recorder.c) */
 struct rec_thread *rec_tid_lookup(const struct recorder *r, uint32_t tid);
 struct rec_process *rec_proc_find(struct recorder *r, pid_t pid);
 /** rec_thread_new - first event of @tid in @p: thread_<n>/ files, manifest entry, tid table. */
@@ -115,28 +115,16 @@ void rec_thread_name_late(struct recorder *r, struct rec_thread *t, const char *
 /** rec_process_end - finalize every thread of @p and write its manifest with @reason (static). */
 void rec_process_end(struct recorder *r, struct rec_process *p, const char *reason);
 void rec_mark_dirty(struct recorder *r, struct rec_thread *t);
+/** rec_append_event - one event (@dp: its detail, or NULL) to thread @t's writer, and the counts. */
+struct atf_detail_in;
+void rec_append_event(struct recorder *r, struct rec_thread *t, uint64_t ts, uint64_t function_id,
+		      uint32_t kind, uint32_t depth, const struct atf_detail_in *dp);
 /**
  * rec_report_write_error - note a failed write; the first one is printed. The events it lost
  * are counted by the caller (write_errors), so none is counted twice.
  */
 void rec_report_write_error(struct recorder *r, const char *what, const char *path, int err);
 
-/* user/record/recorder_ring.c */
-/** rec_on_record - ring_buffer sample callback: dispatch one ring record. */
-int rec_on_record(void *ctx, void *data, size_t size);
-/** rec_losses - the probes' loss counters: live, or as the session's manifests give them once finished. */
-void rec_losses(const struct recorder *r, struct probe_losses *out);
-/** rec_thread_losses - @t's lost CALLs and RETURNs so far; @take at its end (they leave the probes' map). */
-void rec_thread_losses(struct recorder *r, struct rec_thread *t, bool take, struct rec_loss *out);
-/**
- * rec_thread_filtered - @t's calls left out by the record-time filters so far, by reason, into
- * @out; @take at its end (they leave the probes' map). user/record/recorder_filter.c
- */
-void rec_thread_filtered(struct recorder *r, struct rec_thread *t, bool take, uint64_t *out);
-/** rec_process_claim_filtered - filtered calls of @p's threads that have no files, into p->filtered_other. */
-void rec_process_claim_filtered(struct recorder *r, struct rec_process *p);
-/** rec_filtered_manifest - the filter fields of @p's manifest, from its threads. */
-void rec_filtered_manifest(struct recorder *r, struct rec_process *p);
 /** rec_thread_take_parked - the events @t left in a batch the ring had no room for, before its end. */
 void rec_thread_take_parked(struct recorder *r, struct rec_thread *t);
 /**
@@ -144,12 +132,33 @@ void rec_thread_take_parked(struct recorder *r, struct rec_thread *t);
  * files gets its thread_<n>/.
  */
 void rec_process_claim_losses(struct recorder *r, struct rec_process *p);
+/** rec_process_claim_filtered - filtered calls of @p's threads that have no files, into p->filtered_other. */
+void rec_process_claim_filtered(struct recorder *r, struct rec_process *p);
+
+/* user/record/recorder_ring.c */
+/** rec_on_record - ring_buffer sample callback: dispatch one ring record. */
+int rec_on_record(void *ctx, void *data, size_t size);
 /**
  * rec_adopt_parked - at the session's end, a process that left a parked batch but that the
  * recorder never heard of (every record of it found the ring full) is added, so that its end
  * takes the batch.
  */
 void rec_adopt_parked(struct recorder *r);
+
+/* user/record/recorder_losses.c */
+/** rec_losses - the probes' loss counters: live, or as the session's manifests give them once finished. */
+void rec_losses(const struct recorder *r, struct probe_losses *out);
+/** rec_thread_losses - @t's lost CALLs and RETURNs so far; @take at its end (they leave the probes' map). */
+void rec_thread_losses(struct recorder *r, struct rec_thread *t, bool take, struct rec_loss *out);
+
+/* user/record/recorder_filter.c */
+/**
+ * rec_thread_filtered - @t's calls left out by the record-time filters so far, by reason, into
+ * @out; @take at its end (they leave the probes' map).
+ */
+void rec_thread_filtered(struct recorder *r, struct rec_thread *t, bool take, uint64_t *out);
+/** rec_filtered_manifest - the filter fields of @p's manifest, from its threads. */
+void rec_filtered_manifest(struct recorder *r, struct rec_process *p);
 
 /* user/record/recorder_unwind.c: C++ exceptions through uretprobed frames */
 struct rec_unwind;
@@ -265,17 +274,21 @@ int rec_manifest_build(struct recorder *r, struct rec_process *p, char *const *a
 /** rec_manifest_save - refresh counts, times and lost events, then write manifest.json. */
 int rec_manifest_save(struct recorder *r, struct rec_process *p);
 
+/**
+ * rec_session_process_added - a process directory was created in a system-wide session: its
+ * manifest's start_time becomes the process's own start (from /proc/PID/stat), and the
+ * session index is marked for rewriting. (recorder_manifest.c, below recorder__add_process)
+ */
+void rec_session_process_added(struct recorder *r, struct rec_process *p);
+/** rec_boot_time_s - boot time in seconds since the epoch (btime in /proc/stat), or 0. */
+uint64_t rec_boot_time_s(void);
+/** rec_manifest_set_start_time - @p's manifest start_time: @after_boot_s after boot @boot_s. */
+void rec_manifest_set_start_time(struct rec_process *p, uint64_t boot_s, uint64_t after_boot_s);
+
 /* user/record/recorder_session.c: the processes of a system-wide session, and session.json */
 
 /** rec_session_index_save - write <session>/session.json atomically from the recorder's state. */
 int rec_session_index_save(struct recorder *r);
-
-/**
- * rec_session_process_added - a process directory was created in a system-wide session: its
- * manifest's start_time becomes the process's own start (from /proc/PID/stat), and the
- * session index is marked for rewriting.
- */
-void rec_session_process_added(struct recorder *r, struct rec_process *p);
 
 /**
  * rec_session_on_info - a REC_PROC_INFO ring record: start recording its process (system-wide

@@ -11,9 +11,11 @@
 #include <string.h>
 #include <sys/utsname.h>
 #include <time.h>
+#include <unistd.h>
 #include "container.h"
 #include "proc.h"
 #include "recorder_int.h"
+#include "session_index.h"
 
 static int set_str(char **dst, const char *src)
 {
@@ -203,4 +205,51 @@ int rec_manifest_save(struct recorder *r, struct rec_process *p)
 	p->manifest_dirty = false;
 	p->last_save_ns = clock_mono_ns();
 	return 0;
+}
+
+/* ---- a process's start time (system-wide sessions) --------------------------------------- */
+
+/* Boot time in seconds since the epoch (btime in /proc/stat), or 0. */
+uint64_t rec_boot_time_s(void)
+{
+	static uint64_t btime;
+	char line[256];
+	FILE *f;
+
+	if (btime)
+		return btime;
+	f = fopen("/proc/stat", "re");
+	if (!f)
+		return 0;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "btime %llu", (unsigned long long *)&btime) == 1)
+			break;
+	fclose(f);
+	return btime;
+}
+
+void rec_manifest_set_start_time(struct rec_process *p, uint64_t boot_s, uint64_t after_boot_s)
+{
+	char iso[32], *s;
+
+	session_index_iso_utc((time_t)(boot_s + after_boot_s), iso, sizeof(iso));
+	s = strdup(iso);
+	if (s) {
+		free(p->man->start_time);
+		p->man->start_time = s;
+	}
+}
+
+void rec_session_process_added(struct recorder *r, struct rec_process *p)
+{
+	long hz = sysconf(_SC_CLK_TCK);
+	uint64_t boot = rec_boot_time_s();
+
+	r->index_dirty = true;
+	if (proc_start_time(p->pid, &p->start_ticks) < 0 || hz <= 0 || !boot) {
+		p->start_ticks = 0;     /* already gone: REC_PROC_INFO may still tell */
+		return;
+	}
+	/* In a system-wide session the process, not the session, starts its manifest's story. */
+	rec_manifest_set_start_time(p, boot, p->start_ticks / (uint64_t)hz);
 }

@@ -58,43 +58,6 @@ static struct rec_thread *event_thread(struct recorder *r, uint32_t pid, uint32_
 	return t;
 }
 
-/* append_event - one event (@dp: its detail, or NULL) to thread @t's writer, and the counts. */
-static void append_event(struct recorder *r, struct rec_thread *t, uint64_t ts, uint64_t function_id,
-			 uint32_t kind, uint32_t depth, const struct atf_detail_in *dp)
-{
-	struct atf_index_event ev;
-	int64_t seq;
-
-	if (!t->w) {
-		r->st.write_errors++;
-		return;
-	}
-	ts += r->boot_offset_ns;        /* the probes' CLOCK_MONOTONIC to the files' CLOCK_BOOTTIME */
-	ev = (struct atf_index_event){ .timestamp_ns = ts, .function_id = function_id,
-				       .thread_id = t->tid, .event_kind = (uint8_t)kind,
-				       .call_depth = depth };
-	seq = atf_thread_writer__append(t->w, &ev, dp);
-	if (seq < 0) {
-		rec_report_write_error(r, "cannot write events in", t->proc->dir, (int)seq);
-		r->st.write_errors++;   /* this event; earlier buffered ones are counted at finalize */
-		return;
-	}
-	if (!t->events)
-		t->first_ts = ts;
-	t->last_ts = ts;
-	t->events++;
-	r->st.events++;
-	if (dp) {
-		t->detail_events++;
-		r->st.detail_events++;
-	}
-	if (!r->st.time_start_ns || ts < r->st.time_start_ns)
-		r->st.time_start_ns = ts;
-	if (ts > r->st.time_end_ns)
-		r->st.time_end_ns = ts;
-	rec_mark_dirty(r, t);
-}
-
 static void on_event(struct recorder *r, const void *data, size_t size, bool with_detail)
 {
 	struct rec_event re;
@@ -146,7 +109,7 @@ static void on_event(struct recorder *r, const void *data, size_t size, bool wit
 		};
 		dp = &din;
 	}
-	append_event(r, t, re.ts, re.function_id, re.kind, re.depth, dp);
+	rec_append_event(r, t, re.ts, re.function_id, re.kind, re.depth, dp);
 }
 
 /* A batch of one thread's events (bpf/batch.bpf.h), in the order the thread made them. */
@@ -170,7 +133,7 @@ static void on_batch(struct recorder *r, const void *data, size_t size)
 	if (!t)
 		return;
 	for (uint32_t i = 0; i < b.count; i++)
-		append_event(r, t, b.ev[i].ts, b.ev[i].function_id, b.ev[i].kind, b.ev[i].depth, NULL);
+		rec_append_event(r, t, b.ev[i].ts, b.ev[i].function_id, b.ev[i].kind, b.ev[i].depth, NULL);
 }
 
 static void on_task(struct recorder *r, const void *data, size_t size)
@@ -303,93 +266,6 @@ int rec_on_record(void *ctx, void *data, size_t size)
 	return drain_budget(r);
 }
 
-
-/* ---- losses ---------------------------------------------------------------------------------- */
-
-void rec_losses(const struct recorder *r, struct probe_losses *out)
-{
-	if (r->lost_final)
-		*out = r->lost;
-	else
-		probes__lost(r->opts.probes, out);
-}
-
-void rec_thread_losses(struct recorder *r, struct rec_thread *t, bool take, struct rec_loss *out)
-{
-	struct thread_loss tl;
-	int n;
-
-	*out = t->lost;
-	if (t->ended && !take)
-		return;         /* already taken at its end */
-	/* a tid reused by another process since is not this thread's: leave its counts alone */
-	n = probes__thread_lost(r->opts.probes, t->tid, false, &tl);
-	if (n > 0 && tl.pid == (uint32_t)t->proc->pid && take)
-		n = probes__thread_lost(r->opts.probes, t->tid, true, &tl);
-	if (n <= 0 || tl.pid != (uint32_t)t->proc->pid)
-		return;
-	out->calls += tl.calls;
-	out->returns += tl.returns;
-	if (tl.first_ts)        /* the probes' clock to the files', as for events (append_event) */
-		tl.first_ts += r->boot_offset_ns;
-	if (tl.last_ts)
-		tl.last_ts += r->boot_offset_ns;
-	if (tl.first_ts && (!out->first_ns || tl.first_ts < out->first_ns))
-		out->first_ns = tl.first_ts;
-	if (tl.last_ts > out->last_ns)
-		out->last_ns = tl.last_ts;
-}
-
-/* rec_thread_take_parked - the events @t left parked (bpf/batch.bpf.h), before its files close. */
-void rec_thread_take_parked(struct recorder *r, struct rec_thread *t)
-{
-	struct rec_batch b;
-	uint32_t pid;
-
-	/* a tid reused by another process since is not this thread's: leave its batch alone */
-	if (probes__parked_pid(r->opts.probes, t->tid, &pid) <= 0 || pid != (uint32_t)t->proc->pid ||
-	    probes__take_parked(r->opts.probes, t->tid, &b) <= 0)
-		return;
-	if (b.count > REC_BATCH_MAX) {
-		r->st.bad_records++;
-		return;
-	}
-	for (uint32_t i = 0; i < b.count; i++)
-		append_event(r, t, b.ev[i].ts, b.ev[i].function_id, b.ev[i].kind, b.ev[i].depth, NULL);
-}
-
-/* claim_thread - thread @tid of @p left counts or events in a map but has no files yet: make them. */
-static void claim_thread(struct recorder *r, struct rec_process *p, uint32_t tid)
-{
-	struct rec_thread *t = rec_tid_lookup(r, tid);
-
-	if (t && t->proc == p && !t->ended)
-		return;         /* it has its files: rec_thread_end takes its counts and batch */
-	if (!rec_thread_new(r, p, tid))
-		r->st.write_errors++;
-}
-
-void rec_process_claim_losses(struct recorder *r, struct rec_process *p)
-{
-	uint32_t tid, prev = 0, pid;
-	bool first = true;
-
-	while (!probes__lost_thread_next(r->opts.probes, first ? NULL : &prev, &tid)) {
-		struct thread_loss tl;
-
-		first = false;
-		prev = tid;
-		/* every event of this thread was lost: it still gets a directory, listing its losses */
-		if (probes__thread_lost(r->opts.probes, tid, false, &tl) > 0 && tl.pid == (uint32_t)p->pid)
-			claim_thread(r, p, tid);
-	}
-	/* every event of this thread waited in a batch the ring had no room for */
-	for (first = true; !probes__parked_next(r->opts.probes, first ? NULL : &prev, &tid); prev = tid) {
-		first = false;
-		if (probes__parked_pid(r->opts.probes, tid, &pid) > 0 && pid == (uint32_t)p->pid)
-			claim_thread(r, p, tid);
-	}
-}
 
 void rec_adopt_parked(struct recorder *r)
 {

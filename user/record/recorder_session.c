@@ -17,51 +17,6 @@
 #include "recorder_int.h"
 #include "session_index.h"
 
-/* Boot time in seconds since the epoch (btime in /proc/stat), or 0. */
-static uint64_t boot_time_s(void)
-{
-	static uint64_t btime;
-	char line[256];
-	FILE *f;
-
-	if (btime)
-		return btime;
-	f = fopen("/proc/stat", "re");
-	if (!f)
-		return 0;
-	while (fgets(line, sizeof(line), f))
-		if (sscanf(line, "btime %llu", (unsigned long long *)&btime) == 1)
-			break;
-	fclose(f);
-	return btime;
-}
-
-static void set_start_time(struct rec_process *p, uint64_t boot_s, uint64_t after_boot_s)
-{
-	char iso[32], *s;
-
-	session_index_iso_utc((time_t)(boot_s + after_boot_s), iso, sizeof(iso));
-	s = strdup(iso);
-	if (s) {
-		free(p->man->start_time);
-		p->man->start_time = s;
-	}
-}
-
-void rec_session_process_added(struct recorder *r, struct rec_process *p)
-{
-	long hz = sysconf(_SC_CLK_TCK);
-	uint64_t boot = boot_time_s();
-
-	r->index_dirty = true;
-	if (proc_start_time(p->pid, &p->start_ticks) < 0 || hz <= 0 || !boot) {
-		p->start_ticks = 0;     /* already gone: REC_PROC_INFO may still tell */
-		return;
-	}
-	/* In a system-wide session the process, not the session, starts its manifest's story. */
-	set_start_time(p, boot, p->start_ticks / (uint64_t)hz);
-}
-
 void rec_session_process_exec(struct recorder *r, struct rec_process *p)
 {
 	char comm[64], **argv = NULL;
@@ -134,10 +89,10 @@ void rec_session_on_info(struct recorder *r, const void *data, size_t size)
 			p->man->argc = 0;
 		p->manifest_dirty = r->index_dirty = true;
 	}
-	if (!p->start_ticks && info.start_boottime && boot_time_s()) {
+	if (!p->start_ticks && info.start_boottime && rec_boot_time_s()) {
 		long hz = sysconf(_SC_CLK_TCK);
 		p->start_ticks = hz > 0 ? info.start_boottime / (1000000000ull / (uint64_t)hz) : 0;
-		set_start_time(p, boot_time_s(), info.start_boottime / 1000000000ull);
+		rec_manifest_set_start_time(p, rec_boot_time_s(), info.start_boottime / 1000000000ull);
 		p->manifest_dirty = r->index_dirty = true;
 	}
 }
