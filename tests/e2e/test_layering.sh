@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The layers of docs/architecture.md, checked on the built objects: every symbol an object of one
 # layer takes from another layer must come from a layer below it (cmd > record, patch > probe >
-# sym > proc, formats > atf), so no layer calls up and no two layers call each other. Reads the objects with nm; needs
-# no root.
+# sym > proc, formats > atf), so no layer calls up and no two layers call each other. Inside a layer
+# the files' calls go one way too: no circle of files that call each other (a > b > a, or longer),
+# which tsort finds. Reads the objects with nm; needs no root.
 set -euo pipefail
 cd "${ATFTRACE_ROOT:-$(dirname "$0")/../..}"
 obj=${OUTPUT:-.output}/obj
@@ -13,8 +14,8 @@ rank() {   # layer folder -> rank; layers of equal rank must not call each other
 	*) echo "unknown layer $1" >&2; exit 1 ;;
 	esac
 }
-defs=$(mktemp) uses=$(mktemp)
-trap 'rm -f "$defs" "$uses"' EXIT
+defs=$(mktemp) uses=$(mktemp) inner=$(mktemp)
+trap 'rm -f "$defs" "$uses" "$inner"' EXIT
 objs=$(cd "$obj" && find user formats -name '*.o' | sort)
 [ -n "$objs" ] || { echo "no objects under $obj: build first"; exit 1; }
 for o in $objs; do
@@ -27,11 +28,20 @@ while read -r sym ulayer ufile; do
 	d=$(awk -v s="$sym" '$1 == s { print $2, $3; exit }' "$defs")
 	[ -n "$d" ] || continue                 # a library's symbol (libc, libbpf, ...)
 	read -r dlayer dfile <<<"$d"
-	[ "$dlayer" = "$ulayer" ] && continue
+	if [ "$dlayer" = "$ulayer" ]; then
+		[ "$dfile" = "$ufile" ] || echo "$dfile $ufile" >>"$inner"    # caller after callee
+		continue
+	fi
 	if [ "$(rank "$dlayer")" -ge "$(rank "$ulayer")" ]; then
 		echo "layering: $ufile ($ulayer) calls $sym from $dfile ($dlayer), which is not below it"
 		bad=1
 	fi
 done <"$uses"
-[ $bad -eq 0 ] && echo "layers: $(echo "$objs" | wc -l) objects, every cross-layer call goes down"
+if ! loops=$(sort -u "$inner" | tsort 2>&1 >/dev/null); then
+	echo "layering: files of one layer call each other in a circle (tsort):"
+	echo "$loops" | sed 's/^/  /'
+	bad=1
+fi
+[ $bad -eq 0 ] && echo "layers: $(echo "$objs" | wc -l) objects, every cross-layer call goes down," \
+	"no files of one layer call each other in a circle"
 exit $bad
