@@ -329,94 +329,6 @@ int probes__add_pid(struct probes *p, pid_t tgid)
 	return 0;
 }
 
-static int keep_link_fd(struct link_fds *l, int fd, const void *owner)
-{
-	if (l->n == l->cap) {
-		size_t cap = l->cap ? l->cap * 2 : 8;
-		int *n = realloc(l->fd, cap * sizeof(*n));
-		const void **o;
-
-		if (!n)
-			return -ENOMEM;
-		l->fd = n;
-		o = realloc(l->owner, cap * sizeof(*o));
-		if (!o)
-			return -ENOMEM;
-		l->owner = o;
-		l->cap = cap;
-	}
-	l->owner[l->n] = owner;
-	l->fd[l->n++] = fd;
-	return 0;
-}
-
-/* Multi/session links detach all their probes in one close. */
-static void close_link_fds(struct link_fds *l)
-{
-	for (size_t i = 0; i < l->n; i++)
-		if (l->fd[i] >= 0)
-			close(l->fd[i]);
-	free(l->fd);
-	free(l->owner);
-	*l = (struct link_fds){ 0 };
-}
-
-static int keep_link(struct link_list *to, struct bpf_link *l)
-{
-	if (to->n == to->cap) {
-		size_t cap = to->cap ? to->cap * 2 : 64;
-		struct bpf_link **n = realloc(to->v, cap * sizeof(*n));
-
-		if (!n)
-			return -ENOMEM;
-		to->v = n;
-		to->cap = cap;
-	}
-	to->v[to->n++] = l;
-	return 0;
-}
-
-static void destroy_links(struct link_list *l)
-{
-	for (size_t i = 0; i < l->n; i++)
-		bpf_link__destroy(l->v[i]);
-	free(l->v);
-	*l = (struct link_list){ 0 };
-}
-
-int probes_attach_multi_link(struct link_fds *to, const void *owner, int prog_fd, uint32_t type,
-			      const char *path, const uint64_t *offsets, const uint64_t *cookies,
-			     uint32_t n, uint32_t flags, pid_t pid)
-{
-	int fd = uprobe_multi_link_create(prog_fd, type, path, offsets, cookies, n, flags, pid);
-	int err;
-
-	if (fd < 0)
-		return fd;
-	err = keep_link_fd(to, fd, owner);
-	if (err)
-		close(fd);
-	return err;
-}
-
-/* One perf uprobe (or uretprobe) of @prog at @offset, cookie @cookie, kept in @to. */
-int probes_attach_perf(struct link_list *to, struct bpf_program *prog, const char *path,
-		       uint64_t offset, uint64_t cookie, bool ret, pid_t pid)
-{
-	LIBBPF_OPTS(bpf_uprobe_opts, o, .bpf_cookie = cookie, .retprobe = ret);
-	/* libbpf: -1 = every process, 0 = ourselves; ours: 0 = every process. */
-	struct bpf_link *l = bpf_program__attach_uprobe_opts(prog, pid ? pid : -1, path,
-							      (size_t)offset, &o);
-	int err;
-
-	if (!l)
-		return -errno;
-	err = keep_link(to, l);
-	if (err)
-		bpf_link__destroy(l);
-	return err;
-}
-
 /* One line per function the kernel would not probe, with the bytes it refuses and why. */
 static void report_refused(const struct sym_module *m, const char *path, const uint32_t *func,
 			   const uint32_t *refused, uint32_t nrefused, uint32_t n)
@@ -598,8 +510,8 @@ cleanup:
 
 void probes__detach_functions(struct probes *p)
 {
-	close_link_fds(&p->function_fds);
-	destroy_links(&p->functions);
+	probes_close_link_fds(&p->function_fds);
+	probes_destroy_links(&p->functions);
 }
 
 void probes__free(struct probes *p)
@@ -607,8 +519,8 @@ void probes__free(struct probes *p)
 	if (!p)
 		return;
 	probes__detach_functions(p);
-	close_link_fds(&p->hook_fds);
-	destroy_links(&p->hooks);
+	probes_close_link_fds(&p->hook_fds);
+	probes_destroy_links(&p->hooks);
 	atftrace_bpf__destroy(p->unwind);
 	atftrace_bpf__destroy(p->skel);
 	free(p);

@@ -2,7 +2,8 @@
 /*
  * Inside the probe layer's attach code: what probes.c (open, configure, load, function links),
  * probes_hooks.c (the C++ unwind and ld.so hooks, the registration guard) and probes_maps.c
- * (what the recorder reads and switches in the running probes) share.
+ * (what the recorder reads and switches in the running probes) share, and their links
+ * (probes_links.c).
  */
 #ifndef ATFTRACE_PROBES_INT_H
 #define ATFTRACE_PROBES_INT_H
@@ -54,6 +55,7 @@ bool probes_syscall_tracepoints(void);
 /* Load the hand-back notice's programs with the call-site ones (user/probe/probes_handback.c). */
 void probes_handback_autoload(struct probes *p);
 
+/* ---- probes_links.c ---- */
 /* One session / uprobe_multi link of @prog_fd over @n offsets of @path, kept in @to for @owner. */
 int probes_attach_multi_link(struct link_fds *to, const void *owner, int prog_fd, uint32_t type,
 			     const char *path, const uint64_t *offsets, const uint64_t *cookies,
@@ -61,5 +63,8 @@ int probes_attach_multi_link(struct link_fds *to, const void *owner, int prog_fd
 /* One perf uprobe (or uretprobe, @ret) of @prog at @offset, cookie @cookie, kept in @to. */
 int probes_attach_perf(struct link_list *to, struct bpf_program *prog, const char *path,
 		       uint64_t offset, uint64_t cookie, bool ret, pid_t pid);
+/* Multi/session links detach all their probes in one close; each link of @l, then the list. */
+void probes_close_link_fds(struct link_fds *l);
+void probes_destroy_links(struct link_list *l);
 
 #endif
