@@ -41,6 +41,7 @@
 #include "record_call_sites.h"
 #include "record_outdir.h"
 #include "record_run.h"
+#include "record_trampolines.h"
 #include "timefmt.h"
 #include "tramp_restore.h"
 #include "trampoline.h"
@@ -285,63 +286,6 @@ static void raise_nofile_limit(void)
 }
 
 /*
- * Entry trampolines (include/trampoline.h), on unless --no-trampolines. Not for -a: the text
- * of a module is shared by every process that maps it, and a process started later would need
- * stopping and patching too. Not with perf links (kernels before 6.6), which cannot be
- * attached per trampoline file. A uprobe that another tool registers later on a patched
- * function is met by the registration guard (bpf/reg_guard.bpf.h).
- */
-static bool use_trampolines(const struct record_args *a, struct probes *probes)
-{
-#if defined(__x86_64__)
-	if (a->no_trampolines || a->sys.all)
-		return false;
-	if (probes__link_kind(probes) == PROBE_LINK_PERF) {
-		if (a->trampolines)
-			fprintf(stderr, "atftrace record: --trampolines needs uprobe-multi links "
-				"(kernel 6.6 or later): plain probes\n");
-		return false;
-	}
-	return true;
-#else
-	return false;
-#endif
-}
-
-static int attach_trampolines(const struct record_args *a, struct rm_modules *mods,
-			      struct probes *probes, pid_t target, pid_t link_pid,
-			      struct tramp_process **tp)
-{
-	struct tramp_opts to = { .link_pid = link_pid, .launched = a->cmd != NULL,
-				 .verbose = a->verbose };
-	size_t ntramp = 0;
-	int n = tramp_process__attach(tp, probes, mods->m, mods->n, target, &to, &ntramp);
-
-	if (n == -ESRCH && !proc_alive(target))
-		return 0;       /* killed while we attached: the session ends with "target exited" */
-	if (n < 0) {
-		fprintf(stderr, "atftrace record: cannot attach probes: %s\n", strerror(-n));
-		return n;
-	}
-	if (!a->cmd)
-		mods->attached = (size_t)n;
-	if (a->verbose)
-		fprintf(stderr, "atftrace record: %zu %s entered through trampolines\n", ntramp,
-			ntramp == 1 ? "function" : "functions");
-	return 0;
-}
-
-static void restore_trampolines(struct tramp_process *tp)
-{
-	int n = tramp_process__restore(tp);
-
-	if (n < 0)
-		fprintf(stderr, "atftrace record: cannot write the target's original text back (%s); "
-			"it goes on correctly through the trampolines; 'atftrace restore -p %d' "
-			"writes it back later\n", strerror(-n), (int)tramp_process__pid(tp));
-}
-
-/*
  * default_ring_size - 16 MiB per online CPU, as a power of two from 16 MiB to 256 MiB. Each CPU
  * can fill the ring while the recorder waits for a CPU of its own: on a loaded machine a traced
  * program made 25 M events in 35 s, and lost 16% of them with an 8 MiB ring and none with 32 MiB.
@@ -479,7 +423,7 @@ static int record_main(struct record_args *a)
 		goto cleanup;
 	}
 	link_pid = a->follow_fork || a->sys.all ? 0 : target;
-	tramps = use_trampolines(a, probes);
+	tramps = record_trampolines_use(a->no_trampolines || a->sys.all, a->trampolines, probes);
 	sites = tramps && a->call_sites;
 	tramps = tramps && !sites;
 	if ((tramps || sites) && a->cmd && (err = tramp_seize_child(target)) < 0) {
@@ -509,7 +453,8 @@ static int record_main(struct record_args *a)
 			goto cleanup;
 		}
 	}
-	if (tramps && attach_trampolines(a, &mods, probes, target, link_pid, &tp) < 0)
+	if (tramps && record_trampolines_attach(&mods, probes, target, link_pid, a->cmd != NULL,
+						 a->verbose, &tp) < 0)
 		goto cleanup;
 	if (sites && record_call_sites_attach(rec, &mods, probes, target, link_pid, a->cmd != NULL,
 					      a->verbose, filter_active(&a->filter), &cp) < 0)
@@ -541,7 +486,7 @@ static int record_main(struct record_args *a)
 	t0 = (double)clock_mono_ns() / 1e9;
 	reason = record_run(rec, sigfd, a->duration, &a->detail, probes, a->sys.all, ready, a->force);
 	/* the target's text is the file's again before the session ends */
-	restore_trampolines(tp);
+	record_trampolines_restore(tp);
 	record_call_sites_restore(rec, cp);
 	err = recorder__finish(rec, reason ? reason : "recorder error");
 	if (!reason || err < 0)
@@ -581,7 +526,7 @@ static int record_main(struct record_args *a)
 cleanup:
 	if (child.gate_fd >= 0)
 		proc_child__abort(&child);      /* never released: it exits 127 without running */
-	restore_trampolines(tp);
+	record_trampolines_restore(tp);
 	record_call_sites_restore(rec, cp);
 	recorder__set_trampolines(rec, NULL);
 	recorder__free(rec);
