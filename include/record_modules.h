@@ -88,7 +88,9 @@ struct rm_modules {
 	char **ldso;                /* dynamic loaders whose debug-state hook is attached */
 	size_t nldso;
 	struct tramp_process *tramp; /* the target's entry trampolines, or NULL (rm_modules_trampolines) */
-	struct cs_process *cs;      /* the target's call sites, or NULL (rm_modules_call_sites) */
+	/* run when a traced process maps a file, after its probes (rm_modules_on_mapped) */
+	void (*on_mapped)(struct rm_modules *mods, pid_t pid, const char *path, void *ctx);
+	void *on_mapped_ctx;
 	/* called with each module found while recording, before its probes attach, or NULL
 	 * (typed arguments: user/record/recorder_args.c) */
 	void (*on_module)(void *ctx, const struct sym_module *m);
@@ -171,13 +173,15 @@ int rm_modules_watch(struct rm_modules *mods, struct probes *p, struct recorder 
  */
 void rm_modules_trampolines(struct rm_modules *mods, struct tramp_process *tp);
 
+/* What rm_modules_on_mapped() runs: @pid mapped @path (its probes are attached). */
+typedef void (*rm_mapped_fn)(struct rm_modules *mods, pid_t pid, const char *path, void *ctx);
+
 /**
- * rm_modules_call_sites - the target's call-site redirection (record --call-sites), or NULL:
- * the modules it maps later (dlopen) and their calls into the traced ones are redirected too,
- * the process stopped only for the writes.
+ * rm_modules_on_mapped - run @fn(@ctx) each time a traced process maps a file, once its probes
+ * are attached and before it runs on (record --call-sites redirects the new module's calls
+ * there). One hook; NULL: none.
  */
-struct cs_process;
-void rm_modules_call_sites(struct rm_modules *mods, struct cs_process *cp);
+void rm_modules_on_mapped(struct rm_modules *mods, rm_mapped_fn fn, void *ctx);
 
 /**
  * rm_modules_report_end - at the end of a session of @events events (@lost lost), ended by

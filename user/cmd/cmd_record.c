@@ -463,7 +463,8 @@ static int record_main(struct record_args *a)
 	if (record_call_sites_watch(rec, probes, cp, a->verbose, &cs_watch) < 0)
 		goto cleanup;
 	rm_modules_trampolines(&mods, tp);     /* libraries it maps later get them too */
-	rm_modules_call_sites(&mods, cp);      /* and their call sites */
+	if (cp)                                 /* and their call sites */
+		rm_modules_on_mapped(&mods, record_call_sites_mapped, cp);
 	ready = a->ready_file;
 	if (ready && (err = ready_file_signal(ready, a->force)) < 0)
 		goto cleanup;

@@ -276,3 +276,21 @@ void record_call_sites_watch_free(struct cs_watch *w)
 		close(w->inotify);
 	free(w);
 }
+
+void record_call_sites_mapped(struct rm_modules *mods, pid_t pid, const char *path, void *ctx)
+{
+	struct cs_process *cp = ctx;
+	struct cs_opts o = { .link_pid = mods->link_pid, .verbose = mods->verbose };
+	size_t nsites = 0;
+	int err;
+
+	if (pid != cs_process__pid(cp))
+		return;
+	err = cs_process__attach_late(cp, mods->probes, mods->m, mods->n, &o, &nsites);
+	if (err < 0)
+		fprintf(stderr, "atftrace record: process %d mapped %s: call sites not redirected "
+			"(%s)\n", (int)pid, path, strerror(-err));
+	else if (nsites && mods->verbose)
+		fprintf(stderr, "atftrace record: process %d mapped %s: %zu call %s redirected\n",
+			(int)pid, path, nsites, nsites == 1 ? "site" : "sites");
+}

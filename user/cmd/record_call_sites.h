@@ -46,4 +46,11 @@ void record_call_sites_watch_free(struct cs_watch *w);
  */
 bool record_cs_parse_uprobe_event(char *line, const char **path, uint64_t *off);
 
+/**
+ * record_call_sites_mapped - rm_modules_on_mapped()'s hook for --call-sites (@ctx: the
+ * target's cs_process): a module @pid mapped later gets its own calls redirected, and its
+ * calls into the traced modules; the process is stopped only for the writes.
+ */
+void record_call_sites_mapped(struct rm_modules *mods, pid_t pid, const char *path, void *ctx);
+
 #endif

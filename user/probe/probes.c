@@ -74,19 +74,6 @@ static int choose_kind(enum probe_link_kind *out)
 }
 
 #if defined(__x86_64__)
-bool probes_syscall_tracepoints(void)
-{
-	static const char *const dirs[] = { "/sys/kernel/tracing", "/sys/kernel/debug/tracing" };
-	char path[128];
-
-	for (size_t i = 0; i < sizeof(dirs) / sizeof(dirs[0]); i++) {
-		snprintf(path, sizeof(path), "%s/events/syscalls/sys_enter_perf_event_open/id", dirs[i]);
-		if (!access(path, R_OK))
-			return !(getenv("ATFTRACE_GUARD") && !strcmp(getenv("ATFTRACE_GUARD"), "raw"));
-	}
-	return false;
-}
-
 /* The uprobe PMU's perf type; PERF_TYPE_TRACEPOINT (which the guard watches anyway) if unknown. */
 static uint32_t uprobe_pmu_type(void)
 {

@@ -378,3 +378,17 @@ int probes__watch_stops(struct probes *p)
 	s->links.atf_signal_generate = bpf_program__attach(s->progs.atf_signal_generate);
 	return s->links.atf_signal_generate ? 0 : -errno;
 }
+
+/* The guard's and the hand-back notice's choice of syscall tracepoints (probes_int.h). */
+bool probes_syscall_tracepoints(void)
+{
+	static const char *const dirs[] = { "/sys/kernel/tracing", "/sys/kernel/debug/tracing" };
+	char path[128];
+
+	for (size_t i = 0; i < sizeof(dirs) / sizeof(dirs[0]); i++) {
+		snprintf(path, sizeof(path), "%s/events/syscalls/sys_enter_perf_event_open/id", dirs[i]);
+		if (!access(path, R_OK))
+			return !(getenv("ATFTRACE_GUARD") && !strcmp(getenv("ATFTRACE_GUARD"), "raw"));
+	}
+	return false;
+}

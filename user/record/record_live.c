@@ -279,18 +279,8 @@ static void on_mapped(void *ctx, pid_t pid, const char *path, uint64_t start, ui
 		pd->loaded = attach_live(mods, path, pd->globs, pd->nglobs, pid, false);
 	}
 	/* call sites in what it maps now, and its calls into the traced modules */
-	if (mods->cs && pid == cs_process__pid(mods->cs)) {
-		struct cs_opts o = { .link_pid = mods->link_pid, .verbose = mods->verbose };
-		size_t nsites = 0;
-		int err = cs_process__attach_late(mods->cs, mods->probes, mods->m, mods->n, &o, &nsites);
-
-		if (err < 0)
-			fprintf(stderr, "atftrace record: process %d mapped %s: call sites not redirected "
-				"(%s)\n", (int)pid, path, strerror(-err));
-		else if (nsites && mods->verbose)
-			fprintf(stderr, "atftrace record: process %d mapped %s: %zu call %s redirected\n",
-				(int)pid, path, nsites, nsites == 1 ? "site" : "sites");
-	}
+	if (mods->on_mapped)
+		mods->on_mapped(mods, pid, path, mods->on_mapped_ctx);
 	/* a library with trampolines mapped anew (dlclose, then dlopen): its jmps went with the
 	 * old text, so it is patched again before the target runs on; or one attached at an exec
 	 * before ld.so mapped it, patched now that it is (its plain probes counted until then) */
@@ -314,9 +304,10 @@ static void on_mapped(void *ctx, pid_t pid, const char *path, uint64_t start, ui
 	}
 }
 
-void rm_modules_call_sites(struct rm_modules *mods, struct cs_process *cp)
+void rm_modules_on_mapped(struct rm_modules *mods, rm_mapped_fn fn, void *ctx)
 {
-	mods->cs = cp;
+	mods->on_mapped = fn;
+	mods->on_mapped_ctx = ctx;
 }
 
 void rm_modules_trampolines(struct rm_modules *mods, struct tramp_process *tp)
