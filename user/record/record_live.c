@@ -23,7 +23,6 @@
 #include "proc.h"
 #include "record_modules.h"
 #include "recorder.h"
-#include "callsite.h"
 #include "trampoline.h"
 
 /* PT_INTERP of the program @exe, canonical, or NULL (static, or not ELF). */
