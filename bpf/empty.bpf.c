@@ -14,10 +14,13 @@
  *                   unique among live threads), and the clock: no other call. The floor of a
  *                   per-CPU design; a real one would also need a busy flag, and moving a thread's
  *                   state between the slot and its task storage when the owner changes.
- * Every helper or kfunc call costs about 7 ns per run on this kernel (retpolines, return thunks).
- * Neither bpf_get_current_task_btf nor bpf_this_cpu_ptr of a per-CPU ksym avoids one here: the
- * first is a call on 6.18, and per-CPU ksyms (current_task, runqueues) do not load without
- * CONFIG_KALLSYMS_ALL (the verifier finds no address for the symbol).
+ * Every helper or kfunc call costs about 7 ns per run on this kernel (retpolines, return thunks);
+ * the clock read costs about 33 ns. No call of today's hot path can be left out on this kernel:
+ * bpf_get_current_task_btf is a call on 6.18 (bpf_get_smp_processor_id and array lookups are
+ * inlined); per-CPU ksyms (current_task, runqueues) do not load without CONFIG_KALLSYMS_ALL (the
+ * verifier finds no address for the symbol); a task pointer cached per CPU in a kptr would need
+ * bpf_task_acquire, which uprobe (kprobe-type) programs may not call, and clang 14 emits no BTF
+ * type tags to declare a kptr; and task storage takes only a trusted task pointer.
  */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
