@@ -121,18 +121,23 @@ static const struct sym_func *find_func(const struct sym_module *m, const char *
 	return NULL;
 }
 
+/* The session program of MODE in bpf/empty.bpf.c: empty_session, floor_session, ... or NULL. */
+static struct bpf_program *empty_session_prog(struct empty_bpf *s, const char *mode)
+{
+	char name[32];
+
+	snprintf(name, sizeof(name), "%s_session", mode);
+	return bpf_object__find_program_by_name(s->obj, name);
+}
+
 /* Empty programs, attached like atftrace's: one link kind, FUNC's probe offset, pid filter. */
+
 static int attach_empty(struct empty_bpf *s, const char *mode, const char *kind, const char *path,
 			const struct sym_func *f, pid_t pid)
 {
 	uint64_t off = f->probe_offset, cookie = f->symbol_index;
-	char name[32];
-	struct bpf_program *session;
+	struct bpf_program *session = empty_session_prog(s, mode);
 
-	snprintf(name, sizeof(name), "%s_session", mode);       /* empty_session, floor_session, ... */
-	session = bpf_object__find_program_by_name(s->obj, name);
-	if (!session)
-		return 1;
 	if (!strcmp(kind, "session"))
 		return uprobe_multi_link_create(bpf_program__fd(session),
 						ATF_BPF_TRACE_UPROBE_SESSION, path, &off, &cookie, 1, 0, pid) < 0;
@@ -177,6 +182,11 @@ static int cost(const char *mode, const char *kind, char **target, const char *f
 		es = empty_bpf__open();
 		if (!es)
 			goto cleanup;
+		if (!empty_session_prog(es, mode)) {
+			fprintf(stderr, "probe_bench: no mode %s (bpf/empty.bpf.c has no %s_session)\n",
+				mode, mode);
+			goto cleanup;
+		}
 		bpf_program__set_expected_attach_type(es->progs.empty_session, ATF_BPF_TRACE_UPROBE_SESSION);
 		bpf_program__set_expected_attach_type(es->progs.floor_session, ATF_BPF_TRACE_UPROBE_SESSION);
 		bpf_program__set_expected_attach_type(es->progs.storage_session, ATF_BPF_TRACE_UPROBE_SESSION);
