@@ -159,10 +159,8 @@ static __always_inline struct task_state *task_state_of(struct task_struct *task
 	return bpf_task_storage_get(&task_states, task, NULL, create ? BPF_LOCAL_STORAGE_GET_F_CREATE : 0);
 }
 
-static __always_inline struct task_state *current_state(bool create)
-{
-	return task_state_of(bpf_get_current_task_btf(), create);
-}
+/* Per-CPU state slots: thread_state() for the function probes, current_state() for the hooks. */
+#include "state_slot.bpf.h"
 
 /* emit_event(): index events through the thread's batch. */
 #include "batch.bpf.h"
@@ -289,7 +287,8 @@ static __always_inline bool tail_call(struct task_struct *task, struct task_stat
 
 /*
  * on_entry - a traced function was called
- * @task: current; @multi: on a uprobe_multi or session link (hit_cookie).
+ * @run: run_begin()'s (the current task, this CPU's state slot); @multi: on a uprobe_multi or
+ * session link (hit_cookie).
  * @site: the probe is a call-site stub's probe A (user/patch/callsite_plan.h), not the
  * function's own entry: the stub dropped the call's return address and its own `call` will
  * push one, so the function's entry sp is one word below this sp, and the frame's return
@@ -297,9 +296,10 @@ static __always_inline bool tail_call(struct task_struct *task, struct task_stat
  * Returns 0 when a CALL was recorded (its return must be seen), 1 otherwise (a session
  * program returns this to skip the return run).
  */
-static __always_inline int on_entry(struct pt_regs *ctx, struct task_struct *task, bool multi,
+static __always_inline int on_entry(struct pt_regs *ctx, struct probe_run *run, bool multi,
 				    bool site)
 {
+	struct task_struct *task = run->task;
 	struct task_state *st = NULL;
 	__u64 pid_tgid;
 
@@ -310,12 +310,12 @@ static __always_inline int on_entry(struct pt_regs *ctx, struct task_struct *tas
 	 * kept with it: a thread's pids change only at exec (atf_exec takes the new ones).
 	 */
 	if (!system_wide && task_filters_pass())
-		st = task_state_of(task, false);
+		st = thread_state(run, ctx, false);
 	if (!st || !st->traced) {
 		pid_tgid = current_pid_tgid();
 		if (!tgid_traced(pid_tgid >> 32))
 			return 1;
-		st = task_state_of(task, true);
+		st = thread_state(run, ctx, true);
 		if (!st) {      /* no memory for this thread's state: the call is lost, and counted */
 			count_event_lost(KIND_CALL, pid_tgid, atf_now());
 			return 1;
@@ -358,9 +358,10 @@ static __always_inline int on_entry(struct pt_regs *ctx, struct task_struct *tas
  * The same for a return probe (after `ret`) and a call-site stub's probe B (where the stub's
  * `call` returns): both run with the returning frame's entry sp one word below their sp.
  */
-static __always_inline void on_return(struct pt_regs *ctx, struct task_struct *task, bool multi)
+static __always_inline void on_return(struct pt_regs *ctx, struct probe_run *run, bool multi)
 {
-	struct task_state *st = task_state_of(task, false);
+	struct task_struct *task = run->task;
+	struct task_state *st = thread_state(run, ctx, false);
 
 	if (!st || st->depth == 0)
 		return;
@@ -391,33 +392,51 @@ static __always_inline void on_return(struct pt_regs *ctx, struct task_struct *t
 	st->depth = d - 1;
 }
 
+/* on_entry and on_return of a program that runs for one of them only. */
+static __always_inline void probe_entry(struct pt_regs *ctx, bool multi, bool site)
+{
+	struct probe_run run;
+
+	run_begin(&run, ctx);
+	on_entry(ctx, &run, multi, site);
+}
+
+static __always_inline void probe_return(struct pt_regs *ctx, bool multi)
+{
+	struct probe_run run;
+
+	run_begin(&run, ctx);
+	on_return(ctx, &run, multi);
+}
+
 /* ---- programs --------------------------------------------------------------------------- */
 
 /* Uprobe session (expected attach type BPF_TRACE_UPROBE_SESSION): one program, two runs. */
 SEC("uprobe")
 int atf_session(struct pt_regs *ctx)
 {
-	struct task_struct *task = bpf_get_current_task_btf();
+	struct probe_run run;
 
-	if (hit_is_return(task)) {
-		on_return(ctx, task, true);
+	run_begin(&run, ctx);
+	if (hit_is_return(run.task)) {
+		on_return(ctx, &run, true);
 		return 0;
 	}
-	return on_entry(ctx, task, true, false);
+	return on_entry(ctx, &run, true, false);
 }
 
 /* Two uprobe_multi links (expected attach type BPF_TRACE_UPROBE_MULTI). */
 SEC("uprobe")
 int atf_multi_entry(struct pt_regs *ctx)
 {
-	on_entry(ctx, bpf_get_current_task_btf(), true, false);
+	probe_entry(ctx, true, false);
 	return 0;
 }
 
 SEC("uprobe")
 int atf_multi_return(struct pt_regs *ctx)
 {
-	on_return(ctx, bpf_get_current_task_btf(), true);
+	probe_return(ctx, true);
 	return 0;
 }
 
@@ -428,14 +447,14 @@ int atf_multi_return(struct pt_regs *ctx)
 SEC("uprobe")
 int atf_site_entry(struct pt_regs *ctx)
 {
-	on_entry(ctx, bpf_get_current_task_btf(), true, true);
+	probe_entry(ctx, true, true);
 	return 0;
 }
 
 SEC("uprobe")
 int atf_site_return(struct pt_regs *ctx)
 {
-	on_return(ctx, bpf_get_current_task_btf(), true);
+	probe_return(ctx, true);
 	return 0;
 }
 
@@ -443,14 +462,14 @@ int atf_site_return(struct pt_regs *ctx)
 SEC("uprobe")
 int atf_uprobe(struct pt_regs *ctx)
 {
-	on_entry(ctx, bpf_get_current_task_btf(), false, false);
+	probe_entry(ctx, false, false);
 	return 0;
 }
 
 SEC("uretprobe")
 int atf_uretprobe(struct pt_regs *ctx)
 {
-	on_return(ctx, bpf_get_current_task_btf(), false);
+	probe_return(ctx, false);
 	return 0;
 }
 

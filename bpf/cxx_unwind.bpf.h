@@ -173,7 +173,7 @@ int atf_unwind_catch(struct pt_regs *ctx)
 	if (!tgid_traced(pid_tgid >> 32))
 		return 0;
 
-	struct task_state *st = current_state(false);
+	struct task_state *st = current_state();
 
 	/*
 	 * Not once the session is ending: the recorder takes every thread's batch after the holds

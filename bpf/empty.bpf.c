@@ -5,8 +5,8 @@
  * machinery costs by itself, so the bench can report atftrace's cost as a ratio over it.
  *
  * Floor programs (session links only) bound what any design of atftrace's hot path can cost:
- *   floor_session   only the three calls the hot path makes on every run (current task, its
- *                   task storage, the clock) and one store: the floor of the task-storage design.
+ *   floor_session   only the three calls the task-storage design makes on every run (current
+ *                   task, its task storage, the clock) and one store: the floor of that design.
  *   storage_session the first two calls alone, and clock_session the clock alone: what each part
  *                   of the floor costs.
  *   percpu_session  the state in a per-CPU slot instead (the lookup is inlined since 6.10), owned
@@ -15,7 +15,8 @@
  *                   per-CPU design; a real one would also need a busy flag, and moving a thread's
  *                   state between the slot and its task storage when the owner changes.
  * Every helper or kfunc call costs about 7 ns per run on this kernel (retpolines, return thunks);
- * the clock read costs about 33 ns. No call of today's hot path can be left out on this kernel:
+ * the clock read costs about 33 ns. No call of the task-storage design can be left out on this
+ * kernel (atftrace's hot path keeps the state in a per-CPU slot instead: bpf/state_slot.bpf.h):
  * bpf_get_current_task_btf is a call on 6.18 (bpf_get_smp_processor_id and array lookups are
  * inlined); per-CPU ksyms (current_task, runqueues) do not load without CONFIG_KALLSYMS_ALL (the
  * verifier finds no address for the symbol); a task pointer cached per CPU in a kptr would need

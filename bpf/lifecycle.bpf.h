@@ -141,7 +141,7 @@ int BPF_PROG(atf_exec, struct task_struct *p, pid_t old_pid)
 	 * The old image's frames died with it; a system-wide session records the new image. A
 	 * thread other than the leader that calls exec takes the leader's pid (de_thread).
 	 */
-	struct task_state *st = current_state(false);
+	struct task_state *st = current_state();
 	bool claimed = false, stuck = false;
 
 	if (st) {
