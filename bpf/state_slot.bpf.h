@@ -3,16 +3,17 @@
  * Per-CPU state slots: the function probes' way to a thread's state without a helper call.
  *
  * A thread's state (struct task_state) lives in its task storage (task_states), which costs two
- * calls per program run (bpf_get_current_task_btf, bpf_task_storage_get: about 20 ns of the
- * 56 ns an empty run costs here). Each CPU also has one slot (state_slots, a PERCPU_ARRAY, whose
+ * calls per program run (bpf_get_current_task_btf, bpf_task_storage_get: about 18 ns a run
+ * here, where an empty program run costs 56). Each CPU also has one slot (state_slots, a PERCPU_ARRAY, whose
  * lookup the verifier inlines) that one thread at a time may own: while it does, its live state
  * is the slot's copy, its task storage says so (in_slot = that CPU + 1), and its function probes
  * on that CPU find it with one compare. The owner is named by the run's ctx, the thread's user
  * registers at the top of its own kernel stack (task_pt_regs), unique among live threads; the
- * slot also keeps the owner's task pointer, read (not called for) by the probes, and whose
- * run context (task->bpf_ctx, set for this very run) must lie on the stack that ctx tops: a
- * slot whose owner died without its exit hook (a new thread may reuse a dead one's stack, and so
- * its ctx) is not taken for the new thread's.
+ * slot also keeps the owner's task pointer, which the probes read instead of calling for the
+ * current task, and whose run context (task->bpf_ctx, set for this very run) must lie on the
+ * stack that ctx tops: so a slot whose owner died without its exit hook running (a tp_btf run
+ * skipped as recursive under full preemption; a new thread may reuse a dead one's stack, and so
+ * its ctx) is not taken for the new thread's, which takes it back on its slow path.
  *
  * The slow path (thread_state): the task storage as before; if its state is in another CPU's
  * slot (the thread migrated), it is copied back and that slot freed; then, if this CPU's slot is
