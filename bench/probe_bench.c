@@ -2,12 +2,15 @@
 /*
  * probe_bench: helper of bench/bench_probe_cost.sh (figures only, never assertions).
  *
- *   probe_bench cost none|empty|atftrace session|multi|perf FUNC TARGET ARG...
+ *   probe_bench cost MODE session|multi|perf FUNC TARGET ARG...
+ *       MODE: none|empty|floor|storage|clock|percpu|atftrace
  *       Run TARGET ARG... (released only once probes are in) with entry+return probes on FUNC:
  *       none: no probes; empty: bpf/empty.bpf.c programs attached exactly like atftrace's;
  *       atftrace: the real programs, the ring drained as the recorder would (records counted,
- *       not written). TARGET's own output (its ns/call figure) goes to stdout; a check line
- *       "events=N lost=N" goes to stderr for atftrace. With PROBE_BENCH_STATS=1 the kernel's
+ *       not written); floor, storage, clock, percpu (session only): the floor programs of
+ *       bpf/empty.bpf.c, the lowest cost of the task-storage and of a per-CPU hot path.
+ *       TARGET's own output (its ns/call figure) goes to stdout; a check line "events=N lost=N"
+ *       goes to stderr for atftrace. With PROBE_BENCH_STATS=1 the kernel's
  *       run-time statistics are on during the run (bpf_stats: they cost every BPF program on
  *       the machine some ns, so only then) and "bpf_stats PROG runs=N ns_per_run=T" lines
  *       follow on stderr for each of our programs that ran.
@@ -118,14 +121,25 @@ static const struct sym_func *find_func(const struct sym_module *m, const char *
 	return NULL;
 }
 
+/* The session program of MODE in bpf/empty.bpf.c: empty_session, floor_session, ... or NULL. */
+static struct bpf_program *empty_session_prog(struct empty_bpf *s, const char *mode)
+{
+	char name[32];
+
+	snprintf(name, sizeof(name), "%s_session", mode);
+	return bpf_object__find_program_by_name(s->obj, name);
+}
+
 /* Empty programs, attached like atftrace's: one link kind, FUNC's probe offset, pid filter. */
-static int attach_empty(struct empty_bpf *s, const char *kind, const char *path,
+
+static int attach_empty(struct empty_bpf *s, const char *mode, const char *kind, const char *path,
 			const struct sym_func *f, pid_t pid)
 {
 	uint64_t off = f->probe_offset, cookie = f->symbol_index;
+	struct bpf_program *session = empty_session_prog(s, mode);
 
 	if (!strcmp(kind, "session"))
-		return uprobe_multi_link_create(bpf_program__fd(s->progs.empty_session),
+		return uprobe_multi_link_create(bpf_program__fd(session),
 						ATF_BPF_TRACE_UPROBE_SESSION, path, &off, &cookie, 1, 0, pid) < 0;
 	if (!strcmp(kind, "multi"))
 		return uprobe_multi_link_create(bpf_program__fd(s->progs.empty_multi_entry),
@@ -160,11 +174,24 @@ static int cost(const char *mode, const char *kind, char **target, const char *f
 		fprintf(stderr, "probe_bench: %s: no probe-able %s\n", target[0], func);
 		goto cleanup;
 	}
-	if (!strcmp(mode, "empty")) {
+	if (strcmp(mode, "none") && strcmp(mode, "atftrace")) {
+		if (strcmp(mode, "empty") && strcmp(kind, "session")) {
+			fprintf(stderr, "probe_bench: %s programs are for session links only\n", mode);
+			goto cleanup;
+		}
 		es = empty_bpf__open();
 		if (!es)
 			goto cleanup;
+		if (!empty_session_prog(es, mode)) {
+			fprintf(stderr, "probe_bench: no mode %s (bpf/empty.bpf.c has no %s_session)\n",
+				mode, mode);
+			goto cleanup;
+		}
 		bpf_program__set_expected_attach_type(es->progs.empty_session, ATF_BPF_TRACE_UPROBE_SESSION);
+		bpf_program__set_expected_attach_type(es->progs.floor_session, ATF_BPF_TRACE_UPROBE_SESSION);
+		bpf_program__set_expected_attach_type(es->progs.storage_session, ATF_BPF_TRACE_UPROBE_SESSION);
+		bpf_program__set_expected_attach_type(es->progs.clock_session, ATF_BPF_TRACE_UPROBE_SESSION);
+		bpf_program__set_expected_attach_type(es->progs.percpu_session, ATF_BPF_TRACE_UPROBE_SESSION);
 		bpf_program__set_expected_attach_type(es->progs.empty_multi_entry, ATF_BPF_TRACE_UPROBE_MULTI);
 		bpf_program__set_expected_attach_type(es->progs.empty_multi_return, ATF_BPF_TRACE_UPROBE_MULTI);
 		if (empty_bpf__load(es))
@@ -177,7 +204,7 @@ static int cost(const char *mode, const char *kind, char **target, const char *f
 	pid = spawn_gated(target, &release);
 	if (pid < 0)
 		goto cleanup;
-	if (es && attach_empty(es, kind, target[0], f, pid)) {
+	if (es && attach_empty(es, mode, kind, target[0], f, pid)) {
 		fprintf(stderr, "probe_bench: attach empty programs: %s\n", strerror(errno));
 		kill(pid, SIGKILL);
 		goto cleanup;
@@ -245,7 +272,7 @@ int main(int argc, char **argv)
 		return cost(argv[2], argv[3], argv + 5, argv[4]) ? 1 : 0;
 	if (argc == 5 && !strcmp(argv[1], "attach"))
 		return attach_time(argv[2], argv[3], argv[4]);
-	fprintf(stderr, "usage: probe_bench cost none|empty|atftrace KIND FUNC TARGET ARG...\n"
+	fprintf(stderr, "usage: probe_bench cost none|empty|floor|storage|clock|percpu|atftrace KIND FUNC TARGET ARG...\n"
 			"       probe_bench attach KIND TARGET GLOB\n");
 	return 2;
 }

@@ -159,10 +159,8 @@ static __always_inline struct task_state *task_state_of(struct task_struct *task
 	return bpf_task_storage_get(&task_states, task, NULL, create ? BPF_LOCAL_STORAGE_GET_F_CREATE : 0);
 }
 
-static __always_inline struct task_state *current_state(bool create)
-{
-	return task_state_of(bpf_get_current_task_btf(), create);
-}
+/* Per-CPU state slots: thread_state() for the function probes, current_state() for the hooks. */
+#include "state_slot.bpf.h"
 
 /* emit_event(): index events through the thread's batch. */
 #include "batch.bpf.h"
@@ -289,7 +287,8 @@ static __always_inline bool tail_call(struct task_struct *task, struct task_stat
 
 /*
  * on_entry - a traced function was called
- * @task: current; @multi: on a uprobe_multi or session link (hit_cookie).
+ * @run: run_begin()'s (the current task, this CPU's state slot); @multi: on a uprobe_multi or
+ * session link (hit_cookie).
  * @site: the probe is a call-site stub's probe A (user/patch/callsite_plan.h), not the
  * function's own entry: the stub dropped the call's return address and its own `call` will
  * push one, so the function's entry sp is one word below this sp, and the frame's return
@@ -297,9 +296,10 @@ static __always_inline bool tail_call(struct task_struct *task, struct task_stat
  * Returns 0 when a CALL was recorded (its return must be seen), 1 otherwise (a session
  * program returns this to skip the return run).
  */
-static __always_inline int on_entry(struct pt_regs *ctx, struct task_struct *task, bool multi,
+static __always_inline int on_entry(struct pt_regs *ctx, struct probe_run *run, bool multi,
 				    bool site)
 {
+	struct task_struct *task = run->task;
 	struct task_state *st = NULL;
 	__u64 pid_tgid;
 
@@ -310,12 +310,12 @@ static __always_inline int on_entry(struct pt_regs *ctx, struct task_struct *tas
 	 * kept with it: a thread's pids change only at exec (atf_exec takes the new ones).
 	 */
 	if (!system_wide && task_filters_pass())
-		st = task_state_of(task, false);
+		st = thread_state(run, ctx, false);
 	if (!st || !st->traced) {
 		pid_tgid = current_pid_tgid();
 		if (!tgid_traced(pid_tgid >> 32))
 			return 1;
-		st = task_state_of(task, true);
+		st = thread_state(run, ctx, true);
 		if (!st) {      /* no memory for this thread's state: the call is lost, and counted */
 			count_event_lost(KIND_CALL, pid_tgid, atf_now());
 			return 1;
@@ -358,9 +358,10 @@ static __always_inline int on_entry(struct pt_regs *ctx, struct task_struct *tas
  * The same for a return probe (after `ret`) and a call-site stub's probe B (where the stub's
  * `call` returns): both run with the returning frame's entry sp one word below their sp.
  */
-static __always_inline void on_return(struct pt_regs *ctx, struct task_struct *task, bool multi)
+static __always_inline void on_return(struct pt_regs *ctx, struct probe_run *run, bool multi)
 {
-	struct task_state *st = task_state_of(task, false);
+	struct task_struct *task = run->task;
+	struct task_state *st = thread_state(run, ctx, false);
 
 	if (!st || st->depth == 0)
 		return;
@@ -391,33 +392,51 @@ static __always_inline void on_return(struct pt_regs *ctx, struct task_struct *t
 	st->depth = d - 1;
 }
 
+/* on_entry and on_return of a program that runs for one of them only. */
+static __always_inline void probe_entry(struct pt_regs *ctx, bool multi, bool site)
+{
+	struct probe_run run;
+
+	run_begin(&run, ctx);
+	on_entry(ctx, &run, multi, site);
+}
+
+static __always_inline void probe_return(struct pt_regs *ctx, bool multi)
+{
+	struct probe_run run;
+
+	run_begin(&run, ctx);
+	on_return(ctx, &run, multi);
+}
+
 /* ---- programs --------------------------------------------------------------------------- */
 
 /* Uprobe session (expected attach type BPF_TRACE_UPROBE_SESSION): one program, two runs. */
 SEC("uprobe")
 int atf_session(struct pt_regs *ctx)
 {
-	struct task_struct *task = bpf_get_current_task_btf();
+	struct probe_run run;
 
-	if (hit_is_return(task)) {
-		on_return(ctx, task, true);
+	run_begin(&run, ctx);
+	if (hit_is_return(run.task)) {
+		on_return(ctx, &run, true);
 		return 0;
 	}
-	return on_entry(ctx, task, true, false);
+	return on_entry(ctx, &run, true, false);
 }
 
 /* Two uprobe_multi links (expected attach type BPF_TRACE_UPROBE_MULTI). */
 SEC("uprobe")
 int atf_multi_entry(struct pt_regs *ctx)
 {
-	on_entry(ctx, bpf_get_current_task_btf(), true, false);
+	probe_entry(ctx, true, false);
 	return 0;
 }
 
 SEC("uprobe")
 int atf_multi_return(struct pt_regs *ctx)
 {
-	on_return(ctx, bpf_get_current_task_btf(), true);
+	probe_return(ctx, true);
 	return 0;
 }
 
@@ -428,14 +447,14 @@ int atf_multi_return(struct pt_regs *ctx)
 SEC("uprobe")
 int atf_site_entry(struct pt_regs *ctx)
 {
-	on_entry(ctx, bpf_get_current_task_btf(), true, true);
+	probe_entry(ctx, true, true);
 	return 0;
 }
 
 SEC("uprobe")
 int atf_site_return(struct pt_regs *ctx)
 {
-	on_return(ctx, bpf_get_current_task_btf(), true);
+	probe_return(ctx, true);
 	return 0;
 }
 
@@ -443,209 +462,19 @@ int atf_site_return(struct pt_regs *ctx)
 SEC("uprobe")
 int atf_uprobe(struct pt_regs *ctx)
 {
-	on_entry(ctx, bpf_get_current_task_btf(), false, false);
+	probe_entry(ctx, false, false);
 	return 0;
 }
 
 SEC("uretprobe")
 int atf_uretprobe(struct pt_regs *ctx)
 {
-	on_return(ctx, bpf_get_current_task_btf(), false);
+	probe_return(ctx, false);
 	return 0;
 }
 
-/*
- * C++ exceptions and uretprobes. A uretprobe replaces the return address on the stack with the
- * kernel's trampoline (the first slot of the [uprobes] page), which has no unwind information:
- * the C++ unwinder's search phase stops there and the program calls std::terminate. So while an
- * exception is raised, every pending return instance of the thread must have its original
- * return address back in its stack slot (the kernel keeps slot and address in
- * current->utask->return_instances), and at the catch the frames still alive (slot above the
- * catching sp) must get the trampoline again, so their returns are seen as usual. The kernel
- * discards the return instances of the frames that died, as it does after longjmp.
- *
- * BPF may not write user memory on a locked-down kernel (bpf_probe_write_user), so the writes
- * are done by the recorder while the thread is held still: the hook lists (slot, value it holds
- * now, value to write) in a REC_UNWIND_FIXUP record, sends the thread SIGSTOP (it stops before
- * it runs the unwinder) and forces a ring wakeup; user/record/recorder_unwind.c waits until the thread
- * is stopped, writes the slots and sends SIGCONT. Only throws pay: a thread without a pending
- * uretprobe nor an open traced frame returns at once, and a raise or catch with nothing to
- * write does not stop. Frames entered through call-site stubs get the same treatment
- * (bpf/site_unwind.bpf.h).
- *
- * Holding stops: the recorder sets unwind_holds_off before its last drain and waits until
- * unwind_inflight is 0, so no thread is stopped after the recorder's last look at the ring.
- * The hooks are attached before the function probes and are the last to go: before the holds
- * stop, the recorder has closed the function links and ptrace-stopped every process with
- * uretprobes pending, and afterwards it puts back their real return addresses
- * (user/record/recorder_detach.c), so no trampoline is ever left for an unwinder to meet.
- * The hook counts itself in before it reads the flag (a full barrier between), the recorder
- * writes the flag before it reads the count: one of the two always sees the other.
- *
- * x86_64 only: there the slot is ri->stack, the sp at the entry probe. On arm64 the return
- * address is in the link register at entry and its slot is wherever the prologue puts it.
- */
-__u32 unwind_holds_off;         /* written by the recorder (mmaped .bss) */
-__u64 unwind_inflight;          /* hooks between their holds_off check and their submit */
-
-#define ATF_SIGSTOP 19          /* same number on x86_64 and arm64 */
-
-#if defined(__TARGET_ARCH_x86)
-/*
- * collect_unwind_slots - the stack writes a raise (@rearm false) or a catch at @live_sp
- * (@rearm true) needs, into @rec->pairs and @rec->count. The count lives in the record, not in
- * a register: a register count would be a different known value on every path, and the
- * verifier would walk each combination (it runs out of its 1M instructions).
- */
-static __always_inline void collect_unwind_slots(struct rec_unwind_fixup *rec,
-						 struct return_instance *ri, __u64 tramp,
-						 bool rearm, __u64 live_sp)
-{
-	__u64 prev_stack = 0;
-
-	for (int i = 0; i < REC_UNWIND_MAX_SLOTS && ri; i++) {
-		__u64 stack = BPF_CORE_READ(ri, stack);
-		__u64 orig = BPF_CORE_READ(ri, orig_ret_vaddr);
-		__u64 slot = 0, expect, value;
-
-		ri = BPF_CORE_READ(ri, next);
-		/* a chained instance (tail call) shares its caller's slot: one write is enough */
-		if (stack == prev_stack || orig == tramp)
-			continue;
-		prev_stack = stack;
-		if (bpf_probe_read_user(&slot, sizeof(slot), (void *)stack))
-			continue;
-		if (!rearm && slot == tramp) {
-			expect = tramp;
-			value = orig;
-		} else if (rearm && stack > live_sp && slot == orig) {
-			expect = orig;
-			value = tramp;
-		} else {
-			continue;
-		}
-		__u32 n = rec->count;
-
-		if (n >= REC_UNWIND_MAX_SLOTS)
-			break;
-		struct rec_unwind_slot *w = &rec->pairs[n & (REC_UNWIND_MAX_SLOTS - 1)];
-
-		w->addr = stack;
-		w->expect = expect;
-		w->value = value;
-		rec->count = n + 1;
-	}
-	if (ri)
-		rec->flags |= REC_UNWIND_F_TRUNCATED;
-}
-
-/* Frames entered through call-site stubs: collect_site_slots(). */
-#include "site_unwind.bpf.h"
-
-/*
- * hold_for_unwind - list the slot writes (uretprobe trampolines, then call-site stubs), stop
- * the thread, hand the list to the recorder. @live_sp: the raising or the catching sp.
- */
-static __always_inline void hold_for_unwind(__u64 pid_tgid, bool rearm, __u64 live_sp)
-{
-	struct task_struct *task = bpf_get_current_task_btf();
-	struct task_state *st = current_state(false);
-	struct return_instance *ri = NULL;
-	struct rec_unwind_fixup *rec;
-	__u64 tramp = 0;
-
-	if (bpf_core_field_exists(struct uprobe_task, return_instances))
-		ri = BPF_CORE_READ(task, utask, return_instances);
-	if (ri)
-		tramp = BPF_CORE_READ(task, mm, uprobes_state.xol_area, vaddr);
-	if (!tramp)
-		ri = NULL;
-	if (st && !st->depth)
-		st = NULL;      /* no open frame: no stub frame either */
-	if (!ri && !st)
-		return;         /* no pending uretprobe nor traced frame: nothing to do */
-	__sync_fetch_and_add(&unwind_inflight, 1);
-	if (*(volatile __u32 *)&unwind_holds_off)
-		goto out;
-	rec = bpf_ringbuf_reserve(&rb, sizeof(*rec), 0);
-	if (!rec) {
-		count_lost(lost_records);
-		goto out;
-	}
-	rec->type = REC_UNWIND_FIXUP;
-	rec->pid = pid_tgid >> 32;
-	rec->tid = (__u32)pid_tgid;
-	rec->flags = rearm ? REC_UNWIND_F_REARM : 0;
-	rec->hold_seq = 0;
-	rec->ts = atf_now();
-	rec->count = 0;
-	if (ri)
-		collect_unwind_slots(rec, ri, tramp, rearm, live_sp);
-	if (st)
-		collect_site_slots(rec, st, rearm, live_sp);
-	if (rec->count == 0) {
-		bpf_ringbuf_discard(rec, BPF_RB_NO_WAKEUP);
-		goto out;
-	}
-	/*
-	 * Nobody would resume a thread whose record is not in the ring: signal, then submit. A
-	 * process someone else stops is not stopped by us (holds.bpf.h): that stop holds it for
-	 * the fix-up all the same, and it is not in the held set, so the recorder leaves it so.
-	 */
-	rec->hold_seq = hold_begin(task, rec->pid);
-	if (rec->hold_seq && bpf_send_signal_thread(ATF_SIGSTOP)) {
-		bpf_ringbuf_discard(rec, BPF_RB_NO_WAKEUP);
-		count_lost(lost_records);
-		goto out;
-	}
-	bpf_ringbuf_submit(rec, BPF_RB_FORCE_WAKEUP);
-out:
-	__sync_fetch_and_add(&unwind_inflight, -1);
-}
-#endif
-
-/* Entry of _Unwind_RaiseException / _Unwind_ForcedUnwind / _Unwind_Resume_or_Rethrow. */
-SEC("uprobe")
-int atf_unwind_raise(struct pt_regs *ctx)
-{
-	__u64 pid_tgid = current_pid_tgid();
-
-	if (!tgid_traced(pid_tgid >> 32))
-		return 0;
-#if defined(__TARGET_ARCH_x86)
-	hold_for_unwind(pid_tgid, false, PT_REGS_SP(ctx));
-#endif
-	return 0;
-}
-
-/*
- * Entry of the C++ runtime's catch (__cxa_begin_catch): the frames the exception unwound
- * (entry sp <= this sp; the catching frame itself is above) are closed now, at the catch,
- * and the frames still alive get their uretprobe trampolines back.
- */
-SEC("uprobe")
-int atf_unwind_catch(struct pt_regs *ctx)
-{
-	__u64 pid_tgid = current_pid_tgid();
-
-	if (!tgid_traced(pid_tgid >> 32))
-		return 0;
-
-	struct task_state *st = current_state(false);
-
-	/*
-	 * Not once the session is ending: the recorder takes every thread's batch after the holds
-	 * are off and none is in flight, and nothing may add to a batch after that.
-	 */
-	__sync_fetch_and_add(&unwind_inflight, 1);
-	if (st && st->depth && !*(volatile __u32 *)&unwind_holds_off)
-		close_dead_frames(st, PT_REGS_SP(ctx), true, pid_tgid, atf_now());
-	__sync_fetch_and_add(&unwind_inflight, -1);
-#if defined(__TARGET_ARCH_x86)
-	hold_for_unwind(pid_tgid, true, PT_REGS_SP(ctx));
-#endif
-	return 0;
-}
+/* C++ exceptions: the unwinder's hooks and their holds (atf_unwind_raise, atf_unwind_catch). */
+#include "cxx_unwind.bpf.h"
 
 #if defined(__TARGET_ARCH_x86)
 /* Another tool registering a uprobe while a process runs on our entry trampolines. */
@@ -656,167 +485,5 @@ int atf_unwind_catch(struct pt_regs *ctx)
 #include "cs_handback.bpf.h"
 #endif
 
-/* ---- process lifecycle ----------------------------------------------------------------- */
-
-static __always_inline void emit_task(__u32 type, __u32 tgid, __u32 tid, __u32 arg)
-{
-	struct rec_task *r = bpf_ringbuf_reserve(&rb, sizeof(*r), 0);
-
-	if (!r) {
-		count_lost(lost_records);
-		return;
-	}
-	r->type = type;
-	r->pid = tgid;
-	r->tid = tid;
-	r->child_pid = arg;     /* or exit_code */
-	r->ts = atf_now();
-	/* every caller runs in the context of the thread the record is about */
-	bpf_get_current_comm(r->comm, sizeof(r->comm));
-	bpf_ringbuf_submit(r, wakeup_flag());
-}
-
-/*
- * A process forked: a child the recorder must fix or guard is noted (fork_hold.bpf.h); with
- * follow_fork the child of a traced process is traced from its first instruction.
- */
-SEC("tp_btf/sched_process_fork")
-int BPF_PROG(atf_fork, struct task_struct *parent, struct task_struct *child)
-{
-	__u64 parent_ids;
-	__u32 ptgid, ctgid;
-	__u8 one = 1;
-
-#if defined(__TARGET_ARCH_x86)
-	fork_note(parent, child);
-#endif
-	if (!follow_fork || parent->tgid == child->tgid)    /* a new thread is not a new process */
-		return 0;
-	parent_ids = task_pid_tgid(parent);
-	ptgid = parent_ids >> 32;
-	if (!tgid_traced(ptgid))
-		return 0;
-	/* a child is in its parent's pid namespace or below it: visible when the parent is */
-	ctgid = task_pid_tgid(child) >> 32;
-	if (!system_wide)
-		bpf_map_update_elem(&tgid_filter, &ctgid, &one, BPF_ANY);
-	emit_task(REC_TASK_FORK, ptgid, (__u32)parent_ids, ctgid);
-	return 0;
-}
-
-/* A thread of a traced process exits; when it was the last one, the tgid leaves the filter. */
-SEC("tp_btf/sched_process_exit")
-int BPF_PROG(atf_exit, struct task_struct *p)
-{
-	__u64 ids = task_pid_tgid(p);
-	__u32 tgid = ids >> 32;
-
-	/*
-	 * Its last events before its exit record, whether or not the filter still lists its
-	 * process: another thread of the group that ran this hook after the last decrement of
-	 * signal->live (below) may already have taken the tgid out while this one was between
-	 * its own decrement and here. A thread with a batch was traced.
-	 */
-	flush_exiting();
-	if (!tgid_traced(tgid))
-		return 0;
-	/* do_exit() has set exit_code: the signal that killed the group, or the exit status << 8 */
-	emit_task(REC_TASK_EXIT, tgid, (__u32)ids, (__u32)p->exit_code);
-	/* signal->live is decremented before this tracepoint: 0 means the whole group is dead. */
-	if (!system_wide && BPF_CORE_READ(p, signal, live.counter) == 0)
-		bpf_map_delete_elem(&tgid_filter, &tgid);
-	return 0;
-}
-
-/*
- * Holds for modules that appear later (user/record/record_watch.c). The recorder must attach the
- * probes of a new program image (at exec) or of a library just mapped (ld.so's debug-state hook)
- * before the process runs them, so the hook stops the process (SIGSTOP, delivered before it
- * returns to user space) and says so in its record; the recorder resumes it after attaching.
- * Holds obey unwind_holds_off / unwind_inflight like the C++ unwind holds above, so once the
- * recorder has stopped holds, no process is left stopped after its last drain.
- */
-__u32 exec_hold;                /* written by the recorder (mmaped .bss): hold at exec */
-__u32 dl_hold;                  /* hold at ld.so's debug-state call (a library was mapped) */
-
-/*
- * emit_held_task - a REC_TASK_EXEC / REC_DL_STATE record, holding the process when @want_hold.
- * @stuck: the thread's batch that the ring had no room for at an exec (else NULL). The recorder
- * ends the old image's threads at the exec record, so those events must not follow it in the
- * ring: with the record in hand they are parked (the recorder takes them as it ends the
- * thread, before it reads on); without it the recorder never learns of the exec, and they go
- * with the thread's next events as usual.
- */
-static __always_inline void emit_held_task(__u32 type, __u32 tgid, __u32 tid, bool want_hold,
-					   struct task_state *stuck)
-{
-	struct rec_task *r;
-
-	__sync_fetch_and_add(&unwind_inflight, 1);
-	r = bpf_ringbuf_reserve(&rb, sizeof(*r), 0);
-	if (!r) {
-		count_lost(lost_events);        /* and not held: nobody would resume it */
-		goto out;
-	}
-	r->type = type;
-	r->pid = tgid;
-	r->tid = tid;
-	r->child_pid = 0;
-	r->hold_seq = 0;
-	r->ts = atf_now();
-	bpf_get_current_comm(r->comm, sizeof(r->comm));
-	if (stuck && stuck->batch.count)
-		park_batch(stuck);
-	/* signal only with the record in hand: a held process always has its record */
-	if (want_hold && !*(volatile __u32 *)&unwind_holds_off &&
-	    (r->hold_seq = hold_begin(bpf_get_current_task_btf(), tgid)) &&
-	    !bpf_send_signal_thread(ATF_SIGSTOP))
-		r->child_pid = REC_TASK_HELD;
-	bpf_ringbuf_submit(r, r->child_pid ? BPF_RB_FORCE_WAKEUP : wakeup_flag());
-out:
-	__sync_fetch_and_add(&unwind_inflight, -1);
-}
-
-SEC("tp_btf/sched_process_exec")
-int BPF_PROG(atf_exec, struct task_struct *p, pid_t old_pid)
-{
-	__u64 ids = task_pid_tgid(p);      /* p is current */
-	__u32 tgid = ids >> 32;
-
-	if (!tgid_traced(tgid))
-		return 0;
-	/*
-	 * The old image's frames died with it; a system-wide session records the new image. A
-	 * thread other than the leader that calls exec takes the leader's pid (de_thread).
-	 */
-	struct task_state *st = current_state(false);
-	bool claimed = false, stuck = false;
-
-	if (st) {
-		/* this hook outlives the function links: the session's end may be taking the batch
-		 * right now (atf_flush_batches), and only one of the two may write it */
-		claimed = st->batch.count && claim_batch(st);
-		if (claimed)
-			stuck = !flush_batch(st);       /* under the old ids, before the exec record */
-		st->depth = 0;
-		st->pid_tgid = ids;
-	}
-	emit_held_task(REC_TASK_EXEC, tgid, (__u32)ids, exec_hold, stuck ? st : NULL);
-	if (claimed && st)
-		__sync_fetch_and_and(&st->flush_claim, 0);
-	announce_exec(ids);
-	return 0;
-}
-
-/* Entry of ld.so's _dl_debug_state (r_debug.r_brk): called before and after each change of
- * the link map, at start-up, dlopen and dlclose. */
-SEC("uprobe")
-int atf_dl_state(struct pt_regs *ctx)
-{
-	__u64 pid_tgid = current_pid_tgid();
-
-	if (!tgid_traced(pid_tgid >> 32))
-		return 0;
-	emit_held_task(REC_DL_STATE, pid_tgid >> 32, (__u32)pid_tgid, dl_hold, NULL);
-	return 0;
-}
+/* Process lifecycle: fork, exit, exec, ld.so's debug state (atf_fork ... atf_dl_state). */
+#include "lifecycle.bpf.h"

@@ -46,7 +46,10 @@ struct shadow_frame {
 	__u64 site_ret;
 };
 
-/* Per-thread state in BPF_MAP_TYPE_TASK_STORAGE; freed by the kernel when the thread dies. */
+/*
+ * Per-thread state in BPF_MAP_TYPE_TASK_STORAGE; freed by the kernel when the thread dies. While
+ * the thread owns a CPU's state slot, the live copy is there (bpf/state_slot.bpf.h).
+ */
 struct task_state {
 	__u32 depth;    /* traced frames open on this thread (may exceed SHADOW_MAX) */
 	__u32 traced;   /* 1: this thread's process passed the tgid filter (cached, see on_entry) */
@@ -54,7 +57,7 @@ struct task_state {
 	__u64 trampoline;   /* the uretprobe trampoline address, seen while an exception unwinds */
 	__u64 flush_claim;  /* 1 while the thread's exit or the session's end has the batch */
 	__u32 flushed;      /* 1 once a batch of this thread went to the ring */
-	__u32 _pad;
+	__u32 in_slot;      /* CPU + 1 of the slot holding the live copy; 0: this is it */
 	struct rec_batch batch;  /* events not yet in the ring (bpf/batch.bpf.h) */
 	struct shadow_frame frames[SHADOW_MAX];  /* frames[i] was called at depth i */
 };

@@ -196,10 +196,10 @@ struct rec_task {
 };
 
 /*
- * C++ exceptions through uretprobed frames (bpf/atftrace.bpf.c "C++ exceptions and uretprobes",
- * user/record/recorder_unwind.c). The thread that raised or caught an exception has been sent SIGSTOP;
- * the recorder waits until it is stopped, writes value to each stack slot that still holds
- * expect, and resumes it with SIGCONT.
+ * C++ exceptions through uretprobed frames (bpf/cxx_unwind.bpf.h, "C++ exceptions and
+ * uretprobes"; user/record/recorder_unwind.c). The thread that raised or caught an exception
+ * has been sent SIGSTOP; the recorder waits until it is stopped, writes value to each stack
+ * slot that still holds expect, and resumes it with SIGCONT.
  */
 #define REC_UNWIND_MAX_SLOTS    64      /* = the kernel's uretprobe depth limit per thread */
 #define REC_UNWIND_F_REARM      1u      /* at the catch: frames still alive get the trampoline back */

@@ -170,20 +170,32 @@ static __always_inline void park_batch(struct task_state *st)
 	st->batch.count = 0;
 }
 
-/* flush_exiting - at the exit of the current thread: its batch goes to the ring, or is parked. */
+/*
+ * flush_exiting - at the exit of the current thread: its batch goes to the ring, or is parked,
+ * and its state slot (bpf/state_slot.bpf.h) is freed, the state copied back with the claim that
+ * keeps the session's end away. A batch the session's end has claimed is left to it, with the
+ * slot: no function probe runs then, so nobody else takes the slot.
+ */
 static __always_inline void flush_exiting(void)
 {
-	struct task_state *st = current_state(false);
+	struct task_state *home = task_state_of(bpf_get_current_task_btf(), false);
+	struct task_state *st = live_state(home);
 
-	if (!st || !st->batch.count || !claim_batch(st))
+	if (!st)
 		return;
-	if (!flush_batch(st))
-		park_batch(st);
+	if (st->batch.count) {
+		if (!claim_batch(st))
+			return;
+		if (!flush_batch(st))
+			park_batch(st);
+	}
+	slot_leave(home);
 }
 
 /*
  * The session's end: every thread's batch to the ring, after the recorder closed the function
- * links (no probe appends any more) and before its last drain. A batch the full ring does not
+ * links (no probe appends any more, and no state moves between its task storage and a per-CPU
+ * slot: the live copy is found through the task storage) and before its last drain. A batch the full ring does not
  * take now stays, and is counted in batches_left; the recorder drains and runs this again.
  */
 __u32 batches_left;
@@ -197,7 +209,7 @@ int atf_flush_batches(struct bpf_iter__task *ctx)
 
 	if (!task)
 		return 0;
-	st = bpf_task_storage_get(&task_states, task, NULL, 0);
+	st = live_state(bpf_task_storage_get(&task_states, task, NULL, 0));
 	if (!st || !st->batch.count || !claim_batch(st))
 		return 0;
 	if (!flush_batch(st)) {

@@ -18,6 +18,8 @@ TARGET_CFLAGS_callsites  := -pthread
 TARGET_LDFLAGS_callsites := -pthread
 TARGET_CFLAGS_threads_block  := -pthread
 TARGET_LDFLAGS_threads_block := -pthread
+TARGET_CFLAGS_migrate  := -pthread
+TARGET_LDFLAGS_migrate := -pthread
 # shlib_user calls into libatftest.so, found next to it through $ORIGIN.
 $(OUTPUT)/targets/libatftest.so: tests/targets/libatftest.c
 	$(call msg,TARGET,$@)

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
  * Modules that appear while recording: a new program image at exec, and libraries the dynamic
- * loader maps later (dlopen, or at start-up). Both BPF hooks (bpf/atftrace.bpf.c, "Holds for
+ * loader maps later (dlopen, or at start-up). Both BPF hooks (bpf/lifecycle.bpf.h, "Holds for
  * modules that appear later") can hold the process: it is stopped (SIGSTOP) before it runs
  * another user instruction, and its record says so. Here, for that record, the process's
  * mappings are read again and every file it maps that this session has not seen in it yet is

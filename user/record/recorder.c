@@ -251,8 +251,9 @@ static void session_sync(struct recorder *r)
 }
 
 /*
- * flush_batches - the events still batched in the threads' task storage into the ring, after
- * the function probes are closed and no hook adds any. A full ring is drained and the rest
+ * flush_batches - the events still batched in the threads' task storage (or in the per-CPU state
+ * slot a thread owns, which the iterator finds through it) into the ring, after the function
+ * probes are closed and no hook adds any. A full ring is drained and the rest
  * tried again; on the last try what still finds no room is counted lost.
  */
 static void flush_batches(struct recorder *r)

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
  * C++ exceptions through uretprobed frames: the recorder's half (the BPF half and the reasons
- * are in bpf/atftrace.bpf.c, "C++ exceptions and uretprobes").
+ * are in bpf/cxx_unwind.bpf.h, "C++ exceptions and uretprobes").
  *
  * A REC_UNWIND_FIXUP record means: thread TID of process PID raised (or caught) an exception
  * while uretprobes were pending, and BPF sent it SIGSTOP. SIGSTOP stops the whole thread group,
