@@ -56,6 +56,16 @@ if row_on 3; then
 	echo "row 3: 5 bpftrace sessions while the main thread was in vfork, 0 deaths"
 fi
 
+# tree_states PID: each thread of PID and of its children, with its state and where it sleeps
+tree_states() {
+	local p t
+	for p in "$1" $(cat /proc/"$1"/task/*/children 2>/dev/null); do
+		for t in /proc/"$p"/task/*; do
+			echo "  $p/${t##*/}: $(awk '{ print $3 }' "$t/stat" 2>/dev/null) $(cat "$t/wchan" 2>/dev/null)"
+		done
+	done
+}
+
 # ---- row 5: forks while the ring is full ------------------------------------------------------------
 if row_on 5; then
 	for how in stopped running; do
@@ -65,7 +75,9 @@ if row_on 5; then
 		rows_record f$how $target --ring-size 64K
 		[ $how = running ] || kill -STOP $REC
 		kill -USR1 $target       # 200000 more calls (the ring holds 64 KiB: full by then), then the forks
-		wait_for "$T/f$how.out" "^forks 50 ok [0-9]+$" "row 5 ($how): the forks"
+		timeout 60 bash -c 'until grep -qE "^forks 50 ok [0-9]+$" "$1" 2>/dev/null; do sleep 0.05; done' \
+			_ "$T/f$how.out" || { tree_states $target >&2; tail -5 "$T/f$how.err" >&2
+			fail "row 5 ($how): the forks did not end in 60 s: $(cat "$T/f$how.out")"; }
 		[ $how = running ] || kill -CONT $REC
 		kill -INT $REC
 		wait $REC || { cat "$T/f$how.err" >&2; fail "row 5 ($how): record -p failed"; }

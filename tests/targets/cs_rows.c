@@ -230,8 +230,9 @@ static int forks(int n, int nthreads, const char *ready)
 
 	if (start_threads(th, nthreads) || touch(ready))
 		return 2;
+	/* polled: SIGUSR1 may be taken by a hot thread, which would leave pause() asleep */
 	while (!go && !stop)
-		pause();
+		usleep(1000);
 	for (long base = __atomic_load_n(&hot_calls, __ATOMIC_RELAXED), fill = getenv("ROWS_FILL") ?
 	     atol(getenv("ROWS_FILL")) : 0; __atomic_load_n(&hot_calls, __ATOMIC_RELAXED) - base < fill;)
 		usleep(1000);
