@@ -7,7 +7,7 @@
  * verifier turns into dead code.
  *
  * Cgroups. The id user space gives (cgroup_id) is the kernfs node id of the cgroup directory
- * (user/probe/container.c cgroup_id_of_path). A task is traced when it is in that cgroup or below it:
+ * (user/proc/container.c cgroup_id_of_path). A task is traced when it is in that cgroup or below it:
  *   v2 (cgroup_v1_ssid == 0): its ancestor at the directory's level is that cgroup
  *       (bpf_get_current_ancestor_cgroup_id; the v2 root is level 0);
  *   v1 (cgroup_v1_ssid == subsystem id + 1): its cgroup in that controller's hierarchy,

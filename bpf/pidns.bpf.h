@@ -4,7 +4,7 @@
  * /proc with the pids of its own pid namespace; a recorder in a container or a Kubernetes sidecar
  * (sharing the app's pid namespace) is not in the host's. So every pid and tid a probe reports or
  * filters on is the task's pid at the recorder's namespace level, which user space finds before
- * load (user/probe/pidns.c): pidns_level, the number of namespaces above its own (0 on the
+ * load (user/proc/pidns.c): pidns_level, the number of namespaces above its own (0 on the
  * host), and pidns_inum, the inode of /proc/self/ns/pid.
  *
  * A task's struct pid lists its number in each namespace from the root down to its own:

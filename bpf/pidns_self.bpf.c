@@ -3,7 +3,7 @@
  * The level of the recorder's own pid namespace, which the probes need (pidns.bpf.h) and /proc
  * cannot tell: NSpid in /proc/PID/status lists levels from the namespace of that /proc mount
  * down, so in a container with its own /proc it has one entry at any depth, and NS_GET_PARENT
- * refuses to go above the caller's own namespace. user/probe/pidns.c runs this task iterator on
+ * refuses to go above the caller's own namespace. user/proc/pidns.c runs this task iterator on
  * one thread only (its own, or a traced process's, named in the recorder's namespace); it
  * writes one record, with the host pid too, which only the kernel's own numbering can give.
  */

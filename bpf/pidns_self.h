@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Record of bpf/pidns_self.bpf.c, read by user/probe/pidns.c. Plain __u32 only.
+ * Record of bpf/pidns_self.bpf.c, read by user/proc/pidns.c. Plain __u32 only.
  */
 #ifndef ATFTRACE_PIDNS_SELF_H
 #define ATFTRACE_PIDNS_SELF_H
