@@ -46,26 +46,6 @@ cleanup_tracefs() {
 old_exit=$(trap -p EXIT)
 old_exit=${old_exit% EXIT}
 eval "${old_exit%\'}; cleanup_tracefs' EXIT"
-# calls_diff PID: bytes of PID's text that differ from the file, breakpoints (int3) left out:
-# the redirected calls that are still ours (uprobes, ours and the other tools', are int3s)
-calls_diff() {
-	python3 - "$1" "$CS" <<'PY'
-import os, sys
-pid, path = sys.argv[1], os.path.realpath(sys.argv[2])
-st = os.stat(path)
-diff = 0
-with open(f"/proc/{pid}/maps") as maps, open(f"/proc/{pid}/mem", "rb") as mem, open(path, "rb") as f:
-    for line in maps:
-        a = line.split()
-        if len(a) < 6 or int(a[4]) != st.st_ino or "x" not in a[1]:
-            continue
-        lo, hi = (int(x, 16) for x in a[0].split("-"))
-        mem.seek(lo); f.seek(int(a[2], 16))
-        m, d = mem.read(hi - lo), f.read(hi - lo)
-        diff += sum(1 for i in range(len(d)) if m[i] != d[i] and m[i] != 0xcc)
-print(diff)
-PY
-}
 
 # start NAME [ENV...]: launch the target under record --call-sites (stdin $T/NAME.in on fd 3,
 # stdout $T/NAME.out on fd 4); sets rec and target
@@ -123,7 +103,7 @@ finish() {
 start s1
 assert_contains "$T/s1.err" "hand-back notice on the bpf and perf_event_open exit tracepoints, for 1 file" "s1: the notice is armed"
 assert_contains "$T/s1.err" "callsites: [1-9][0-9]* call sites of 3 functions redirected" "s1: tr_sub, tr_mov and tr_lea redirected"
-[ "$(calls_diff $target)" -gt 0 ] || fail "s1: no redirected call in the text"
+[ "$(text_diff $target "$CS" int3)" -gt 0 ] || fail "s1: no redirected call in the text"
 ask $K; answer $K
 if grep -q ") handed back: " "$T/s1.err"; then fail "s1: handed back before any other tool came"; fi
 for i in 1 2 3; do
@@ -153,7 +133,7 @@ prec=$!
 timeout 60 cat "$T/p.ready" >/dev/null || { cat "$T/p.err" >&2; fail "the plain session never became ready"; }
 wait_for "$T/s1.err" "$(handed tr_lea)" "s1: tr_lea handed back to the plain session"
 assert_eq 3 "$(grep -c ") handed back: " "$T/s1.err")" "s1: three hand-backs"
-assert_eq 0 "$(calls_diff $target)" "s1: the text (but for breakpoints) once every redirected function is handed back"
+assert_eq 0 "$(text_diff $target "$CS" int3)" "s1: the text (but for breakpoints) once every redirected function is handed back"
 ask $K; answer $K
 kill -INT $prec
 wait $prec || { cat "$T/p.err" >&2; fail "the plain session"; }

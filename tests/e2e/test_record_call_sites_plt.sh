@@ -29,15 +29,6 @@ command -v bpftool >/dev/null || fail "bpftool missing (a build dependency)"
 N=300
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 
-# summary SESSION: per function id its calls and each call's parent (- at depth 0)
-summary() {
-	local d
-	for d in "$1"/pid_*/thread_*; do "$TOOLS/atf_raw" "$d"; done | awk '
-		$1 == "ev" && $3 == "C" { calls[$4]++; p = $5 > 0 ? open[$5 - 1] : "-"; edges[p " " $4]++; open[$5] = $4 }
-		$1 == "ev" && $3 == "X" { x++ }
-		END { for (f in calls) print "calls", f, calls[f]; for (e in edges) print "edge", e, edges[e]
-		      print "unwound", x + 0 }' | sort
-}
 # calls NAME SESSION: the report's call count of NAME
 calls() { "$ATF" report "$2" | awk -v f="$1" '$13 == f { n = $5 } END { print n + 0 }'; }
 
@@ -57,8 +48,8 @@ cmp -s "$T/plain.out" "$T/cs.out" || fail "the output differs from the untraced 
 "$ATF" verify "$T/cs" >/dev/null || fail "verify the --call-sites session"
 "$ATF" record --no-trampolines -o "$T/np" -f 'libcsplt.so:*' -- "$P" $N >/dev/null 2>"$T/np.err" \
 	|| { cat "$T/np.err" >&2; fail "record --no-trampolines failed"; }
-summary "$T/cs" >"$T/cs.sum"
-summary "$T/np" >"$T/np.sum"
+call_summary "$T/cs" >"$T/cs.sum"
+call_summary "$T/np" >"$T/np.sum"
 diff "$T/np.sum" "$T/cs.sum" >&2 || fail "calls or parents differ between --call-sites and plain probes"
 assert_eq "$N $((2 * N)) $((2 * N)) $N" "$(for f in pl_outer pl_mid pl_leaf pl_swap; do calls $f "$T/cs"; done | xargs)" \
 	"calls of pl_outer, pl_mid, pl_leaf, pl_swap"
@@ -102,8 +93,8 @@ assert_contains "$T/pcs.err" "libcsplt\.so: 3 call sites of 2 functions redirect
 cmp -s "$T/pre.out" "$T/pcs.out" || fail "preloaded: the output differs from the untraced run's"
 LD_PRELOAD=$PRE "$ATF" record --no-trampolines -o "$T/pnp" -f 'libcsplt.so:*' -- "$P" $N >/dev/null 2>"$T/pnp.err" \
 	|| { cat "$T/pnp.err" >&2; fail "record --no-trampolines, preloaded, failed"; }
-summary "$T/pcs" >"$T/pcs.sum"
-summary "$T/pnp" >"$T/pnp.sum"
+call_summary "$T/pcs" >"$T/pcs.sum"
+call_summary "$T/pnp" >"$T/pnp.sum"
 diff "$T/pnp.sum" "$T/pcs.sum" >&2 || fail "preloaded: calls or parents differ between --call-sites and plain probes"
 assert_eq "$N $((2 * N)) $((2 * N)) 0" "$(for f in pl_outer pl_mid pl_leaf pl_swap; do calls $f "$T/pcs"; done | xargs)" \
 	"preloaded: calls of pl_outer, pl_mid, pl_leaf, and of libcsplt's pl_swap (never reached)"
