@@ -131,7 +131,6 @@ assert_eq "$bt_list" "$(get calls PyList_New)" "calls of PyList_New (bpftrace's 
 assert_eq $((D + 6)) "$(get nest PyIter_Send)" "PyIter_Send frames nested at once"
 depth=$(awk '$1 == "maxdepth" { print $2 }' "$T/tree")
 [ "$depth" -gt 64 ] || fail "the call depth reached $depth, not past 64"
-
 unw=$(awk '$1 == "unwound" { print $2 }' "$T/tree")
 assert_eq 0 "$unw" "frames ended as unwound ($MODE)"
 assert_eq "$bt_send" "$(get edge _PyEval_EvalFrameDefault PyIter_Send)" "PyIter_Send calls whose parent is the eval loop"
