@@ -18,8 +18,9 @@
  * depth and function_id of its CALL. When a CALL could not be recorded (ring full, counted in
  * lost_events), its frame is not pushed and its RETURN is not emitted either; both are counted.
  *
- * Limits (for the verifier): at most MAX_POPS frames are closed per probe hit (the rest on
- * the next hit); frames deeper than SHADOW_MAX are counted in depth but not remembered, so
+ * Limits: one probe hit closes every dead frame (bpf_loop, up to MAX_POPS: all the remembered
+ * ones; a hit that closed only some would push a live frame above the rest, which would then
+ * never be found dead); frames deeper than SHADOW_MAX are counted in depth but not remembered, so
  * their returns carry the link cookie and unwinding through them closes only the remembered
  * frames below SHADOW_MAX.
  */
@@ -198,8 +199,8 @@ static __always_inline bool frame_dead(const struct shadow_frame *f, __u64 sp, b
 
 /*
  * close_one_dead_frame - bpf_loop body: close the innermost frame if it is dead; 1 stops.
- * A loop body is verified once, where an unrolled loop of MAX_POPS copies made the verifier
- * walk about 280,000 instructions (0.3-1 s of start-up) for the session program.
+ * A loop body is verified once, where an unrolled loop of 32 copies made the verifier walk
+ * about 280,000 instructions (0.3-1 s of start-up) for the session program.
  */
 static int close_one_dead_frame(__u32 i, void *data)
 {

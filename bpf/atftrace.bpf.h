@@ -13,7 +13,7 @@
 /* Traced frames remembered per thread. Deeper frames still count in depth (see atftrace.bpf.c). */
 #define SHADOW_MAX      512
 /* Dead frames popped (as EXCEPTION events) per probe hit; the rest go on the next hit. */
-#define MAX_POPS        32
+#define MAX_POPS        (SHADOW_MAX + 1)   /* every remembered frame: one hit closes all the dead */
 /* Pending kernel return instances walked per unwind hook (the kernel keeps at most 64). */
 #define MAX_RETURN_INSTANCES 64
 /* Threads with losses remembered at once (thread_losses); more are counted as unattributed. */

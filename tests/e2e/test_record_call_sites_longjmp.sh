@@ -11,7 +11,8 @@
 #   - K = 70 (a stack 75 deep), longjmp'ing 20 frames to lj_rec(20): every other frame returns
 #     through its stub, where plain probes lose the returns past 64 (LJ_DEEP_MODE=--no-trampolines
 #     runs these assertions on plain probes: they fail);
-#   - LJ_WIDE=1 (known failing, see below): a longjmp out of all 74 frames at once;
+#   - a longjmp out of all 74 frames at once: every one closed as unwound by the next call's
+#     hit (one hit closes every dead frame);
 #   - record -p: the text is the file's after the session, and the target goes on longjmp'ing
 #     with right results.
 source "$(dirname "$0")/lib.sh"
@@ -101,14 +102,11 @@ DEEP_MODE=${LJ_DEEP_MODE:---call-sites}
 	|| { cat "$T/deep.err" >&2; fail "record $DEEP_MODE (K 70) failed"; }
 cmp -s "$T/deep.plain" "$T/deep.out" || fail "deep: the output differs from the untraced run's"
 check_session deep 30 70 20
-# KNOWN FAILING, run only with LJ_WIDE=1: a longjmp out of 74 frames at once. The probe closes
-# at most 32 dead frames per hit (MAX_POPS, bpf/atftrace.bpf.c); the next call then pushes its
-# frame above the dead ones left, which are never closed (plain probes do the same past 32)
-if [ -n "${LJ_WIDE:-}" ]; then
-	"$ATF" record "$DEEP_MODE" -o "$T/wide" -f 'lj_*' -- "$LJ" all 30 70 >"$T/wide.out" 2>"$T/wide.err" \
-		|| { cat "$T/wide.err" >&2; fail "record $DEEP_MODE (K 70, to the round) failed"; }
-	check_session wide 30 70
-fi
+# a longjmp out of all 74 frames at once: the next call's hit closes every one of them, before
+# that call's frame is pushed (a hit that closed only some would leave the rest under it for good)
+"$ATF" record "$DEEP_MODE" -o "$T/wide" -f 'lj_*' -- "$LJ" all 30 70 >"$T/wide.out" 2>"$T/wide.err" \
+	|| { cat "$T/wide.err" >&2; fail "record $DEEP_MODE (K 70, to the round) failed"; }
+check_session wide 30 70
 
 # ---- record -p: the text is the file's after the session; the target goes on right -------------------
 [ "$DEEP_MODE" = --call-sites ] || { echo "the deep assertions passed with $DEEP_MODE"; exit 0; }
