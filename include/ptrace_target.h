@@ -2,7 +2,8 @@
 /*
  * A traced process held still with ptrace (user/proc/ptrace_target.c), for rewriting its text:
  * every thread seized and stopped, memory read and written through /proc/PID/mem, syscalls
- * run inside it, a launched child run to its entry point. Private to user/probe/.
+ * run inside it, a launched child run to its entry point. Private to user/probe/, user/patch/
+ * and record's run of a launched child to its entry (user/cmd/record_run.c).
  */
 #ifndef ATFTRACE_PTRACE_TARGET_H
 #define ATFTRACE_PTRACE_TARGET_H
@@ -37,9 +38,23 @@ int pt_seize_child(pid_t pid);
 /**
  * pt_run_to_entry - wait for the seized child's exec, run it to its program entry (AT_ENTRY,
  * reached after the dynamic loader mapped the libraries it needs) with a hardware breakpoint,
- * and hold it there: @t then holds every thread stopped, as after pt_stop_all().
+ * and hold it there: @t then holds every thread stopped, as after pt_stop_all(). A child that
+ * pt_park_at_entry() ran there already is held where it is.
  */
 int pt_run_to_entry(struct pt_target *t, pid_t pid);
+
+/* Run while a launched child is on its way to its entry: the recorder's drain. */
+typedef void (*pt_idle_fn)(void *ctx);
+
+/**
+ * pt_park_at_entry - as pt_run_to_entry() runs the child to its entry, with @idle(@ctx) run
+ * whenever it is not stopped for us: the recorder drains the ring, so the holds at its exec
+ * and at the loader's hook (probes for the libraries it maps) are met while it waits, as
+ * without ptrace. A SIGSTOP on the way keeps it stopped until a SIGCONT. It stays stopped at
+ * its entry, traced, for the pt_run_to_entry() that comes next. 0, -ESRCH when it exited
+ * first, or a negative errno (then it is not traced any more, or gone).
+ */
+int pt_park_at_entry(pid_t pid, pt_idle_fn idle, void *ctx);
 
 /**
  * pt_stop_all - seize and stop every thread of @pid (threads started meanwhile too) and read

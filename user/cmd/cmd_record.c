@@ -453,6 +453,10 @@ static int record_main(struct record_args *a)
 			goto cleanup;
 		}
 	}
+	/* to its entry, its holds met meanwhile: the libraries ld.so mapped have their probes
+	 * before the trampolines or call sites are placed there, and before main runs */
+	if ((tramps || sites) && a->cmd && record_run_to_entry(rec, target) < 0)
+		tramps = sites = false;
 	if (tramps && record_trampolines_attach(&mods, probes, target, link_pid, a->cmd != NULL,
 						 a->verbose, &tp) < 0)
 		goto cleanup;

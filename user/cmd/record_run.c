@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 /* record's drain loop and its summary (record_run.h): ticks, signals, --duration, the status line. */
+#include <errno.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -7,12 +8,31 @@
 #include <unistd.h>
 #include "clock.h"
 #include "probes.h"
+#include "ptrace_target.h"
 #include "ready_file.h"
 #include "recorder.h"
 #include "recorder_detail.h"
 #include "record_run.h"
 
 #define TICK_MS 5
+
+/* ---- the launched command's start ---------------------------------------------------------- */
+
+/* While it runs to its entry: a short tick, as each of its stops (exec, holds) waits for one. */
+static void start_tick(void *ctx)
+{
+	recorder__tick(ctx, 1);         /* an error comes again at record_run()'s first tick */
+}
+
+int record_run_to_entry(struct recorder *r, pid_t target)
+{
+	int err = pt_park_at_entry(target, start_tick, r);
+
+	if (err < 0 && err != -ESRCH)
+		fprintf(stderr, "atftrace record: cannot run %d to its entry point (%s): plain "
+			"probes\n", (int)target, strerror(-err));
+	return err;
+}
 
 /* ---- the drain loop ------------------------------------------------------------------------- */
 

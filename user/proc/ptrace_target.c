@@ -261,16 +261,87 @@ static int set_debugreg(pid_t tid, int n, uint64_t v)
 	return ptrace(PTRACE_POKEUSER, tid, (void *)off, (void *)v) < 0 ? -errno : 0;
 }
 
-int pt_run_to_entry(struct pt_target *t, pid_t pid)
-{
+/*
+ * The launched child parked at its entry by pt_park_at_entry(), which pt_run_to_entry() then
+ * holds there (pid 0: none). One launched child per recorder.
+ */
+static struct {
+	pid_t pid;
 	uint64_t entry;
-	int st, err;
+} parked;
 
-	memset(t, 0, sizeof(*t));
-	t->pid = pid;
-	t->own_child = true;
-	t->mem_fd = -1;
-	st = wait_stop(t, pid);
+/* @tid's next stop as wait_stop(), @idle(@ctx) run while there is none (NULL: block). */
+static int next_stop(struct pt_target *t, pid_t tid, pt_idle_fn idle, void *ctx)
+{
+	for (;;) {
+		siginfo_t si;
+
+		if (!idle)
+			return wait_stop(t, tid);
+		memset(&si, 0, sizeof(si));
+		if (waitid(P_PID, (id_t)tid, &si, WEXITED | WSTOPPED | __WALL | WNOWAIT | WNOHANG) < 0) {
+			if (errno == EINTR)
+				continue;
+			return errno == ECHILD ? -ESRCH : -errno;  /* the recorder reaped it */
+		}
+		if (si.si_pid)
+			return wait_stop(t, tid);
+		idle(ctx);
+	}
+}
+
+/* Is a SIGCONT pending for @pid (for the process, or for its main thread)? */
+static bool sigcont_pending(pid_t pid)
+{
+	char path[64], line[256];
+	bool pending = false;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	f = fopen(path, "re");
+	if (!f)
+		return false;
+	while (!pending && fgets(line, sizeof(line), f)) {
+		if (strncmp(line, "SigPnd:", 7) && strncmp(line, "ShdPnd:", 7))
+			continue;
+		pending = strtoull(line + 7, NULL, 16) >> (SIGCONT - 1) & 1;
+	}
+	fclose(f);
+	return pending;
+}
+
+/*
+ * Our child took a SIGSTOP on its way to the entry (in its signal-delivery-stop now): a hold
+ * (the recorder attaches what it mapped, then sends SIGCONT), or anyone's. It stays stopped, as
+ * the SIGSTOP would have kept it, until a SIGCONT is pending, while @idle(@ctx) drains the ring.
+ * Delivering the SIGSTOP instead would end in a group-stop that only PTRACE_CONT ends: the
+ * child would run on before the recorder attached the probes it was held for.
+ */
+static int stay_stopped(pid_t pid, pt_idle_fn idle, void *ctx)
+{
+	for (;;) {
+		siginfo_t si;
+
+		if (sigcont_pending(pid))
+			return 0;
+		memset(&si, 0, sizeof(si));
+		if (waitid(P_PID, (id_t)pid, &si, WEXITED | __WALL | WNOWAIT | WNOHANG) < 0) {
+			if (errno != EINTR)
+				return errno == ECHILD ? -ESRCH : -errno;
+		} else if (si.si_pid) {
+			return -ESRCH;      /* killed while stopped: the recorder reaps it */
+		}
+		idle(ctx);
+	}
+}
+
+/* Wait for the seized child's exec and run it to its entry (*@entry), where it stays stopped. */
+static int run_to_entry(pid_t pid, pt_idle_fn idle, void *ctx, uint64_t *entry)
+{
+	struct pt_target t = { .pid = pid, .own_child = true, .mem_fd = -1 };
+	int st, err, sig;
+
+	st = next_stop(&t, pid, idle, ctx);
 	if (st < 0)
 		return st;
 	if (st >> 8 != (SIGTRAP | PTRACE_EVENT_EXEC << 8)) {
@@ -278,9 +349,9 @@ int pt_run_to_entry(struct pt_target *t, pid_t pid)
 		return -EPROTO;
 	}
 	/* DR0 = entry, execute; DR7 bit 0 enables it locally. No text is touched. */
-	err = read_entry(pid, &entry);
+	err = read_entry(pid, entry);
 	if (!err)
-		err = set_debugreg(pid, 0, entry);
+		err = set_debugreg(pid, 0, *entry);
 	if (!err)
 		err = set_debugreg(pid, 7, 1);
 	if (err) {
@@ -290,16 +361,55 @@ int pt_run_to_entry(struct pt_target *t, pid_t pid)
 	if (ptrace(PTRACE_CONT, pid, NULL, NULL) < 0)
 		return -errno;
 	for (;;) {
-		st = wait_stop(t, pid);
+		st = next_stop(&t, pid, idle, ctx);
 		if (st < 0)
 			return st;
 		if (st >> 16 == 0 && WSTOPSIG(st) == SIGTRAP)
 			break;
-		/* a signal on the way (or another event): deliver it and go on to the entry */
-		if (ptrace(PTRACE_CONT, pid, NULL, (void *)(long)(st >> 16 ? 0 : WSTOPSIG(st))) < 0)
+		/* a signal on the way (or another event): deliver it and go on to the entry; a
+		 * SIGSTOP, while the ring is drained, as it would: stopped until a SIGCONT */
+		sig = st >> 16 ? 0 : WSTOPSIG(st);
+		if (sig == SIGSTOP && idle) {
+			err = stay_stopped(pid, idle, ctx);
+			if (err)
+				return err;
+			sig = 0;
+		}
+		if (ptrace(PTRACE_CONT, pid, NULL, (void *)(long)sig) < 0)
 			return -errno;
 	}
 	set_debugreg(pid, 7, 0);
+	return 0;
+}
+
+int pt_park_at_entry(pid_t pid, pt_idle_fn idle, void *ctx)
+{
+	uint64_t entry;
+	int err = run_to_entry(pid, idle, ctx, &entry);
+
+	if (!err)
+		parked = (typeof(parked)){ .pid = pid, .entry = entry };
+	return err;
+}
+
+int pt_run_to_entry(struct pt_target *t, pid_t pid)
+{
+	uint64_t entry;
+	int err;
+
+	memset(t, 0, sizeof(*t));
+	t->pid = pid;
+	t->own_child = true;
+	t->mem_fd = -1;
+	if (parked.pid == pid) {
+		entry = parked.entry;
+		parked.pid = 0;
+		err = 0;
+	} else {
+		err = run_to_entry(pid, NULL, NULL, &entry);
+	}
+	if (err)
+		return err;
 	err = open_mem(t);
 	if (!err) {
 		struct pt_thread *th = add_thread(t, pid);
