@@ -445,19 +445,22 @@ int probes__attach_module(struct probes *p, const struct sym_module *m, pid_t pi
 		if (!sym_plain_probe_ok(f)) {
 			nostep++;
 			if (p->verbose)
-				fprintf(stderr, "atftrace record: %s: %s: not traced (its first "
-					"instruction is EVEX)\n", m->path, f->name);
+				fprintf(stderr, "atftrace record: %s: %s: no probe at its entry (its "
+					"first instruction is EVEX)\n", m->path, f->name);
 			continue;
 		}
 		offsets[n] = f->probe_offset;
 		func[n++] = (uint32_t)i;
 	}
-	/* with trampolines, they get one (trampoline.c says which do not) */
+	/* with trampolines, they get one (trampoline.c says which do not); with call sites,
+	 * the calls that take a stub run the instruction natively in the body */
 	if (nostep && !p->guard)
 		fprintf(stderr, "atftrace record: %s: %u %s with an AVX-512 (EVEX) "
-			"instruction, whose single-step by the kernel loses its result: not traced "
-			"without an entry trampoline\n", m->path, nostep,
-			nostep == 1 ? "function starts" : "functions start");
+			"instruction, whose single-step by the kernel loses its result: %s\n",
+			m->path, nostep, nostep == 1 ? "function starts" : "functions start",
+			p->call_sites ? "only the calls that take a call-site stub are traced, "
+					"not those that reach the entry" :
+					"not traced without an entry trampoline");
 	if (n == 0)
 		goto cleanup;
 	/* the functions whose first instruction the kernel refuses are left out, each said */
