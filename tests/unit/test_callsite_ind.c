@@ -47,9 +47,11 @@ static void test_find_ind_calls(void **state)
 		0xff, 0x15, 0x10, 0, 0, 0,
 	};
 	struct cs_ind_call out[8];
+	size_t nshort = 0;
 
 	(void)state;
-	assert_int_equal(cs_find_ind_calls(code, sizeof(code), 0x1000, out, 8), 2);
+	assert_int_equal(cs_find_ind_calls(code, sizeof(code), 0x1000, out, 8, &nshort), 2);
+	assert_int_equal(nshort, 1);
 	assert_int_equal(out[0].site, 0x1002);
 	assert_int_equal(out[0].len, 6);
 	assert_int_equal(out[1].site, 0x100f);

@@ -62,10 +62,12 @@ bool cs_ind_call_ok(const uint8_t *code, size_t size, uint32_t len);
 
 /**
  * cs_find_ind_calls - every such call in the code at @addr (@size bytes at @code), in order,
- * into @out (at most @cap). Decoding stops at the first bytes that are not code. How many.
+ * into @out (at most @cap); *@nshort counts the indirect calls too short for a jmp (through a
+ * register, or a memory operand of less than 5 bytes). Decoding stops at the first bytes that
+ * are not code. How many.
  */
 size_t cs_find_ind_calls(const uint8_t *code, uint64_t size, uint64_t addr,
-			 struct cs_ind_call *out, size_t cap);
+			 struct cs_ind_call *out, size_t cap, size_t *nshort);
 
 /** cs_ind_hash - the table's home slot of @key for a hashed range of 2^@bits slots. */
 static inline uint64_t cs_ind_hash(uint64_t key, uint32_t bits)

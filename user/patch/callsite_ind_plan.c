@@ -30,7 +30,7 @@ bool cs_ind_call_ok(const uint8_t *code, size_t size, uint32_t len)
 }
 
 size_t cs_find_ind_calls(const uint8_t *code, uint64_t size, uint64_t addr,
-			 struct cs_ind_call *out, size_t cap)
+			 struct cs_ind_call *out, size_t cap, size_t *nshort)
 {
 	ZydisDecodedInstruction insn;
 	ZydisDecoder d;
@@ -42,9 +42,12 @@ size_t cs_find_ind_calls(const uint8_t *code, uint64_t size, uint64_t addr,
 		if (!ZYAN_SUCCESS(ZydisDecoderDecodeInstruction(&d, NULL, code + off, size - off,
 								&insn)))
 			break;          /* not code from here on: nothing more is known */
-		if (insn.mnemonic == ZYDIS_MNEMONIC_CALL &&
-		    cs_ind_call_ok(code + off, size - off, insn.length))
+		if (insn.mnemonic != ZYDIS_MNEMONIC_CALL)
+			continue;
+		if (cs_ind_call_ok(code + off, size - off, insn.length))
 			out[n++] = (struct cs_ind_call){ .site = addr + off, .len = insn.length };
+		else if (insn.length < CS_IND_MIN_LEN && code[off] != 0xe8)
+			++*nshort;      /* call *%rax, call *0x18(%rbx): a jmp would cover the next */
 	}
 	return n;
 }
