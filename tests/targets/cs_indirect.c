@@ -17,6 +17,7 @@
  *   cs_indirect all N          N rounds (below); in_rec(200) every 10th; print the sums
  *   cs_indirect serve READY    create READY, run rounds until SIGTERM; print "served N"
  *   cs_indirect time N         N calls of in_mov through via_rip's site; "ind N ns_per_call"
+ *   cs_indirect gate FILE N    wait (up to 60 s) until FILE exists, then N rounds (no in_rec)
  * One round: via_disp32 -> in_mov, -> ut_add, -> in_sub; via_rip -> in_sub, -> ut_add;
  * via_reg -> in_mov; via_small -> in_sub: per round 3 via_disp32, 2 via_rip, 1 via_reg,
  * 1 via_small, 2 in_mov, 3 in_sub.
@@ -130,6 +131,18 @@ int main(int argc, char **argv)
 		printf("served %ld\n", n);
 		return bad;
 	}
+	if (argc == 4 && !strcmp(argv[1], "gate")) {
+		int n = atoi(argv[3]);
+
+		for (int i = 0; i < 60000 && access(argv[2], F_OK); i++)
+			usleep(1000);
+		if (access(argv[2], F_OK))
+			return 2;
+		for (int i = 0; i < n; i++)
+			round_all(i);
+		printf("gate %d\n", n);
+		return bad;
+	}
 	if (argc == 3 && !strcmp(argv[1], "time")) {
 		int n = atoi(argv[2]);
 		struct timespec a, b;
@@ -143,6 +156,6 @@ int main(int argc, char **argv)
 		       (n ? n : 1));
 		return 0;
 	}
-	fprintf(stderr, "usage: cs_indirect all N | serve READY | time N\n");
+	fprintf(stderr, "usage: cs_indirect all N | serve READY | time N | gate FILE N\n");
 	return 2;
 }
