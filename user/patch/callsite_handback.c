@@ -169,7 +169,7 @@ int cs_process__hand_back(struct cs_process *cp, const struct cs_hb_note *notes,
 		write_back_picked(cp, &pt, &maps, pick, written);
 		for (size_t i = 0; i < cp->nmods; i++)
 			if (pick[i])
-				cs_ind__hand_back(&pt, &cp->mods[i], pick[i], written[i]);
+				cs_ind__hand_back(&pt, &maps, &cp->mods[i], pick[i], written[i]);
 		report_picked(cp, count, written, report, ctx);
 		err = 0;
 		for (size_t t = 0; t < cp->nmods; t++)

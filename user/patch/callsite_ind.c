@@ -26,6 +26,7 @@
 #include <string.h>
 #include "callsite.h"
 #include "callsite_ind.h"
+#include "callsite_plt.h"
 #include "textfmt.h"
 #include "callsite_int.h"
 
@@ -70,17 +71,47 @@ static bool add_site(struct cs_mod *cm, size_t *cap, const struct patch_record *
 	return true;
 }
 
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/*
+ * Does the call @c (its bytes @insn) load its target from a GOT slot of @foreign (sorted): one
+ * that holds another module's address, never in this module's table (_start's call of
+ * __libc_start_main, -fno-plt calls to other libraries)?
+ */
+static bool foreign_slot(const struct cs_ind_call *c, const uint8_t *insn, const uint64_t *foreign,
+			 size_t n)
+{
+	uint32_t o = (insn[0] & 0xf0) == 0x40 ? 1 : 0;
+	uint64_t slot;
+	int32_t disp;
+
+	if ((insn[o + 1] & 0xc7) != 0x05)
+		return false;           /* not rip-relative */
+	memcpy(&disp, insn + o + 2, sizeof(disp));
+	slot = c->site + c->len + (uint64_t)(int64_t)disp;
+	return n && bsearch(&slot, foreign, n, sizeof(*foreign), cmp_u64);
+}
+
 int cs_ind__find(int fd, struct cs_mod *cm, const struct ta_maps *maps)
 {
 	const struct sym_module *m = cm->m;
 	struct cs_ind_call *calls = NULL;
-	size_t ccap = 0, scap = 0;
-	uint64_t cap = 0;
+	size_t ccap = 0, scap = 0, nforeign = 0;
+	uint64_t cap = 0, *foreign = NULL;
 	uint8_t *code = NULL;
-	int err = -ENOMEM;
+	int err;
 
 	if (!cm->ind || !cm->nfns)
 		return 0;
+	err = cs_got_foreign(fd, &foreign, &nforeign);
+	if (err)
+		return err;
+	err = -ENOMEM;
 	for (size_t j = 0; j < m->nfuncs; j++) {
 		const struct sym_func *s = &m->funcs[j];
 		uint64_t start = s->probe_offset - (s->endbr64 ? 4 : 0);
@@ -109,12 +140,17 @@ int cs_ind__find(int fd, struct cs_mod *cm, const struct ta_maps *maps)
 			if (!r.addr)
 				continue;
 			memcpy(r.orig, code + (calls[k].site - s->addr), r.len);
+			if (foreign_slot(&calls[k], r.orig, foreign, nforeign)) {
+				cm->ind_foreign++;
+				continue;
+			}
 			if (!add_site(cm, &scap, &r))
 				goto cleanup;
 		}
 	}
 	err = 0;
 cleanup:
+	free(foreign);
 	free(calls);
 	free(code);
 	return err;
@@ -216,11 +252,12 @@ static void say(const struct cs_mod *cm, int err)
 
 	fprintf(stderr, "atftrace record: %s: %zu indirect call %s redirected, %zu %s in the lookup "
 		"table%s%s%s (%zu left out: %zu with a thread inside, %zu not the file's bytes, %zu "
-		"out of reach; %zu shorter than a jmp, not redirected)\n", cm->m->path, cm->nisites,
+		"out of reach; not redirected: %zu shorter than a jmp, %zu through another module's "
+		"GOT slot)\n", cm->m->path, cm->nisites,
 		textfmt_plural(cm->nisites, "site", "sites"), cm->ind_entries,
 		textfmt_plural(cm->ind_entries, "function", "functions"), err < 0 ? " (" : "",
 		err < 0 ? strerror(-err) : "", err < 0 ? ")" : "", left, cm->ind_inside,
-		cm->ind_differs, cm->ind_range, cm->ind_short);
+		cm->ind_differs, cm->ind_range, cm->ind_short, cm->ind_foreign);
 }
 
 int cs_ind__attach(struct probes *p, struct pt_target *pt, struct cs_mod *cm, pid_t link_pid,
@@ -302,7 +339,8 @@ size_t cs_ind__picked(const struct cs_mod *cm, const bool *pick, size_t *count)
 	return n;
 }
 
-size_t cs_ind__hand_back(struct pt_target *pt, struct cs_mod *cm, const bool *pick, size_t *written)
+size_t cs_ind__hand_back(struct pt_target *pt, const struct ta_maps *maps, struct cs_mod *cm,
+			 const bool *pick, size_t *written)
 {
 	const uint64_t tomb = CS_IND_TOMBSTONE;
 	size_t n = 0;
@@ -319,6 +357,10 @@ size_t cs_ind__hand_back(struct pt_target *pt, struct cs_mod *cm, const bool *pi
 			n++;
 		}
 		c->ind_slot = -1;
+		cm->ind_entries--;
 	}
+	/* every call misses now: the file's calls back, as for the direct sites of those handed back */
+	if (n && !cm->ind_entries)
+		cs_ind__write_back(pt, maps, cm);
 	return n;
 }

@@ -73,7 +73,8 @@ struct cs_mod {
 	uint64_t ind_off;                   /* the indirect block in the memfd: table, lookup, ... */
 	uint32_t ind_bits;                  /* its table's hashed range */
 	size_t ind_entries;                 /* functions in its table */
-	size_t ind_short, ind_inside, ind_differs, ind_range;  /* not redirected */
+	size_t ind_short, ind_foreign;      /* not redirected: too short, another module's slot */
+	size_t ind_inside, ind_differs, ind_range;
 };
 
 struct cs_process {
@@ -179,8 +180,10 @@ size_t cs_ind__write_back(struct pt_target *pt, const struct ta_maps *maps, cons
 size_t cs_ind__picked(const struct cs_mod *cm, const bool *pick, size_t *count);
 /**
  * cs_ind__hand_back - the functions @pick of @cm made misses in its table (their keys written
- * as tombstones in the stopped process), each counted in @written; how many.
+ * as tombstones in the stopped process @pt), each counted in @written; once none is left, the
+ * sites get the file's calls back (@maps). How many functions.
  */
-size_t cs_ind__hand_back(struct pt_target *pt, struct cs_mod *cm, const bool *pick, size_t *written);
+size_t cs_ind__hand_back(struct pt_target *pt, const struct ta_maps *maps, struct cs_mod *cm,
+			 const bool *pick, size_t *written);
 
 #endif
