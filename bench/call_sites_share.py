@@ -8,8 +8,9 @@ a line that makes it print MARK; once MARK is printed (the workload is done, the
 runs), reads how often this session's stub entry program (atf_site_entry: the recorder's own
 BPF programs, found through its /proc/PID/fdinfo, so that other sessions on the host do not
 count) ran, and its indirect-entry program (atf_site_ind_entry), then ends CMD.
-Prints: direct and PLT sites redirected, calls through their stubs, indirect sites redirected,
-calls through the indirect entries, calls recorded (events / 2), the share of both.
+Prints: direct and PLT sites redirected, calls through their stubs, calls recorded (events / 2),
+the share of calls through any stub (direct, PLT or indirect), indirect sites redirected, calls
+through the indirect entries.
 BPF run counts need the kernel's statistics: held on with BPF_ENABLE_STATS while this runs.
 """
 import ctypes, json, os, re, subprocess, sys, tempfile, time
@@ -80,9 +81,9 @@ def main():
     nind = sum(int(n) for n in re.findall(r": (\d+) indirect call sites? redirected", text))
     calls = events // 2
     os.close(stats_fd) if stats_fd >= 0 else None
-    print("sites %d stub_calls %d ind_sites %d ind_calls %d calls %d lost %s share %.1f%%" %
-          (nsites, site, nind, ind, calls, lost.group(1) if lost else "?",
-           100.0 * (site + ind) / calls if calls else 0))
+    print("sites %d stub_calls %d calls %d lost %s share %.1f%% ind_sites %d ind_calls %d" %
+          (nsites, site, calls, lost.group(1) if lost else "?",
+           100.0 * (site + ind) / calls if calls else 0, nind, ind))
 
 
 main()
