@@ -6,7 +6,8 @@
  * through its indirect entry (probed, then its relocated body), any other target as before.
  *
  * The steps follow the direct sites' (callsite.c), all while every thread is stopped:
- *   find   decode every function of the module (cs_find_ind_calls());
+ *   find   decode every function of the module (cs_find_ind_calls()), by .symtab or, in a
+ *          stripped file, by its .eh_frame FDEs (callsite_bounds.c): static functions too;
  *   check  keep the sites whose bytes are the file's and that no thread's instruction pointer
  *          is inside (a stack word cannot point inside one instruction; site+L, the pending
  *          return of a call already made, is unchanged by the redirection);
@@ -25,6 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "callsite.h"
+#include "callsite_bounds.h"
 #include "callsite_ind.h"
 #include "callsite_plt.h"
 #include "textfmt.h"
@@ -99,47 +101,47 @@ static bool foreign_slot(const struct cs_ind_call *c, const uint8_t *insn, const
 
 int cs_ind__find(int fd, struct cs_mod *cm, const struct ta_maps *maps)
 {
-	const struct sym_module *m = cm->m;
 	struct cs_ind_call *calls = NULL;
-	size_t ccap = 0, scap = 0, nforeign = 0;
+	struct cs_range *funcs = NULL;
+	size_t ccap = 0, scap = 0, nforeign = 0, nfuncs = 0;
 	uint64_t cap = 0, *foreign = NULL;
+	enum cs_ranges_from from;
 	uint8_t *code = NULL;
 	int err;
 
 	if (!cm->ind || !cm->nfns)
 		return 0;
-	err = cs_got_foreign(fd, &foreign, &nforeign);
+	/* every function's code, static ones too (a stripped library's by its .eh_frame) */
+	err = cs_func_ranges(fd, &funcs, &nfuncs, &from);
+	if (!err)
+		err = cs_got_foreign(fd, &foreign, &nforeign);
 	if (err)
-		return err;
+		goto cleanup;
 	err = -ENOMEM;
-	for (size_t j = 0; j < m->nfuncs; j++) {
-		const struct sym_func *s = &m->funcs[j];
-		uint64_t start = s->probe_offset - (s->endbr64 ? 4 : 0);
+	for (size_t j = 0; j < nfuncs; j++) {
+		const struct cs_range *f = &funcs[j];
 		size_t n;
 
-		if (!s->size || !s->probe_offset || s->ifunc_impl ||
-		    (j && m->funcs[j - 1].addr == s->addr))
-			continue;       /* no code of its own (or an alias of the one before) */
-		if (!cs_read_at(fd, start, s->size, &code, &cap))
+		if (!cs_read_at(fd, f->off, f->size, &code, &cap))
 			continue;
-		if (ccap < s->size / CS_IND_MIN_LEN + 1) {
-			struct cs_ind_call *nc = realloc(calls, (s->size / CS_IND_MIN_LEN + 1) * sizeof(*nc));
+		if (ccap < f->size / CS_IND_MIN_LEN + 1) {
+			struct cs_ind_call *nc = realloc(calls, (f->size / CS_IND_MIN_LEN + 1) * sizeof(*nc));
 
 			if (!nc)
 				goto cleanup;
 			calls = nc;
-			ccap = s->size / CS_IND_MIN_LEN + 1;
+			ccap = f->size / CS_IND_MIN_LEN + 1;
 		}
-		n = cs_find_ind_calls(code, s->size, s->addr, calls, ccap, &cm->ind_short);
+		n = cs_find_ind_calls(code, f->size, f->addr, calls, ccap, &cm->ind_short);
 		for (size_t k = 0; k < n; k++) {
-			uint64_t off = start + (calls[k].site - s->addr);
+			uint64_t off = f->off + (calls[k].site - f->addr);
 			struct patch_record r = { .file_off = off, .len = calls[k].len,
 						  .kind = PATCH_KIND_CALL_IND };
 
 			r.addr = ta_file_addr(maps, cm->dev, cm->ino, off);
 			if (!r.addr)
 				continue;
-			memcpy(r.orig, code + (calls[k].site - s->addr), r.len);
+			memcpy(r.orig, code + (calls[k].site - f->addr), r.len);
 			if (foreign_slot(&calls[k], r.orig, foreign, nforeign)) {
 				cm->ind_foreign++;
 				continue;
@@ -150,6 +152,7 @@ int cs_ind__find(int fd, struct cs_mod *cm, const struct ta_maps *maps)
 	}
 	err = 0;
 cleanup:
+	free(funcs);
 	free(foreign);
 	free(calls);
 	free(code);
