@@ -5,8 +5,10 @@
 #     untraced, plain probes (--no-trampolines), the entry trampoline (--trampolines: nop5 probe
 #     + uretprobe), a redirected call site (--call-sites: two emulated 1-byte-nop probes in the
 #     stub); against atftrace at a nop5 site (tests/targets/tramp_sites tr_nop5, plain probe)
-#     and the same function through a pointer (an indirect call: never redirected, its plain
-#     probe). Best of $REPEAT runs of $N calls.
+#     and the same function through a pointer from a 3-byte site (`call *%r13`: too short to
+#     redirect, its plain probe); then tests/targets/cs_indirect's in_mov (mov first) through
+#     `call *N(%rip)`: untraced, plain probe, and the indirect stub (lookup, then the
+#     indirect entry's and probe B's emulated nops). Best of $REPEAT runs of $N calls.
 # (2) the share of traced calls that take the stubs (bench/call_sites_share.py): sqlite3 with
 #     every libsqlite3 function traced, $ROWS INSERT statements; bash with every function of
 #     the shell traced, a loop of $ROWS iterations; python3 with every exported function of
@@ -22,6 +24,7 @@ cd "$(dirname "$0")/.."
 source bench/lib.sh
 CS=$PWD/${OUTPUT:-.output}/targets/callsites
 TS=$PWD/${OUTPUT:-.output}/targets/tramp_sites
+CI=$PWD/${OUTPUT:-.output}/targets/cs_indirect
 N=${CS_BENCH_N:-200000}
 REPEAT=${CS_BENCH_REPEAT:-3}
 ROWS=${CS_BENCH_ROWS:-3000}
@@ -40,10 +43,15 @@ plain=$(best 3 "$ATF" record --no-trampolines -o "$tmp/rec" -f tr_mov -- "$CS" t
 tr=$(best 3 "$ATF" record --trampolines -o "$tmp/rec" -f tr_mov -- "$CS" time direct "$N")
 cs=$(best 3 "$ATF" record --call-sites -o "$tmp/rec" -f tr_mov -- "$CS" time direct "$N")
 ind=$(best 3 "$ATF" record --call-sites -o "$tmp/rec" -f tr_mov -- "$CS" time mov "$N")
+indu=$(best 3 "$CI" time "$N")
+indp=$(best 3 "$ATF" record --no-trampolines -o "$tmp/rec" -f in_mov -- "$CI" time "$N")
+indcs=$(best 3 "$ATF" record --call-sites -o "$tmp/rec" -f in_mov -- "$CI" time "$N")
 nop5=$(best 3 "$ATF" record --no-trampolines -o "$tmp/rec" -f tr_nop5 -- "$TS" nop5 "$N")
 printf '%-34s %8s\n' "untraced" "$none" "plain probe (single-step)" "$plain" \
 	"entry trampoline (emulated nop + uretprobe)" "$tr" "call site (two emulated nops)" "$cs" \
-	"--call-sites, indirect call (plain)" "$ind" "plain probe at a nop5 site" "$nop5"
+	"--call-sites, indirect call (plain)" "$ind" "plain probe at a nop5 site" "$nop5" \
+	"call *N(%rip), untraced" "$indu" "call *N(%rip), plain probe" "$indp" \
+	"call *N(%rip), indirect stub" "$indcs"
 
 SQLITE=$(command -v sqlite3 || true)
 LIB=$([ -n "$SQLITE" ] && ldd "$SQLITE" | awk '$1 ~ /^libsqlite3\.so/ { print $3 }')

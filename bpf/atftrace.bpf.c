@@ -286,19 +286,38 @@ static __always_inline bool tail_call(struct task_struct *task, struct task_stat
 #endif
 }
 
+#define ENTRY_PLAIN 0
+#define ENTRY_STUB  1
+#define ENTRY_IND   2
+
+/* The return address a frame entered at this probe has in its slot when it came through a stub
+ * (its probe B), or 0 (see on_entry's @site). */
+static __always_inline __u64 site_return(struct pt_regs *ctx, int site, __u64 sp)
+{
+	__u64 ret = 0;
+
+	if (site == ENTRY_STUB)
+		return PT_REGS_IP(ctx) + ATF_SITE_RET_FROM_PROBE_A;
+	if (site == ENTRY_IND && bpf_probe_read_user(&ret, sizeof(ret), (void *)sp))
+		return 0;
+	return ret;
+}
+
 /*
  * on_entry - a traced function was called
  * @run: run_begin()'s (the current task, this CPU's state slot); @multi: on a uprobe_multi or
  * session link (hit_cookie).
- * @site: the probe is a call-site stub's probe A (user/patch/callsite_plan.h), not the
- * function's own entry: the stub dropped the call's return address and its own `call` will
- * push one, so the function's entry sp is one word below this sp, and the frame's return
- * address slot will hold probe B's address.
+ * @site: ENTRY_PLAIN, the function's own entry; ENTRY_STUB, a call-site stub's probe A
+ * (user/patch/callsite_plan.h): the stub dropped the call's return address and its own `call`
+ * will push one, so the function's entry sp is one word below this sp, and the frame's return
+ * address slot will hold probe B's address; ENTRY_IND, an indirect entry
+ * (user/patch/callsite_ind.h), reached by an indirect stub's `call`: this sp is the entry sp,
+ * and the return-address slot at it holds that stub's probe B already.
  * Returns 0 when a CALL was recorded (its return must be seen), 1 otherwise (a session
  * program returns this to skip the return run).
  */
 static __always_inline int on_entry(struct pt_regs *ctx, struct probe_run *run, bool multi,
-				    bool site)
+				    int site)
 {
 	struct task_struct *task = run->task;
 	struct task_state *st = NULL;
@@ -328,7 +347,7 @@ static __always_inline int on_entry(struct pt_regs *ctx, struct probe_run *run, 
 	__u64 ts = atf_now();
 
 	announce_task(pid_tgid);        /* record -a: the process's identity, once per thread */
-	__u64 sp = PT_REGS_SP(ctx) - (site ? 8 : 0);
+	__u64 sp = PT_REGS_SP(ctx) - (site == ENTRY_STUB ? 8 : 0);
 	__u64 function_id = hit_cookie(ctx, task, multi);
 
 	/* a stub is entered by a call, never by a tail call's jmp (and its slot is not written yet) */
@@ -338,7 +357,7 @@ static __always_inline int on_entry(struct pt_regs *ctx, struct probe_run *run, 
 
 	/* before the push (here or in filter_entry): a frame that is not pushed is not read */
 	if (depth < SHADOW_MAX)
-		frame_at(st, depth)->site_ret = site ? PT_REGS_IP(ctx) + ATF_SITE_RET_FROM_PROBE_A : 0;
+		frame_at(st, depth)->site_ret = site_return(ctx, site, sp);
 
 	if (call_filter_on)
 		return filter_entry(ctx, st, depth, function_id, sp, pid_tgid, ts);
@@ -394,7 +413,7 @@ static __always_inline void on_return(struct pt_regs *ctx, struct probe_run *run
 }
 
 /* on_entry and on_return of a program that runs for one of them only. */
-static __always_inline void probe_entry(struct pt_regs *ctx, bool multi, bool site)
+static __always_inline void probe_entry(struct pt_regs *ctx, bool multi, int site)
 {
 	struct probe_run run;
 
@@ -423,14 +442,14 @@ int atf_session(struct pt_regs *ctx)
 		on_return(ctx, &run, true);
 		return 0;
 	}
-	return on_entry(ctx, &run, true, false);
+	return on_entry(ctx, &run, true, ENTRY_PLAIN);
 }
 
 /* Two uprobe_multi links (expected attach type BPF_TRACE_UPROBE_MULTI). */
 SEC("uprobe")
 int atf_multi_entry(struct pt_regs *ctx)
 {
-	probe_entry(ctx, true, false);
+	probe_entry(ctx, true, ENTRY_PLAIN);
 	return 0;
 }
 
@@ -448,7 +467,15 @@ int atf_multi_return(struct pt_regs *ctx)
 SEC("uprobe")
 int atf_site_entry(struct pt_regs *ctx)
 {
-	probe_entry(ctx, true, true);
+	probe_entry(ctx, true, ENTRY_STUB);
+	return 0;
+}
+
+/* Indirect call sites' entries (user/patch/callsite_ind.h): one per function, cookie its id. */
+SEC("uprobe")
+int atf_site_ind_entry(struct pt_regs *ctx)
+{
+	probe_entry(ctx, true, ENTRY_IND);
 	return 0;
 }
 
@@ -463,7 +490,7 @@ int atf_site_return(struct pt_regs *ctx)
 SEC("uprobe")
 int atf_uprobe(struct pt_regs *ctx)
 {
-	probe_entry(ctx, false, false);
+	probe_entry(ctx, false, ENTRY_PLAIN);
 	return 0;
 }
 

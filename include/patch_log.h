@@ -49,7 +49,9 @@
 /* Kind of a patch (u32 on disk). */
 #define PATCH_KIND_ENTRY_JMP 1u             /* `jmp trampoline` over a function's first bytes */
 #define PATCH_KIND_CALL_REL32 2u            /* a call site's rel32: logged as the whole 5-byte call */
-#define PATCH_KIND_MAX 2u
+#define PATCH_KIND_CALL_IND 3u              /* an indirect call site (call *mem): the whole call,
+					     * written as `jmp stub` and int3 */
+#define PATCH_KIND_MAX 3u
 
 /* Errors: 0 is none; reading 1..63; writing 64... */
 enum patch_log_err {

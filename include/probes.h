@@ -95,6 +95,18 @@ int probes__attach_call_sites(struct probes *p, const void *owner, const char *p
 			      const uint64_t *cookies, uint32_t n, pid_t pid);
 
 /**
+ * probes__attach_ind_sites - the probes of indirect call sites in the file @path
+ * (user/patch/callsite_ind.h): an indirect-entry probe (atf_site_ind_entry) at each of
+ * @entry_offs with @entry_cookies (function ids), and a plain probe B (atf_site_return) at each
+ * of @return_offs, in two uprobe_multi links owned by @owner. Needs probe_opts.call_sites. 0, or
+ * a negative errno (nothing attached).
+ */
+int probes__attach_ind_sites(struct probes *p, const void *owner, const char *path,
+			     const uint64_t *entry_offs, const uint64_t *entry_cookies, uint32_t nentries,
+			     const uint64_t *return_offs, const uint64_t *return_cookies,
+			     uint32_t nreturns, pid_t pid);
+
+/**
  * probes__detach_owner - close the links probes__attach_module(@owner) or
  * probes__attach_sites(@owner) made. Returns how many were closed.
  */

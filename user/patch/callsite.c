@@ -34,6 +34,7 @@
 #include <unistd.h>
 #include <sys/stat.h>
 #include "callsite.h"
+#include "callsite_ind.h"
 #include "callsite_plan.h"
 #include "callsite_plt.h"
 #include "patch_log.h"
@@ -54,7 +55,7 @@
  */
 static int log_sites(struct cs_mod *cm, const struct ta_maps *maps, uint8_t *code)
 {
-	struct patch_record *recs = calloc(cm->nsites ? cm->nsites : 1, sizeof(*recs));
+	struct patch_record *recs = calloc(cm->nsites + cm->nisites + 1, sizeof(*recs));
 	int err = -EINVAL;
 
 	if (!recs)
@@ -66,8 +67,9 @@ static int log_sites(struct cs_mod *cm, const struct ta_maps *maps, uint8_t *cod
 				      s->call, CS_CALL_LEN))
 			goto cleanup;
 	}
-	err = ta_log_encode(cm->m, cm->dev, cm->ino, cm->area, maps, recs, (uint32_t)cm->nsites,
-			    code, cm->code_off, &cm->log);
+	memcpy(recs + cm->nsites, cm->isites, cm->nisites * sizeof(*recs));  /* indirect sites */
+	err = ta_log_encode(cm->m, cm->dev, cm->ino, cm->area, maps, recs,
+			    (uint32_t)(cm->nsites + cm->nisites), code, cm->code_off, &cm->log);
 cleanup:
 	free(recs);
 	return err;
@@ -86,14 +88,15 @@ static int write_area(struct pt_target *pt, const struct ta_maps *maps, struct c
 		cm->fns[cm->sites[i].fn].nsites++;
 	for (size_t i = 0; i < cm->nfns; i++)
 		cm->fns[i].slot = (uint32_t)nfns++;
-	if (!cm->nsites && !cm->wanted)
+	if (!cm->nsites && !cm->nisites && !cm->wanted)
 		return 0;               /* nothing calls a body */
 	/* the patch log's pages first, then the bodies and the stubs: all within reach */
-	cm->code_off = patch_log_size((uint32_t)cm->nsites);
+	cm->code_off = patch_log_size((uint32_t)(cm->nsites + cm->nisites));
 	if (!cm->code_off)
 		return -E2BIG;
 	stubs = cm->stubs = cm->code_off + (uint64_t)nfns * TRAMP_SLOT;
-	size = (stubs + (uint64_t)cm->nsites * CS_STUB_SLOT + PAGE - 1) & ~(PAGE - 1);
+	size = stubs + (uint64_t)cm->nsites * CS_STUB_SLOT;
+	size = (size + cs_ind__size(cm, size) + PAGE - 1) & ~(PAGE - 1);   /* then the indirect block */
 	ta_module_span(maps, cm->dev, cm->ino, &lo, &hi);
 	cm->area = ta_find_gap(maps, lo, hi, size);
 	if (!cm->area)
@@ -133,6 +136,7 @@ static int write_area(struct pt_target *pt, const struct ta_maps *maps, struct c
 		cm->sites[ok++] = s;
 	}
 	cm->nsites = ok;
+	cs_ind__emit(cm, code);
 	/* the log is in the file before any rel32 is written */
 	err = log_sites(cm, maps, code);
 	if (!err && pwrite(cm->fd, code, size, 0) != (ssize_t)size)
@@ -217,8 +221,10 @@ static int commit_module(struct probes *p, struct pt_target *pt, const struct ta
 		err = write_area(pt, maps, cm);
 	if (!err && cm->nsites)
 		err = attach_sites(p, pt, cm, o->link_pid);
+	if (err >= 0 && cm->nisites && cs_ind__attach(p, pt, cm, o->link_pid, o->verbose) > 0)
+		err = (int)(cm->nsites + cm->nisites);
 	if (err < 0)
-		cm->nsites = 0;
+		cm->nsites = cm->nisites = 0;
 	nfns = count_fns(cm);
 	for (size_t i = 0; i < cm->nsites; i++)
 		nplt += cm->sites[i].got != 0;
@@ -267,10 +273,14 @@ static int prepare_module(struct pt_target *pt, const struct ta_maps *maps, stru
 	err = cs_mod__plan(fd, cm, maps, &targets, &ntargets);
 	if (!err)
 		err = cs_mod__find_sites(fd, cm, maps, targets, ntargets);
+	if (!err)
+		err = cs_ind__find(fd, cm, maps);
 	close(fd);
 	free(targets);
 	if (!err)
 		err = cs_mod__check_sites(pt, cm);
+	if (!err)
+		cs_ind__check(pt, cm);
 	return err < 0 ? err : 1;
 }
 
@@ -295,7 +305,7 @@ static size_t attach_new(struct cs_process *cp, struct probes *p, struct pt_targ
 			known = cp->mods[k].m == mods[i];
 		if (known)
 			continue;
-		*cm = (struct cs_mod){ .m = mods[i], .fd = -1 };
+		*cm = (struct cs_mod){ .m = mods[i], .fd = -1, .ind = !cp->no_ind };
 		err = prepare_module(pt, maps, cm);
 		if (!err) {
 			cs_mod__release(cm);        /* not mapped yet: perhaps later */
@@ -321,7 +331,7 @@ static size_t attach_new(struct cs_process *cp, struct probes *p, struct pt_targ
 		if (i >= first && !cm->committed) {
 			cm->committed = true;
 			if (commit_module(p, pt, maps, cm, o, 0) > 0)
-				n += cm->nsites;
+				n += cm->nsites + cm->nisites;
 		} else if (cm->wanted && !cm->area && write_area(pt, maps, cm) < 0) {
 			cm->area = 0;               /* its callers' sites are left out */
 		}
@@ -415,6 +425,8 @@ int cs_process__attach(struct cs_process **out, struct probes *p, struct sym_mod
 			"plain probes\n", (int)pid, why, *unwinder ? " (" : "", unwinder,
 			*unwinder ? ")" : "");
 	if (!why) {
+		/* a throw would unwind through an indirect stub's frame: the hooks map direct ones only */
+		cp->no_ind = *unwinder || maps_unwinder(pid, unwinder, sizeof(unwinder));
 		cp->maps_sig = cs_maps_signature(&maps, cp->exe);
 		*nsites = attach_new(cp, p, &pt, &maps, mods, nmods, o);
 	}
@@ -513,6 +525,7 @@ int cs_process__restore(struct cs_process *cp)
 
 		for (size_t k = 0; k < cm->nsites; k++)
 			n += !cm->sites[k].handed_back && cs_site__write_back(&pt, &maps, cm, &cm->sites[k]);
+		n += (int)cs_ind__write_back(&pt, &maps, cm);
 		ta_log_mark_restored(cm->fd, cm->log, cm->code_off);
 	}
 	cs_stacks_to_sites(&pt, cp);    /* a throw after the session must not meet a stub */
@@ -532,6 +545,7 @@ void cs_mod__release(struct cs_mod *cm)
 		close(cm->fd);
 	free(cm->fns);
 	free(cm->sites);
+	free(cm->isites);
 	free(cm->log);
 	if (cm->caller && cm->m) {
 		free(cm->m->path);

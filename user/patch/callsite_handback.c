@@ -154,6 +154,8 @@ int cs_process__hand_back(struct cs_process *cp, const struct cs_hb_note *notes,
 	}
 	err = 0;
 	nsites = count_picked(cp, pick, count);
+	for (size_t i = 0; i < cp->nmods; i++)     /* and the functions in indirect sites' tables */
+		nsites += pick[i] ? cs_ind__picked(&cp->mods[i], pick[i], count[i]) : 0;
 	if (!nsites || !proc_alive(cp->pid) || proc_start_time(cp->pid, &start) ||
 	    start != cp->start_ticks)
 		goto cleanup;   /* none of ours, or the process is gone (its pid reused) */
@@ -165,6 +167,9 @@ int cs_process__hand_back(struct cs_process *cp, const struct cs_hb_note *notes,
 	err = ta_maps_read(cp->pid, &maps);
 	if (err >= 0) {
 		write_back_picked(cp, &pt, &maps, pick, written);
+		for (size_t i = 0; i < cp->nmods; i++)
+			if (pick[i])
+				cs_ind__hand_back(&pt, &maps, &cp->mods[i], pick[i], written[i]);
 		report_picked(cp, count, written, report, ctx);
 		err = 0;
 		for (size_t t = 0; t < cp->nmods; t++)

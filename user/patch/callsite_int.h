@@ -12,9 +12,12 @@
 #include <stdint.h>
 #include <sys/types.h>
 #include "callsite_plan.h"
+#include "patch_log.h"
 #include "ptrace_target.h"
 #include "trampoline_area.h"
 #include "trampoline_plan.h"
+
+struct probes;
 
 /* One traced function that its redirected calls enter through a body in the memfd. */
 struct cs_fn {
@@ -26,6 +29,7 @@ struct cs_fn {
 	uint32_t nsites;
 	bool body;                          /* its body is in the memfd (for other modules' sites) */
 	bool handed_back;                   /* another tool probes it: no site is redirected again */
+	int64_t ind_slot;                   /* its key in the indirect sites' table, or -1 */
 };
 
 /* One redirected call. */
@@ -62,6 +66,15 @@ struct cs_mod {
 	size_t nsites;
 	size_t skipped_inside, skipped_differs, skipped_range;
 	size_t skipped_unbound, skipped_elsewhere;      /* PLT sites whose slot is not f's */
+	/* indirect sites (callsite_ind.c) */
+	bool ind;                           /* look for them (not in a C++ process) */
+	struct patch_record *isites;        /* each as logged: the call, and our jmp */
+	size_t nisites;
+	uint64_t ind_off;                   /* the indirect block in the memfd: table, lookup, ... */
+	uint32_t ind_bits;                  /* its table's hashed range */
+	size_t ind_entries;                 /* functions in its table */
+	size_t ind_short, ind_foreign;      /* not redirected: too short, another module's slot */
+	size_t ind_inside, ind_differs, ind_range;
 };
 
 struct cs_process {
@@ -70,6 +83,7 @@ struct cs_process {
 	bool own_child, restored;
 	bool refused;                       /* nothing redirected in it, now or later */
 	bool ended;                         /* its session restored it: nothing more */
+	bool no_ind;                        /* it maps a C++ unwinder: no indirect sites */
 	uint64_t maps_sig;                  /* its executable mappings when last searched */
 	uint64_t exe[2];                    /* its program's file (device, inode): after an exec,
 					     * nothing more is redirected */
@@ -144,5 +158,32 @@ bool cs_site__write_back(struct pt_target *pt, const struct ta_maps *maps, const
  * the number of words written, or a negative errno.
  */
 int cs_stacks_to_sites(struct pt_target *pt, const struct cs_process *cp);
+
+/*
+ * Indirect call sites (callsite_ind.c, in the same order as the direct ones: found, checked,
+ * written into the memfd after the direct stubs, logged, attached and written, restored).
+ */
+/** cs_ind__find - the indirect calls of @cm's code (cm->ind and a function with a body). */
+int cs_ind__find(int fd, struct cs_mod *cm, const struct ta_maps *maps);
+/** cs_ind__check - keep those whose bytes are the file's and that no thread is inside. */
+void cs_ind__check(struct pt_target *pt, struct cs_mod *cm);
+/** cs_ind__size - the bytes of @cm's indirect block (0: none), from memfd offset @off on. */
+uint64_t cs_ind__size(struct cs_mod *cm, uint64_t off);
+/** cs_ind__emit - the block into @code (the memfd's bytes; the bodies emitted); drops sites out of reach. */
+void cs_ind__emit(struct cs_mod *cm, uint8_t *code);
+/** cs_ind__attach - the probes, then each site's jmp; one line with @verbose. Sites or -errno. */
+int cs_ind__attach(struct probes *p, struct pt_target *pt, struct cs_mod *cm, pid_t link_pid,
+		   bool verbose);
+/** cs_ind__write_back - each site of @cm written back where our jmp still is; how many. */
+size_t cs_ind__write_back(struct pt_target *pt, const struct ta_maps *maps, const struct cs_mod *cm);
+/** cs_ind__picked - the functions @pick of @cm in its table, each counted in @count; how many. */
+size_t cs_ind__picked(const struct cs_mod *cm, const bool *pick, size_t *count);
+/**
+ * cs_ind__hand_back - the functions @pick of @cm made misses in its table (their keys written
+ * as tombstones in the stopped process @pt), each counted in @written; once none is left, the
+ * sites get the file's calls back (@maps). How many functions.
+ */
+size_t cs_ind__hand_back(struct pt_target *pt, const struct ta_maps *maps, struct cs_mod *cm,
+			 const bool *pick, size_t *written);
 
 #endif

@@ -208,3 +208,40 @@ cleanup:
 	cs_plt_free(&plt);
 	return err;
 }
+
+int cs_got_foreign(int fd, uint64_t **out, size_t *nout)
+{
+	struct cs_plt_reloc *relocs = NULL;
+	size_t nrelocs = 0, symtab = 0;
+	GElf_Shdr symsh;
+	Elf_Data *symd;
+	Elf_Scn *syms;
+	Elf *elf;
+	int err = 0;
+
+	*out = NULL;
+	*nout = 0;
+	if (elf_version(EV_CURRENT) == EV_NONE || !(elf = elf_begin(fd, ELF_C_READ_MMAP, NULL)))
+		return 0;
+	if (elf_kind(elf) != ELF_K_ELF || read_relocs(elf, &relocs, &nrelocs, &symtab) || !nrelocs)
+		goto cleanup;
+	syms = elf_getscn(elf, symtab);
+	if (!syms || !gelf_getshdr(syms, &symsh) || !(symd = elf_getdata(syms, NULL)))
+		goto cleanup;
+	*out = calloc(nrelocs, sizeof(**out));
+	if (!*out) {
+		err = -ENOMEM;
+		goto cleanup;
+	}
+	/* relocs are sorted by slot: so is the result */
+	for (size_t i = 0; i < nrelocs; i++) {
+		GElf_Sym s;
+
+		if (gelf_getsym(symd, (int)relocs[i].sym, &s) && s.st_shndx == SHN_UNDEF)
+			(*out)[(*nout)++] = relocs[i].slot;
+	}
+cleanup:
+	free(relocs);
+	elf_end(elf);
+	return err;
+}

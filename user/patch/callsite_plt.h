@@ -30,4 +30,12 @@ void cs_plt_free(struct cs_plt *p);
  */
 int cs_plt_targets(int fd, const char *const *names, size_t n, uint64_t (**out)[3], size_t *nout);
 
+/**
+ * cs_got_foreign - the GOT slots of @fd (module addresses, sorted) whose R_X86_64_JUMP_SLOT or
+ * GLOB_DAT relocation names a symbol the file does not define: a pointer loaded from one holds
+ * another module's address (user/patch/callsite_ind.c leaves such calls alone). Into *@out
+ * (allocated; free it), *@nout. A file without them gives none. 0 or -ENOMEM.
+ */
+int cs_got_foreign(int fd, uint64_t **out, size_t *nout);
+
 #endif
