@@ -293,11 +293,15 @@ static __always_inline bool tail_call(struct task_struct *task, struct task_stat
  * function's own entry: the stub dropped the call's return address and its own `call` will
  * push one, so the function's entry sp is one word below this sp, and the frame's return
  * address slot will hold probe B's address.
+ * @tail: the probe is a tail stub's probe T (user/patch/callsite_tail.h): entered by the
+ * tail-caller's `jmp`, which pushed nothing, so this sp is the entry sp, the open frame with
+ * the same entry sp is the tail-caller (never dead), and the return slot is the tail-caller's:
+ * the new frame takes its site_ret, so that tail_call() still tells the next tail call.
  * Returns 0 when a CALL was recorded (its return must be seen), 1 otherwise (a session
  * program returns this to skip the return run).
  */
 static __always_inline int on_entry(struct pt_regs *ctx, struct probe_run *run, bool multi,
-				    bool site)
+				    bool site, bool tail)
 {
 	struct task_struct *task = run->task;
 	struct task_state *st = NULL;
@@ -330,14 +334,20 @@ static __always_inline int on_entry(struct pt_regs *ctx, struct probe_run *run, 
 	__u64 sp = PT_REGS_SP(ctx) - (site ? 8 : 0);
 	__u64 function_id = hit_cookie(ctx, task, multi);
 
-	/* a stub is entered by a call, never by a tail call's jmp (and its slot is not written yet) */
-	close_dead_frames(st, sp, site || !tail_call(task, st, sp), pid_tgid, ts);
+	/* a stub is entered by a call, never by a tail call's jmp (and its slot is not written
+	 * yet); a tail stub only by a tail call's */
+	close_dead_frames(st, sp, site || (!tail && !tail_call(task, st, sp)), pid_tgid, ts);
 
 	__u32 depth = st->depth;
 
 	/* before the push (here or in filter_entry): a frame that is not pushed is not read */
-	if (depth < SHADOW_MAX)
-		frame_at(st, depth)->site_ret = site ? PT_REGS_IP(ctx) + ATF_SITE_RET_FROM_PROBE_A : 0;
+	if (depth < SHADOW_MAX) {
+		__u64 site_ret = site ? PT_REGS_IP(ctx) + ATF_SITE_RET_FROM_PROBE_A : 0;
+
+		if (tail && depth > 0 && frame_at(st, depth - 1)->entry_sp == sp)
+			site_ret = frame_at(st, depth - 1)->site_ret;
+		frame_at(st, depth)->site_ret = site_ret;
+	}
 
 	if (call_filter_on)
 		return filter_entry(ctx, st, depth, function_id, sp, pid_tgid, ts);
@@ -353,10 +363,46 @@ static __always_inline int on_entry(struct pt_regs *ctx, struct probe_run *run, 
 	return 0;
 }
 
+/* What close_one_tail_frame hands to the loop body. */
+struct tail_ctx {
+	struct task_state *st;
+	__u64 entry_sp;
+	__u64 pid_tgid;
+	__u64 ts;
+};
+
+/*
+ * close_one_tail_frame - bpf_loop body: the innermost frame, if it has the returning entry sp
+ * (the tail-caller of the frame just closed), returns too; 1 stops.
+ */
+static int close_one_tail_frame(__u32 i, void *data)
+{
+	struct tail_ctx *c = data;
+	struct task_state *st = c->st;
+	__u32 d = st->depth;
+	struct shadow_frame *f;
+
+	if (d == 0 || d > SHADOW_MAX)
+		return 1;
+	f = frame_at(st, d - 1);
+	if (f->entry_sp != c->entry_sp)
+		return 1;
+	if (call_filter_on)
+		filter_end(NULL, st, d - 1, KIND_RETURN, f->function_id, c->pid_tgid, c->ts);
+	else
+		emit_event(st, KIND_RETURN, f->function_id, d - 1, c->pid_tgid, c->ts);
+	st->depth = d - 1;
+	return 0;
+}
+
 /*
  * on_return - a traced function returned; only threads with open frames get here usefully.
  * The same for a return probe (after `ret`) and a call-site stub's probe B (where the stub's
  * `call` returns): both run with the returning frame's entry sp one word below their sp.
+ * Every frame open with that entry sp returns with it, innermost first: a tail-called
+ * function returns through its tail-caller's return slot (a tail stub has no return probe of
+ * its own), so one return closes the whole tail chain. A plain tail call's second return run
+ * (the kernel chains the two uretprobes' instances) then finds no frame of that sp: a no-op.
  */
 static __always_inline void on_return(struct pt_regs *ctx, struct probe_run *run, bool multi)
 {
@@ -390,15 +436,22 @@ static __always_inline void on_return(struct pt_regs *ctx, struct probe_run *run
 	else
 		emit_traced(ctx, st, KIND_RETURN, f->function_id, d - 1, pid_tgid, ts);
 	st->depth = d - 1;
+	/* its tail-callers: rare, so the loop only when the next frame is one */
+	if (d < 2 || frame_at(st, d - 2)->entry_sp != entry_sp)
+		return;
+
+	struct tail_ctx c = { .st = st, .entry_sp = entry_sp, .pid_tgid = pid_tgid, .ts = ts };
+
+	bpf_loop(MAX_POPS, close_one_tail_frame, &c, 0);
 }
 
 /* on_entry and on_return of a program that runs for one of them only. */
-static __always_inline void probe_entry(struct pt_regs *ctx, bool multi, bool site)
+static __always_inline void probe_entry(struct pt_regs *ctx, bool multi, bool site, bool tail)
 {
 	struct probe_run run;
 
 	run_begin(&run, ctx);
-	on_entry(ctx, &run, multi, site);
+	on_entry(ctx, &run, multi, site, tail);
 }
 
 static __always_inline void probe_return(struct pt_regs *ctx, bool multi)
@@ -422,14 +475,14 @@ int atf_session(struct pt_regs *ctx)
 		on_return(ctx, &run, true);
 		return 0;
 	}
-	return on_entry(ctx, &run, true, false);
+	return on_entry(ctx, &run, true, false, false);
 }
 
 /* Two uprobe_multi links (expected attach type BPF_TRACE_UPROBE_MULTI). */
 SEC("uprobe")
 int atf_multi_entry(struct pt_regs *ctx)
 {
-	probe_entry(ctx, true, false);
+	probe_entry(ctx, true, false, false);
 	return 0;
 }
 
@@ -442,12 +495,20 @@ int atf_multi_return(struct pt_regs *ctx)
 
 /*
  * Call-site stubs (user/patch/callsite.c): two uprobe_multi links on a module's stub file, probe
- * A (entry) and probe B (return, a plain uprobe), cookies = function ids.
+ * A (entry) and probe B (return, a plain uprobe), cookies = function ids. Tail stubs: probe T.
  */
 SEC("uprobe")
 int atf_site_entry(struct pt_regs *ctx)
 {
-	probe_entry(ctx, true, true);
+	probe_entry(ctx, true, true, false);
+	return 0;
+}
+
+/* Tail stubs (user/patch/callsite_tail.c): one uprobe_multi link, probe T, cookies = function ids. */
+SEC("uprobe")
+int atf_site_tail(struct pt_regs *ctx)
+{
+	probe_entry(ctx, true, false, true);
 	return 0;
 }
 
@@ -462,7 +523,7 @@ int atf_site_return(struct pt_regs *ctx)
 SEC("uprobe")
 int atf_uprobe(struct pt_regs *ctx)
 {
-	probe_entry(ctx, false, false);
+	probe_entry(ctx, false, false, false);
 	return 0;
 }
 

@@ -49,7 +49,8 @@
 /* Kind of a patch (u32 on disk). */
 #define PATCH_KIND_ENTRY_JMP 1u             /* `jmp trampoline` over a function's first bytes */
 #define PATCH_KIND_CALL_REL32 2u            /* a call site's rel32: logged as the whole 5-byte call */
-#define PATCH_KIND_MAX 2u
+#define PATCH_KIND_JMP_REL32 3u            /* a tail call's rel32: the whole e9 or 0f 8x jump */
+#define PATCH_KIND_MAX 3u
 
 /* Errors: 0 is none; reading 1..63; writing 64... */
 enum patch_log_err {

@@ -347,7 +347,7 @@ int tramp_note_leftovers(pid_t pid)
 		for (size_t i = 0; i < a.n; i++)
 			for (uint32_t k = 0; !a.v[i].err && !a.v[i].owner && k < a.v[i].log.nrecords; k++)
 				if (a.v[i].patches[k].state == TPATCH_RESTORED) {
-					if (a.v[i].log.records[k].kind == PATCH_KIND_CALL_REL32)
+					if (a.v[i].log.records[k].kind != PATCH_KIND_ENTRY_JMP)
 						sites++;
 					else
 						entries++;
