@@ -248,16 +248,18 @@ static int commit_module(struct probes *p, struct pt_target *pt, const struct ta
 	       cm->skipped_elsewhere;
 	if (o->verbose || err < 0)
 		fprintf(stderr, "atftrace record: %s%s: %zu call %s of %zu %s redirected%s%s%s"
-			" (%zu direct, %zu through the PLT, %zu of them tail calls; %zu left out: %zu with a "
-			"thread inside, %zu "
+			" (%zu direct, %zu through the PLT; %zu left out: %zu with a thread inside, %zu "
 			"not the file's bytes, %zu out of reach, %zu PLT slots not bound yet, %zu PLT "
 			"slots bound elsewhere)\n", m->path,
 			cm->caller ? " (its calls into the traced modules)" : "", cm->nsites,
 			textfmt_plural(cm->nsites, "site", "sites"), nfns,
 			textfmt_plural(nfns, "function", "functions"), err < 0 ? " (" : "",
-			err < 0 ? strerror(-err) : "", err < 0 ? ")" : "", cm->nsites - nplt, nplt, ntail, left,
+			err < 0 ? strerror(-err) : "", err < 0 ? ")" : "", cm->nsites - nplt, nplt, left,
 			cm->skipped_inside, cm->skipped_differs, cm->skipped_range, cm->skipped_unbound,
 			cm->skipped_elsewhere);
+	if (o->verbose && ntail)
+		fprintf(stderr, "atftrace record: %s: %zu of them tail %s (jmp or jcc) in traced "
+			"functions, to tail stubs\n", m->path, ntail, textfmt_plural(ntail, "call", "calls"));
 	return err;
 }
 
