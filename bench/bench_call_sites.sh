@@ -7,7 +7,8 @@
 #     stub); against atftrace at a nop5 site (tests/targets/tramp_sites tr_nop5, plain probe)
 #     and the same function through a pointer (an indirect call: never redirected, its plain
 #     probe). Best of $REPEAT runs of $N calls.
-# (2) the share of traced calls that take the stubs (bench/call_sites_share.py): sqlite3 with
+# (2) the share of traced calls that take the stubs, call and tail stubs alike
+#     (bench/call_sites_share.py): sqlite3 with
 #     every libsqlite3 function traced, $ROWS INSERT statements; bash with every function of
 #     the shell traced, a loop of $ROWS iterations; python3 with every exported function of
 #     the interpreter traced, $ROWS/10 json.dumps+loads (its _json module mapped by dlopen).

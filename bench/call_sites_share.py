@@ -5,10 +5,11 @@
 call_sites_share.py ATFTRACE OUTDIR WORKLOAD_FILE -f SPEC... -- CMD...
 Runs `ATFTRACE record --call-sites -v` on CMD, whose stdin is WORKLOAD_FILE's text followed by
 a line that makes it print MARK; once MARK is printed (the workload is done, the session still
-runs), reads how often this session's stub entry program (atf_site_entry: the recorder's own
-BPF programs, found through its /proc/PID/fdinfo, so that other sessions on the host do not
-count) ran, then ends CMD.
-Prints: sites redirected, calls through stubs, calls recorded (events / 2), the share.
+runs), reads how often this session's stub entry programs (atf_site_entry, and atf_site_tail
+for tail calls: the recorder's own BPF programs, found through its /proc/PID/fdinfo, so that
+other sessions on the host do not count) ran, then ends CMD.
+Prints: sites redirected, calls through stubs (of them tail calls), calls recorded (events / 2),
+the share.
 BPF run counts need the kernel's statistics: held on with BPF_ENABLE_STATS while this runs.
 """
 import ctypes, json, os, re, subprocess, sys, tempfile, time
@@ -66,6 +67,7 @@ def main():
             break
     new = list(progs(rec.pid).values())
     site = sum(p.get("run_cnt", 0) for p in new if p.get("name") == "atf_site_entry")
+    tail = sum(p.get("run_cnt", 0) for p in new if p.get("name") == "atf_site_tail")
     rec.stdin.close()
     rec.stdout.read()
     rec.wait()
@@ -76,8 +78,9 @@ def main():
     nsites = sum(int(n) for n in re.findall(r": (\d+) call sites? of", text))
     calls = events // 2
     os.close(stats_fd) if stats_fd >= 0 else None
-    print("sites %d stub_calls %d calls %d lost %s share %.1f%%" %
-          (nsites, site, calls, lost.group(1) if lost else "?", 100.0 * site / calls if calls else 0))
+    print("sites %d stub_calls %d (tail %d) calls %d lost %s share %.1f%%" %
+          (nsites, site + tail, tail, calls, lost.group(1) if lost else "?",
+           100.0 * (site + tail) / calls if calls else 0))
 
 
 main()
