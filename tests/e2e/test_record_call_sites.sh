@@ -24,9 +24,8 @@ N=300
 # ---- call sites against plain probes ---------------------------------------------------------
 "$ATF" record --call-sites -v -o "$T/cs" -f 'tr_*' -f 'cs_*' -- "$CS" all $N >"$T/cs.out" 2>"$T/cs.err" \
 	|| { cat "$T/cs.err" >&2; fail "record --call-sites failed"; }
-assert_contains "$T/cs.err" "callsites: 17 call sites of 5 functions redirected" "the direct calls of tr_mov, tr_sub, tr_lea, cs_rec and cs_tail, and cs_tail's tail call"
-assert_contains "$T/cs.err" "callsites: 1 of them tail call " "cs_tail's jmp tr_sub"
-assert_contains "$T/cs.err" "^atftrace record: 17 call sites redirected$" "the session's total"
+assert_contains "$T/cs.err" "callsites: 16 call sites of 5 functions redirected" "the direct calls of tr_mov, tr_sub, tr_lea, cs_rec and cs_tail"
+assert_contains "$T/cs.err" "^atftrace record: 16 call sites redirected$" "the session's total"
 if grep -q "through trampolines\|registration guard" "$T/cs.err"; then
 	fail "--call-sites wrote an entry trampoline or armed the guard: $(grep 'through trampolines\|registration guard' "$T/cs.err")"
 fi
