@@ -8,8 +8,8 @@ a line that makes it print MARK; once MARK is printed (the workload is done, the
 runs), reads how often this session's stub entry programs (atf_site_entry, and atf_site_tail
 for tail calls: the recorder's own BPF programs, found through its /proc/PID/fdinfo, so that
 other sessions on the host do not count) ran, then ends CMD.
-Prints: sites redirected, calls through stubs (of them tail calls), calls recorded (events / 2),
-the share.
+Prints: sites redirected, calls through stubs, calls recorded (events / 2), the share, and how
+many of the calls through stubs were tail calls.
 BPF run counts need the kernel's statistics: held on with BPF_ENABLE_STATS while this runs.
 """
 import ctypes, json, os, re, subprocess, sys, tempfile, time
@@ -78,9 +78,9 @@ def main():
     nsites = sum(int(n) for n in re.findall(r": (\d+) call sites? of", text))
     calls = events // 2
     os.close(stats_fd) if stats_fd >= 0 else None
-    print("sites %d stub_calls %d (tail %d) calls %d lost %s share %.1f%%" %
-          (nsites, site + tail, tail, calls, lost.group(1) if lost else "?",
-           100.0 * (site + tail) / calls if calls else 0))
+    print("sites %d stub_calls %d calls %d lost %s share %.1f%% tail_calls %d" %
+          (nsites, site + tail, calls, lost.group(1) if lost else "?",
+           100.0 * (site + tail) / calls if calls else 0, tail))
 
 
 main()
