@@ -10,7 +10,8 @@
 #     the untraced tl_u at the top;
 #   - a recursion 201 frames deep through tail calls: the same calls as plain probes, no frame
 #     ends as unwound (plain probes: the kernel's 64 pending uretprobes end the deeper ones so);
-#   - -p: the text is the file's after the session; after a kill -9 of the recorder the tail
+#   - -p: the text is the file's after the session; bpftrace on tl_f hands it back, and its two
+#     tail sites (jmp, jne) get the file's bytes back at once; after a kill -9 of the recorder the tail
 #     stubs stay (the target runs on, right), and `atftrace restore -p` puts the file's bytes
 #     back.
 source "$(dirname "$0")/lib.sh"
@@ -97,6 +98,49 @@ kill -INT $rec
 wait $rec || { cat "$T/s.err" >&2; fail "record -p --call-sites failed"; }
 "$ATF" verify "$T/s" >/dev/null || fail "verify the -p session"
 assert_eq 0 "$(text_diff $target "$CT")" "bytes of the text that differ from the file after the session"
+
+# ---- a hand-back of tl_f (bpftrace on its entry) writes its tail sites back -----------------------
+# site_bytes PID FILE OFF LEN: LEN bytes of FILE's mapping in PID at file offset OFF, as hex
+site_bytes() {
+	python3 - "$@" <<'PY'
+import os, sys
+pid, path, off, n = sys.argv[1], os.path.realpath(sys.argv[2]), int(sys.argv[3], 16), int(sys.argv[4])
+ino = os.stat(path).st_ino
+for line in open(f"/proc/{pid}/maps"):
+    a = line.split()
+    lo, hi = (int(x, 16) for x in a[0].split("-"))
+    if len(a) >= 6 and int(a[4]) == ino and int(a[2], 16) <= off < int(a[2], 16) + hi - lo:
+        with open(f"/proc/{pid}/mem", "rb") as m:
+            m.seek(lo + off - int(a[2], 16))
+            print(m.read(n).hex())
+        break
+PY
+}
+# the file offsets of tl_g's jmp tl_f and tl_cond's jne tl_f (a PIE's text: addresses are offsets)
+jmp_off=$(awk '/<tl_g>:/ { f = 1 } f && /jmp .*<tl_f>/ { sub(":", "", $1); print $1; exit }' "$T/dis")
+jne_off=$(awk '/<tl_cond>:/ { f = 1 } f && /jne .*<tl_f>/ { sub(":", "", $1); print $1; exit }' "$T/dis")
+file_jmp=$(od -An -tx1 -j $((16#$jmp_off)) -N5 "$CT" | tr -d ' \n')
+file_jne=$(od -An -tx1 -j $((16#$jne_off)) -N6 "$CT" | tr -d ' \n')
+need_tracefs
+command -v bpftrace >/dev/null || fail "bpftrace is missing (scripts/deps.sh installs it)"
+mkfifo "$T/ready_hb"
+"$ATF" record --call-sites -v -p $target -o "$T/hb" "${SEL[@]}" --ready-file "$T/ready_hb" 2>"$T/hb.err" &
+rec=$!
+timeout 60 cat "$T/ready_hb" >/dev/null || { cat "$T/hb.err" >&2; fail "record -p for the hand-back never became ready"; }
+[ "$(site_bytes $target "$CT" $jmp_off 5)" != "$file_jmp" ] || [ "$(site_bytes $target "$CT" $jne_off 6)" != "$file_jne" ] \
+	|| fail "neither tail call to tl_f redirected before the hand-back"
+bpftrace -e "BEGIN { printf(\"ready\\n\"); } uprobe:$CT:tl_f { @f = count(); }" >"$T/bt.out" 2>&1 &
+bt=$!
+wait_for "$T/bt.out" "^ready$" "bpftrace attached"
+wait_for "$T/hb.err" "^atftrace record: tl_f \(cs_tail\) handed back: another tool registered a uprobe on it; ([12]) of its \1 redirected call sites? written back" \
+	"tl_f handed back, its tail sites written back"
+assert_eq "$file_jmp $file_jne" "$(site_bytes $target "$CT" $jmp_off 5) $(site_bytes $target "$CT" $jne_off 6)" \
+	"tl_g's jmp and tl_cond's jne after the hand-back: the file's"
+stop_bpftrace $bt
+[ "$(awk '/^@f:/ { print $2 }' "$T/bt.out")" -gt 0 ] || fail "bpftrace saw no call of tl_f"
+kill -INT $rec
+wait $rec || { cat "$T/hb.err" >&2; fail "record -p (hand-back) failed"; }
+assert_eq 0 "$(text_diff $target "$CT")" "bytes of the text that differ from the file after the hand-back session"
 
 "$ATF" record --call-sites -v -p $target -o "$T/k" "${SEL[@]}" --ready-file "$T/ready2" 2>"$T/k.err" &
 rec=$!
