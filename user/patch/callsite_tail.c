@@ -26,7 +26,8 @@
 #include "trampoline_plan.h"
 #include "callsite_int.h"
 
-/* Site @k of @cm's tail calls in @fn (@code: its bytes from @start), appended; -ENOMEM. */
+/* The tail call @tc of function @fn (@code: its bytes, from file offset @start) appended to
+ * cm->sites (@cap: their room); 0 or -ENOMEM. */
 static int add_tail(struct cs_mod *cm, size_t *cap, const struct cs_tail_call *tc,
 		    const cs_target *targets, const struct sym_func *fn, uint64_t start,
 		    const uint8_t *code, const struct ta_maps *maps)
