@@ -365,6 +365,7 @@ static __always_inline int on_entry(struct pt_regs *ctx, struct probe_run *run, 
 
 /* What close_one_tail_frame hands to the loop body. */
 struct tail_ctx {
+	struct pt_regs *ctx;
 	struct task_state *st;
 	__u64 entry_sp;
 	__u64 pid_tgid;
@@ -373,7 +374,8 @@ struct tail_ctx {
 
 /*
  * close_one_tail_frame - bpf_loop body: the innermost frame, if it has the returning entry sp
- * (the tail-caller of the frame just closed), returns too; 1 stops.
+ * (the tail-caller of the frame just closed), returns too, with the same registers (a tail
+ * call's caller returns what its callee returns); 1 stops.
  */
 static int close_one_tail_frame(__u32 i, void *data)
 {
@@ -388,9 +390,9 @@ static int close_one_tail_frame(__u32 i, void *data)
 	if (f->entry_sp != c->entry_sp)
 		return 1;
 	if (call_filter_on)
-		filter_end(NULL, st, d - 1, KIND_RETURN, f->function_id, c->pid_tgid, c->ts);
+		filter_end(c->ctx, st, d - 1, KIND_RETURN, f->function_id, c->pid_tgid, c->ts);
 	else
-		emit_event(st, KIND_RETURN, f->function_id, d - 1, c->pid_tgid, c->ts);
+		emit_traced(c->ctx, st, KIND_RETURN, f->function_id, d - 1, c->pid_tgid, c->ts);
 	st->depth = d - 1;
 	return 0;
 }
@@ -399,10 +401,11 @@ static int close_one_tail_frame(__u32 i, void *data)
  * on_return - a traced function returned; only threads with open frames get here usefully.
  * The same for a return probe (after `ret`) and a call-site stub's probe B (where the stub's
  * `call` returns): both run with the returning frame's entry sp one word below their sp.
- * Every frame open with that entry sp returns with it, innermost first: a tail-called
- * function returns through its tail-caller's return slot (a tail stub has no return probe of
- * its own), so one return closes the whole tail chain. A plain tail call's second return run
- * (the kernel chains the two uretprobes' instances) then finds no frame of that sp: a no-op.
+ * Every frame open with that entry sp returns with it, innermost first, with these registers:
+ * a tail-called function returns through its tail-caller's return slot (a tail stub has no
+ * return probe of its own, nor has a plain probe's past the kernel's 64 pending uretprobes),
+ * so one return closes the whole tail chain. A plain tail call's second return run (the kernel
+ * chains the two uretprobes' instances) then finds no frame of that sp: a no-op.
  */
 static __always_inline void on_return(struct pt_regs *ctx, struct probe_run *run, bool multi)
 {
@@ -440,7 +443,8 @@ static __always_inline void on_return(struct pt_regs *ctx, struct probe_run *run
 	if (d < 2 || frame_at(st, d - 2)->entry_sp != entry_sp)
 		return;
 
-	struct tail_ctx c = { .st = st, .entry_sp = entry_sp, .pid_tgid = pid_tgid, .ts = ts };
+	struct tail_ctx c = { .ctx = ctx, .st = st, .entry_sp = entry_sp, .pid_tgid = pid_tgid,
+			      .ts = ts };
 
 	bpf_loop(MAX_POPS, close_one_tail_frame, &c, 0);
 }

@@ -8,6 +8,7 @@
 #   - exact calls per function and exactly the tree of plain probes (--no-trampolines): a
 #     tail-called function nested in its tail-caller, the chain nested twice, tl_f called from
 #     the untraced tl_u at the top;
+#   - a tail-caller's return value (-R) is its callee's, closed by the same return run;
 #   - a recursion 201 frames deep through tail calls: the same calls as plain probes, no frame
 #     ends as unwound (plain probes: the kernel's 64 pending uretprobes end the deeper ones so);
 #   - -p: the text is the file's after the session; bpftrace on tl_f hands it back, and its two
@@ -68,6 +69,13 @@ cat >"$T/want" <<'TREE'
       | tl_g() {
 TREE
 diff -u "$T/want" "$T/round1" >&2 || fail "round 1's tree"
+
+# ---- return values: a tail-caller, closed with its callee, returns what that returns -----------
+"$ATF" record --call-sites -o "$T/rv" "${SEL[@]}" -R 'tl_g@retval/i32' -R 'tl_cg@retval/i32' -- "$CT" all 3 \
+	>/dev/null 2>"$T/rv.err" || { cat "$T/rv.err" >&2; fail "record --call-sites -R failed"; }
+"$ATF" dump "$T/rv" >"$T/rv.dump"
+assert_eq "4 4 5 5 6 6" "$(sed -nE 's|.*\} = (-?[0-9]+); /\* tl_g \*/$|\1|p' "$T/rv.dump" | paste -sd' ')" "tl_g's return values"
+assert_eq "7 8 9" "$(sed -nE 's|.*\} = (-?[0-9]+); /\* tl_cg \*/$|\1|p' "$T/rv.dump" | paste -sd' ')" "tl_cg's return values (a chain of two tail calls)"
 
 # ---- a recursion through tail calls, 2D + 1 frames deep --------------------------------------------
 "$ATF" record --call-sites -o "$T/dcs" "${SEL[@]}" -- "$CT" deep 3 $D >/dev/null 2>"$T/dcs.err" \

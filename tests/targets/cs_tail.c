@@ -3,16 +3,18 @@
  * Tail calls for record --call-sites (user/patch/callsite_tail.c). The functions are written
  * in assembly so that each tail call is the rel32 form on every compiler (`jmp f` as e9 rel32,
  * `jne f` as 0f 85 rel32) and the tail-called functions start with an instruction the kernel
- * single-steps (mov):
+ * single-steps (mov). Each tail call comes after the first 5 bytes of its function: those are
+ * moved into the function's body for its redirected callers, and a jump moved with them goes
+ * to its target's plain entry.
  *   tl_f      mov %edi,%eax; add $3,%eax              x + 3
  *   tl_g      mov %edi,%eax; add $1,%edi; jmp tl_f    a tail call: x + 4
- *   tl_cond   mov %edi,%eax; test; jne tl_f; ret      a conditional tail call: x ? x + 3 : 0
+ *   tl_cond   mov; mov; test; jne tl_f; ret           a conditional tail call: x ? x + 3 : 0
  *   tl_cg     mov %edi,%eax; add $1,%edi; jmp tl_cf   a chain of tail calls, g -> f -> h:
  *   tl_cf     mov %edi,%eax; add $1,%edi; jmp tl_ch   x + 2 + 5
  *   tl_ch     mov %edi,%eax; add $5,%eax
  *   tl_u      mov %edi,%eax; jmp tl_f                 a tail call from a function not traced
- *   tl_deep   recursion through a tail call: tl_deep(n) calls tl_dt(n - 1), which tail-calls
- *   tl_dt     tl_deep; 2n + 1 frames deep; returns n
+ *   tl_deep   recursion through a tail call: tl_deep(n) calls tl_dt(n - 1), which (mov; mov;
+ *   tl_dt     mov) tail-calls tl_deep; 2n + 1 frames deep; returns n
  * Usage:
  *   cs_tail all N        N rounds of: tl_g(i) directly and through a pointer, tl_cond(i),
  *                        tl_cg(i), tl_u(i); prints the sum
@@ -47,7 +49,8 @@ __asm__(
 	".globl tl_g\n.type tl_g,@function\ntl_g:\n"
 	"	mov %edi, %eax\n	add $1, %edi\n" JMP32(tl_f) ".size tl_g, .-tl_g\n"
 	".globl tl_cond\n.type tl_cond,@function\ntl_cond:\n"
-	"	mov %edi, %eax\n	test %edi, %edi\n" JNE32(tl_f) "	ret\n.size tl_cond, .-tl_cond\n"
+	"	mov %edi, %eax\n	mov %eax, %edi\n	test %edi, %edi\n" JNE32(tl_f)
+	"	ret\n.size tl_cond, .-tl_cond\n"
 	".globl tl_cg\n.type tl_cg,@function\ntl_cg:\n"
 	"	mov %edi, %eax\n	add $1, %edi\n" JMP32(tl_cf) ".size tl_cg, .-tl_cg\n"
 	".globl tl_cf\n.type tl_cf,@function\ntl_cf:\n"
@@ -61,7 +64,8 @@ __asm__(
 	"	lea -1(%rdi), %edi\n	call tl_dt\n	add $1, %eax\n	pop %rbx\n1:	ret\n"
 	".size tl_deep, .-tl_deep\n"
 	".globl tl_dt\n.type tl_dt,@function\ntl_dt:\n"
-	"	mov %edi, %eax\n" JMP32(tl_deep) ".size tl_dt, .-tl_dt\n");
+	"	mov %edi, %eax\n	mov %eax, %edi\n	mov %edi, %eax\n" JMP32(tl_deep)
+	".size tl_dt, .-tl_dt\n");
 
 static int (*volatile tl_g_ptr)(int) = tl_g;
 static volatile sig_atomic_t stop;
