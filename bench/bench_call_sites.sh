@@ -9,7 +9,8 @@
 #     redirect, its plain probe); then tests/targets/cs_indirect's in_mov (mov first) through
 #     `call *N(%rip)`: untraced, plain probe, and the indirect stub (lookup, then the
 #     indirect entry's and probe B's emulated nops). Best of $REPEAT runs of $N calls.
-# (2) the share of traced calls that take the stubs (bench/call_sites_share.py): sqlite3 with
+# (2) the share of traced calls that take the stubs, call, tail and indirect stubs alike
+#     (bench/call_sites_share.py): sqlite3 with
 #     every libsqlite3 function traced, $ROWS INSERT statements; bash with every function of
 #     the shell traced, a loop of $ROWS iterations; python3 with every exported function of
 #     the interpreter traced, $ROWS/10 json.dumps+loads (its _json module mapped by dlopen).

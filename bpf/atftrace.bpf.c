@@ -289,6 +289,7 @@ static __always_inline bool tail_call(struct task_struct *task, struct task_stat
 #define ENTRY_PLAIN 0
 #define ENTRY_STUB  1
 #define ENTRY_IND   2
+#define ENTRY_TAIL  3
 
 /* The return address a frame entered at this probe has in its slot when it came through a stub
  * (its probe B), or 0 (see on_entry's @site). */
@@ -312,7 +313,11 @@ static __always_inline __u64 site_return(struct pt_regs *ctx, int site, __u64 sp
  * will push one, so the function's entry sp is one word below this sp, and the frame's return
  * address slot will hold probe B's address; ENTRY_IND, an indirect entry
  * (user/patch/callsite_ind.h), reached by an indirect stub's `call`: this sp is the entry sp,
- * and the return-address slot at it holds that stub's probe B already.
+ * and the return-address slot at it holds that stub's probe B already; ENTRY_TAIL, a tail
+ * stub's probe T (user/patch/callsite_tail.h): entered by the tail-caller's `jmp`, which pushed
+ * nothing, so this sp is the entry sp, the open frame with the same entry sp is the tail-caller
+ * (never dead), and the return slot is the tail-caller's: the new frame takes its site_ret, so
+ * that tail_call() still tells the next tail call.
  * Returns 0 when a CALL was recorded (its return must be seen), 1 otherwise (a session
  * program returns this to skip the return run).
  */
@@ -350,14 +355,21 @@ static __always_inline int on_entry(struct pt_regs *ctx, struct probe_run *run, 
 	__u64 sp = PT_REGS_SP(ctx) - (site == ENTRY_STUB ? 8 : 0);
 	__u64 function_id = hit_cookie(ctx, task, multi);
 
-	/* a stub is entered by a call, never by a tail call's jmp (and its slot is not written yet) */
-	close_dead_frames(st, sp, site || !tail_call(task, st, sp), pid_tgid, ts);
+	/* a stub is entered by a call, never by a tail call's jmp (and its slot is not written
+	 * yet); a tail stub only by a tail call's */
+	close_dead_frames(st, sp, site == ENTRY_STUB || site == ENTRY_IND ||
+			  (site == ENTRY_PLAIN && !tail_call(task, st, sp)), pid_tgid, ts);
 
 	__u32 depth = st->depth;
 
 	/* before the push (here or in filter_entry): a frame that is not pushed is not read */
-	if (depth < SHADOW_MAX)
-		frame_at(st, depth)->site_ret = site_return(ctx, site, sp);
+	if (depth < SHADOW_MAX) {
+		__u64 site_ret = site_return(ctx, site, sp);
+
+		if (site == ENTRY_TAIL && depth > 0 && frame_at(st, depth - 1)->entry_sp == sp)
+			site_ret = frame_at(st, depth - 1)->site_ret;
+		frame_at(st, depth)->site_ret = site_ret;
+	}
 
 	if (call_filter_on)
 		return filter_entry(ctx, st, depth, function_id, sp, pid_tgid, ts);
@@ -373,10 +385,49 @@ static __always_inline int on_entry(struct pt_regs *ctx, struct probe_run *run, 
 	return 0;
 }
 
+/* What close_one_tail_frame hands to the loop body. */
+struct tail_ctx {
+	struct pt_regs *ctx;
+	struct task_state *st;
+	__u64 entry_sp;
+	__u64 pid_tgid;
+	__u64 ts;
+};
+
+/*
+ * close_one_tail_frame - bpf_loop body: the innermost frame, if it has the returning entry sp
+ * (the tail-caller of the frame just closed), returns too, with the same registers (a tail
+ * call's caller returns what its callee returns); 1 stops.
+ */
+static int close_one_tail_frame(__u32 i, void *data)
+{
+	struct tail_ctx *c = data;
+	struct task_state *st = c->st;
+	__u32 d = st->depth;
+	struct shadow_frame *f;
+
+	if (d == 0 || d > SHADOW_MAX)
+		return 1;
+	f = frame_at(st, d - 1);
+	if (f->entry_sp != c->entry_sp)
+		return 1;
+	if (call_filter_on)
+		filter_end(c->ctx, st, d - 1, KIND_RETURN, f->function_id, c->pid_tgid, c->ts);
+	else
+		emit_traced(c->ctx, st, KIND_RETURN, f->function_id, d - 1, c->pid_tgid, c->ts);
+	st->depth = d - 1;
+	return 0;
+}
+
 /*
  * on_return - a traced function returned; only threads with open frames get here usefully.
  * The same for a return probe (after `ret`) and a call-site stub's probe B (where the stub's
  * `call` returns): both run with the returning frame's entry sp one word below their sp.
+ * Every frame open with that entry sp returns with it, innermost first, with these registers:
+ * a tail-called function returns through its tail-caller's return slot (a tail stub has no
+ * return probe of its own, nor has a plain probe's past the kernel's 64 pending uretprobes),
+ * so one return closes the whole tail chain. A plain tail call's second return run (the kernel
+ * chains the two uretprobes' instances) then finds no frame of that sp: a no-op.
  */
 static __always_inline void on_return(struct pt_regs *ctx, struct probe_run *run, bool multi)
 {
@@ -410,6 +461,14 @@ static __always_inline void on_return(struct pt_regs *ctx, struct probe_run *run
 	else
 		emit_traced(ctx, st, KIND_RETURN, f->function_id, d - 1, pid_tgid, ts);
 	st->depth = d - 1;
+	/* its tail-callers: rare, so the loop only when the next frame is one */
+	if (d < 2 || frame_at(st, d - 2)->entry_sp != entry_sp)
+		return;
+
+	struct tail_ctx c = { .ctx = ctx, .st = st, .entry_sp = entry_sp, .pid_tgid = pid_tgid,
+			      .ts = ts };
+
+	bpf_loop(MAX_POPS, close_one_tail_frame, &c, 0);
 }
 
 /* on_entry and on_return of a program that runs for one of them only. */
@@ -462,7 +521,7 @@ int atf_multi_return(struct pt_regs *ctx)
 
 /*
  * Call-site stubs (user/patch/callsite.c): two uprobe_multi links on a module's stub file, probe
- * A (entry) and probe B (return, a plain uprobe), cookies = function ids.
+ * A (entry) and probe B (return, a plain uprobe), cookies = function ids. Tail stubs: probe T.
  */
 SEC("uprobe")
 int atf_site_entry(struct pt_regs *ctx)
@@ -476,6 +535,14 @@ SEC("uprobe")
 int atf_site_ind_entry(struct pt_regs *ctx)
 {
 	probe_entry(ctx, true, ENTRY_IND);
+	return 0;
+}
+
+/* Tail stubs (user/patch/callsite_tail.c): one uprobe_multi link, probe T, cookies = function ids. */
+SEC("uprobe")
+int atf_site_tail(struct pt_regs *ctx)
+{
+	probe_entry(ctx, true, ENTRY_TAIL);
 	return 0;
 }
 

@@ -38,6 +38,7 @@ struct cs_opts {
 	bool launched;              /* a child seized with tramp_seize_child() before its exec */
 	bool verbose;               /* one line per module: sites redirected, and why not more */
 	bool unwind_hooked;         /* the C++ unwind hooks cover the unwinder it maps, if any */
+	bool tails;                 /* redirect tail calls too (user/patch/callsite_tail.c) */
 };
 
 /**

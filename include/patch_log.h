@@ -51,7 +51,8 @@
 #define PATCH_KIND_CALL_REL32 2u            /* a call site's rel32: logged as the whole 5-byte call */
 #define PATCH_KIND_CALL_IND 3u              /* an indirect call site (call *mem): the whole call,
 					     * written as `jmp stub` and int3 */
-#define PATCH_KIND_MAX 3u
+#define PATCH_KIND_JMP_REL32 4u             /* a tail call's rel32: the whole e9 or 0f 8x jump */
+#define PATCH_KIND_MAX 4u
 
 /* Errors: 0 is none; reading 1..63; writing 64... */
 enum patch_log_err {

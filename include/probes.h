@@ -107,6 +107,15 @@ int probes__attach_ind_sites(struct probes *p, const void *owner, const char *pa
 			     uint32_t nreturns, pid_t pid);
 
 /**
+ * probes__attach_tail_sites - the probes of @n tail-call stubs in the file @path: an entry
+ * probe (probe T, whose entry sp is the tail-caller's) at each of @offs with @cookies (function
+ * ids), in one uprobe_multi link owned by @owner (user/patch/callsite_tail.c). Needs
+ * probe_opts.call_sites and multi links. 0, or a negative errno (nothing attached).
+ */
+int probes__attach_tail_sites(struct probes *p, const void *owner, const char *path,
+			      const uint64_t *offs, const uint64_t *cookies, uint32_t n, pid_t pid);
+
+/**
  * probes__detach_owner - close the links probes__attach_module(@owner) or
  * probes__attach_sites(@owner) made. Returns how many were closed.
  */

@@ -81,7 +81,11 @@ int record_call_sites_attach(struct recorder *rec, struct rm_modules *mods, stru
 	 */
 	struct cs_opts o = { .link_pid = link_pid, .launched = launched, .verbose = verbose,
 			     .unwind_hooked = mods->unwind_hooks && !mods->unwind_failed &&
-					      !filters };
+					      !filters,
+			     /* a tail-called frame is closed by its caller's return: not with
+			      * filters (a hidden caller is not on the shadow stack), nor where the
+			      * unwind hooks map stub frames by their return slots (C++) */
+			     .tails = !filters && !mods->unwinders_hooked };
 	size_t nsites = 0;
 	int err;
 

@@ -63,8 +63,8 @@ static int log_sites(struct cs_mod *cm, const struct ta_maps *maps, uint8_t *cod
 	for (size_t i = 0; i < cm->nsites; i++) {
 		const struct cs_site *s = &cm->sites[i];
 
-		if (patch_record_init(&recs[i], PATCH_KIND_CALL_REL32, s->addr, s->file_off, s->orig,
-				      s->call, CS_CALL_LEN))
+		if (patch_record_init(&recs[i], s->len ? PATCH_KIND_JMP_REL32 : PATCH_KIND_CALL_REL32,
+				      s->addr, s->file_off, s->orig, s->call, cs_site_len(s)))
 			goto cleanup;
 	}
 	memcpy(recs + cm->nsites, cm->isites, cm->nisites * sizeof(*recs));  /* indirect sites */
@@ -125,10 +125,12 @@ static int write_area(struct pt_target *pt, const struct ta_maps *maps, struct c
 		uint8_t *out = code + stubs + (uint64_t)ok * CS_STUB_SLOT;
 
 		/* the body's first byte: the trampoline's unprobed nop, then f's instructions; in
-		 * another module's memfd, reached by an absolute jump */
-		if ((c ? !c->body || !cs_stub_emit(stub, s.addr, cm->area + cs_body_off(cm, c), out)
-		       : !cs_stub_emit_far(stub, s.addr, s.far, out)) ||
-		    !cs_call_bytes(s.addr, stub, s.call)) {
+		 * another module's memfd, reached by an absolute jump; a tail call's stub jumps */
+		if (s.len ? !c || !c->body || !cs_tail_stub_emit(stub, cm->area + cs_body_off(cm, c), out) ||
+			    !cs_tail_bytes(s.orig, s.len, s.addr, stub, s.call)
+			  : (c ? !c->body || !cs_stub_emit(stub, s.addr, cm->area + cs_body_off(cm, c), out)
+			       : !cs_stub_emit_far(stub, s.addr, s.far, out)) ||
+			    !cs_call_bytes(s.addr, stub, s.call)) {
 			memset(code + stubs + (uint64_t)ok * CS_STUB_SLOT, 0xcc, CS_STUB_SLOT);
 			cm->skipped_range++;
 			continue;
@@ -150,29 +152,37 @@ cleanup:
 static int attach_sites(struct probes *p, struct pt_target *pt, struct cs_mod *cm, pid_t link_pid)
 {
 	uint64_t *a = calloc(cm->nsites, sizeof(*a)), *b = calloc(cm->nsites, sizeof(*b));
-	uint64_t *cookies = calloc(cm->nsites, sizeof(*cookies));
+	uint64_t *cookies = calloc(cm->nsites, sizeof(*cookies)), *ac = calloc(cm->nsites, sizeof(*ac));
 	uint64_t stubs = cm->stubs;
 	char path[32];
-	size_t n = 0;
+	size_t n = 0, na = 0;
 	int err = -ENOMEM;
 
-	if (!a || !b || !cookies)
+	if (!a || !b || !cookies || !ac)
 		goto cleanup;
 	for (size_t i = 0; i < cm->nsites; i++) {
 		const struct cs_site *s = &cm->sites[i];
 
-		a[i] = stubs + i * CS_STUB_SLOT + CS_PROBE_A;
-		b[i] = stubs + i * CS_STUB_SLOT + CS_PROBE_B;
 		cookies[i] = cm->caller ? s->cookie : (uint64_t)cm->m->module_id << 32 |
 						      cm->fns[s->fn].f->symbol_index;
+		if (s->len)
+			continue;       /* a tail stub: probe T only (cs_tail__attach) */
+		a[na] = stubs + i * CS_STUB_SLOT + CS_PROBE_A;
+		b[na] = stubs + i * CS_STUB_SLOT + CS_PROBE_B;
+		ac[na++] = cookies[i];
 	}
 	snprintf(path, sizeof(path), "/proc/self/fd/%d", cm->fd);
-	err = probes__attach_call_sites(p, cm, path, a, b, cookies, (uint32_t)cm->nsites, link_pid);
+	err = na ? probes__attach_call_sites(p, cm, path, a, b, ac, (uint32_t)na, link_pid) : 0;
+	if (!err) {
+		err = cs_tail__attach(p, cm, path, cookies, link_pid);
+		if (err < 0)
+			probes__detach_owner(p, cm);
+	}
 	if (err < 0)
 		goto cleanup;
 	/* each site on its own: a site written is whole and probed, the others stay the file's */
 	for (n = 0; n < cm->nsites; n++)
-		if (pt_write(pt, cm->sites[n].addr, cm->sites[n].call, CS_CALL_LEN))
+		if (pt_write(pt, cm->sites[n].addr, cm->sites[n].call, cs_site_len(&cm->sites[n])))
 			break;
 	cm->nsites = n;
 	err = (int)n;
@@ -180,6 +190,7 @@ cleanup:
 	free(a);
 	free(b);
 	free(cookies);
+	free(ac);
 	return err;
 }
 
@@ -215,7 +226,7 @@ static int commit_module(struct probes *p, struct pt_target *pt, const struct ta
 			 struct cs_mod *cm, const struct cs_opts *o, int err)
 {
 	const struct sym_module *m = cm->m;
-	size_t nfns, nplt = 0, left;
+	size_t nfns, nplt = 0, ntail = 0, left;
 
 	if (!err && !cm->no_bounds)
 		err = write_area(pt, maps, cm);
@@ -226,8 +237,10 @@ static int commit_module(struct probes *p, struct pt_target *pt, const struct ta
 	if (err < 0)
 		cm->nsites = cm->nisites = 0;
 	nfns = count_fns(cm);
-	for (size_t i = 0; i < cm->nsites; i++)
+	for (size_t i = 0; i < cm->nsites; i++) {
 		nplt += cm->sites[i].got != 0;
+		ntail += cm->sites[i].len != 0;
+	}
 	if (cm->no_bounds) {
 		if (o->verbose)
 			fprintf(stderr, "atftrace record: %s: its PLT calls traced functions, but it has "
@@ -250,11 +263,15 @@ static int commit_module(struct probes *p, struct pt_target *pt, const struct ta
 			err < 0 ? strerror(-err) : "", err < 0 ? ")" : "", cm->nsites - nplt, nplt, left,
 			cm->skipped_inside, cm->skipped_differs, cm->skipped_range, cm->skipped_unbound,
 			cm->skipped_elsewhere);
+	if (o->verbose && ntail)
+		fprintf(stderr, "atftrace record: %s: %zu of them tail %s (jmp or jcc) in traced "
+			"functions, to tail stubs\n", m->path, ntail, textfmt_plural(ntail, "call", "calls"));
 	return err;
 }
 
 /* Steps 1 to 3 for the traced module @cm, all threads stopped; 1 when it is mapped. */
-static int prepare_module(struct pt_target *pt, const struct ta_maps *maps, struct cs_mod *cm)
+static int prepare_module(struct pt_target *pt, const struct ta_maps *maps, struct cs_mod *cm,
+			  const struct cs_opts *o)
 {
 	const struct sym_module *m = cm->m;
 	cs_target *targets = NULL;
@@ -275,6 +292,8 @@ static int prepare_module(struct pt_target *pt, const struct ta_maps *maps, stru
 		err = cs_mod__find_sites(fd, cm, maps, targets, ntargets);
 	if (!err)
 		err = cs_ind__find(fd, cm, maps);
+	if (!err && o->tails)
+		err = cs_mod__find_tails(fd, cm, maps, targets, ntargets);
 	close(fd);
 	free(targets);
 	if (!err)
@@ -306,7 +325,7 @@ static size_t attach_new(struct cs_process *cp, struct probes *p, struct pt_targ
 		if (known)
 			continue;
 		*cm = (struct cs_mod){ .m = mods[i], .fd = -1, .ind = !cp->no_ind };
-		err = prepare_module(pt, maps, cm);
+		err = prepare_module(pt, maps, cm, o);
 		if (!err) {
 			cs_mod__release(cm);        /* not mapped yet: perhaps later */
 			continue;
@@ -489,12 +508,20 @@ static bool site_mapped(const struct ta_maps *maps, const struct cs_mod *cm, con
 bool cs_site__write_back(struct pt_target *pt, const struct ta_maps *maps, const struct cs_mod *cm,
 			 const struct cs_site *s)
 {
-	uint8_t now[CS_CALL_LEN], back[CS_CALL_LEN];
+	uint8_t now[CS_SITE_MAX_LEN], back[CS_SITE_MAX_LEN];
+	struct patch_record r;
+
+	if (s->len)     /* a tail call: the same rule, for its length */
+		return site_mapped(maps, cm, s) && !pt_read(pt, s->addr, now, s->len) &&
+		       !patch_record_init(&r, PATCH_KIND_JMP_REL32, s->addr, s->file_off, s->orig,
+					  s->call, s->len) &&
+		       patch_log_unpatch(&r, now, back) == PATCH_NOW_OURS &&
+		       !pt_write(pt, s->addr, back, s->len);
 
 	/* only where our call still is (another tool's int3 over it is kept) */
-	return site_mapped(maps, cm, s) && !pt_read(pt, s->addr, now, sizeof(now)) &&
+	return site_mapped(maps, cm, s) && !pt_read(pt, s->addr, now, CS_CALL_LEN) &&
 	       tramp_unpatch_bytes(s->call, s->orig, now, back) &&
-	       !pt_write(pt, s->addr, back, sizeof(back));
+	       !pt_write(pt, s->addr, back, CS_CALL_LEN);
 }
 
 int cs_process__restore(struct cs_process *cp)

@@ -210,13 +210,17 @@ int cs_mod__check_sites(struct pt_target *pt, struct cs_mod *cm)
 	for (size_t i = 0; i < cm->nsites; i++) {
 		ranges[i][0] = cm->sites[i].addr + 1;      /* at the first byte is fine: the new call */
 		ranges[i][1] = cm->sites[i].addr + CS_CALL_LEN;
+		if (cm->sites[i].len) {     /* a tail call: no thread in its function (callsite_tail.c) */
+			ranges[i][0] = cm->sites[i].in_lo;
+			ranges[i][1] = cm->sites[i].in_hi;
+		}
 	}
 	err = pt_stack_holds(pt, (const uint64_t (*)[2])ranges, cm->nsites, inside);
 	if (err < 0)
 		goto cleanup;
 	for (size_t i = 0; i < cm->nsites; i++) {
 		struct cs_site *s = &cm->sites[i];
-		uint8_t now[CS_CALL_LEN];
+		uint8_t now[CS_SITE_MAX_LEN];
 
 		for (size_t k = 0; k < pt->nthreads && !inside[i]; k++)
 			inside[i] = pt->threads[k].regs.rip >= ranges[i][0] &&
@@ -225,7 +229,7 @@ int cs_mod__check_sites(struct pt_target *pt, struct cs_mod *cm)
 			cm->skipped_inside++;
 			continue;
 		}
-		if (pt_read(pt, s->addr, now, sizeof(now)) || memcmp(now, s->orig, sizeof(now))) {
+		if (pt_read(pt, s->addr, now, cs_site_len(s)) || memcmp(now, s->orig, cs_site_len(s))) {
 			cm->skipped_differs++;
 			continue;
 		}

@@ -13,6 +13,7 @@
 #include <sys/types.h>
 #include "callsite_plan.h"
 #include "patch_log.h"
+#include "callsite_tail.h"
 #include "ptrace_target.h"
 #include "trampoline_area.h"
 #include "trampoline_plan.h"
@@ -32,20 +33,30 @@ struct cs_fn {
 	int64_t ind_slot;                   /* its key in the indirect sites' table, or -1 */
 };
 
-/* One redirected call. */
+/* One redirected call, or tail call (@len set: user/patch/callsite_tail.c). */
 struct cs_site {
-	uint64_t addr;                      /* of the e8, in the process */
-	uint64_t file_off;                  /* of the e8, in the module's file */
+	uint64_t addr;                      /* of the e8 (e9, 0f), in the process */
+	uint64_t file_off;                  /* of the e8 (e9, 0f), in the module's file */
 	uint32_t fn;                        /* index into cs_mod.fns */
 	uint64_t got;                       /* a PLT site: its GOT slot in the process, else 0 */
 	uint64_t entry;                     /* a PLT site: f's entry in the process */
 	uint32_t tmod;                      /* another module's site: f's cs_mod in cs_process.mods */
 	uint64_t cookie;                    /* another module's site: f's link cookie */
 	uint64_t far;                       /* another module's site: f's body, jumped to absolutely */
-	uint8_t orig[CS_CALL_LEN];          /* the file's call */
-	uint8_t call[CS_CALL_LEN];          /* ours: call stub */
+	uint8_t orig[CS_SITE_MAX_LEN];      /* the file's call (or jmp, jcc) */
+	uint8_t call[CS_SITE_MAX_LEN];      /* ours: call stub (or jmp, jcc tail stub) */
+	uint8_t len;                        /* a tail call: its length (its stub a tail stub); 0: a
+					     * call (CS_CALL_LEN) */
+	uint64_t in_lo, in_hi;              /* a tail call: the function it lies in, in the process
+					     * (no thread may be inside it when it is redirected) */
 	bool handed_back;                   /* the file's call is back (stub k stays site k's) */
 };
+
+/* The length of site @s's instruction. */
+static inline uint32_t cs_site_len(const struct cs_site *s)
+{
+	return s->len ? s->len : CS_CALL_LEN;
+}
 
 struct cs_mod {
 	const struct sym_module *m;         /* a caller's: its own (path only), freed with it */
@@ -109,6 +120,21 @@ int cs_mod__plan(int fd, struct cs_mod *cm, const struct ta_maps *maps, cs_targe
 /** cs_mod__find_sites - step 2: every call of @cm's code to one of @targets, into cm->sites. */
 int cs_mod__find_sites(int fd, struct cs_mod *cm, const struct ta_maps *maps,
 		       const cs_target *targets, size_t ntargets);
+
+/**
+ * cs_mod__find_tails - step 2 for tail calls (user/patch/callsite_tail.c): every `jmp`/`jcc` to
+ * one of @targets that lies in a function of @cm selected in this session (so that its return,
+ * which f's return becomes, is always seen), appended to cm->sites.
+ */
+int cs_mod__find_tails(int fd, struct cs_mod *cm, const struct ta_maps *maps,
+		       const cs_target *targets, size_t ntargets);
+
+/**
+ * cs_tail__attach - step 5's probes of @cm's tail stubs (probe T at each; its call stubs'
+ * probes are attached apart). 0 or a negative errno (nothing attached for them).
+ */
+int cs_tail__attach(struct probes *p, const struct cs_mod *cm, const char *path,
+		    const uint64_t *cookies, pid_t link_pid);
 
 /**
  * cs_mod__check_sites - step 3: keep the sites whose bytes in the stopped process @pt are the

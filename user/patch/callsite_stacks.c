@@ -39,6 +39,8 @@ int cs_stacks_to_sites(struct pt_target *pt, const struct cs_process *cp)
 
 		/* stub k belongs to site k (user/patch/callsite.c, the stubs' layout) */
 		for (size_t k = 0; k < cm->nsites; k++) {
+			if (cm->sites[k].len)
+				continue;       /* a tail stub: nothing returns into it */
 			pairs[n][0] = cm->area + cm->stubs + (uint64_t)k * CS_STUB_SLOT + CS_PROBE_B;
 			pairs[n++][1] = cm->sites[k].addr + CS_CALL_LEN;
 		}

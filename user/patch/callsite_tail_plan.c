@@ -1,0 +1,85 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Tail-call sites, the pure part (user/patch/callsite_tail.h), on the Zydis decoder.
+ */
+#include <string.h>
+#include <Zydis/Zydis.h>
+#include "callsite_tail.h"
+
+static int find_target(uint64_t v, const uint64_t *t, size_t n)
+{
+	size_t lo = 0, hi = n;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (t[mid] == v)
+			return (int)mid;
+		if (t[mid] < v)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return -1;
+}
+
+/* The length of the tail-call form at @p (@avail bytes): e9 rel32 or 0f 8x rel32, else 0. */
+static uint32_t tail_form(const uint8_t *p, uint64_t avail)
+{
+	if (avail >= CS_TAIL_JMP_LEN && p[0] == 0xe9)
+		return CS_TAIL_JMP_LEN;
+	if (avail >= CS_TAIL_JCC_LEN && p[0] == 0x0f && (p[1] & 0xf0) == 0x80)
+		return CS_TAIL_JCC_LEN;
+	return 0;
+}
+
+size_t cs_find_tails(const uint8_t *code, uint64_t size, uint64_t addr, const uint64_t *targets,
+		     size_t ntargets, struct cs_tail_call *out, size_t cap)
+{
+	ZydisDecodedInstruction insn;
+	ZydisDecoder d;
+	size_t n = 0;
+
+	if (!ZYAN_SUCCESS(ZydisDecoderInit(&d, ZYDIS_MACHINE_MODE_LONG_64, ZYDIS_STACK_WIDTH_64)))
+		return 0;
+	for (uint64_t off = 0; off < size && n < cap; off += insn.length) {
+		uint32_t len;
+		int32_t rel;
+		int i;
+
+		if (!ZYAN_SUCCESS(ZydisDecoderDecodeInstruction(&d, NULL, code + off, size - off,
+								&insn)))
+			break;          /* not code from here on: nothing more is known */
+		/* only the plain forms: no prefix, the opcode first, a 32-bit displacement last */
+		len = tail_form(code + off, size - off);
+		if (!len || insn.length != len || !insn.raw.imm[0].is_relative)
+			continue;
+		memcpy(&rel, code + off + len - 4, sizeof(rel));    /* x86: little-endian */
+		i = find_target(addr + off + len + (uint64_t)(int64_t)rel, targets, ntargets);
+		if (i >= 0)
+			out[n++] = (struct cs_tail_call){ .site = addr + off, .target = (uint32_t)i,
+							  .len = (uint8_t)len };
+	}
+	return n;
+}
+
+bool cs_tail_bytes(const uint8_t *orig, uint32_t len, uint64_t from, uint64_t to, uint8_t *out)
+{
+	int64_t rel = (int64_t)(to - (from + len));
+	int32_t v = (int32_t)rel;
+
+	if (!len || tail_form(orig, len) != len || rel != v)
+		return false;
+	memcpy(out, orig, len - 4);
+	memcpy(out + len - 4, &v, sizeof(v));
+	return true;
+}
+
+bool cs_tail_stub_emit(uint64_t stub, uint64_t body, uint8_t out[CS_STUB_SLOT])
+{
+	static const uint8_t jmp[CS_TAIL_JMP_LEN] = { 0xe9 };
+
+	memset(out, 0xcc, CS_STUB_SLOT);
+	out[CS_PROBE_T] = 0x90;                                  /* probe T */
+	return cs_tail_bytes(jmp, sizeof(jmp), stub + CS_PROBE_T + 1, body, out + CS_PROBE_T + 1);
+}
