@@ -4,7 +4,9 @@
 # lea-first wv_mov twice and wv_lea once, N times per wave, at each SIGUSR1), copied so that no
 # other process of the host maps it (other sessions run on this host):
 #   - two processes started before the session are redirected at its start, one started after
-#     it at its first traced call (-v says so for each, by pid);
+#     it at its first traced call (-v says so for each, by pid); a child that one of them forks
+#     during the session inherits its redirected calls, is traced through them, and gets its
+#     calls written back at the end too;
 #   - exact calls per process and function, exact nesting (wv_outer at depth 0, its three calls
 #     under it), nothing lost or unbalanced;
 #   - the redirected calls are in each process's text during the session and gone after it:
@@ -30,6 +32,13 @@ start_app() {   # name
 	"$APP" "$T/up" $N >"$T/$1.out" &
 	PID[$1]=$!
 	wait_file "$T/up/${PID[$1]}.up" "$1 did not start"
+}
+fork_app() {    # name child: name forks child (SIGUSR2), which waits for signals as name does
+	kill -USR2 "${PID[$1]}"
+	wait_file "$T/up/${PID[$1]}.forked" "$1's fork"
+	PID[$2]=$(cat "$T/up/${PID[$1]}.forked")
+	EXIT_PIDS+=("${PID[$2]}")
+	wait_file "$T/up/${PID[$2]}.up" "$2 did not start"
 }
 wave() {        # name K: the K-th wave of name, and wait until it is done
 	kill -USR1 "${PID[$1]}"
@@ -60,6 +69,9 @@ done
 assert_contains "$T/rec.err" "^atftrace record: --call-sites: 2 running processes redirected" "the processes redirected at the start"
 wave early1 1
 wave early2 1
+fork_app early2 child   # its stdout is early2's: early2.out gets the child's wave too
+[ "$(text_diff "${PID[child]}" "$APP")" -gt 0 ] || fail "child: no inherited redirected call in its text"
+wave child 1
 start_app late
 wave late 1             # its first traced calls: the recorder records it, then redirects it
 wait_for "$T/rec.err" "^atftrace record: process ${PID[late]}: 4 call sites redirected$" "the late process redirected"
@@ -68,9 +80,14 @@ wave late 2             # through its stubs
 wave early1 2
 kill -INT $REC
 wait $REC || { cat "$T/rec.err" >&2; fail "record -a --call-sites failed"; }
-for n in early1 early2 late; do
+for n in early1 early2 late child; do
 	assert_eq 0 "$(text_diff "${PID[$n]}" "$APP")" "$n: bytes of its text that differ from the file after the session"
 done
+assert_contains "$T/rec.err" "^atftrace record: process ${PID[child]}: the call sites it inherited written back$" "the child's restore"
+kill -TERM "${PID[child]}"
+# early2 does not reap it: ended is a zombie
+timeout 60 bash -c 'until [ "$(awk "{ print \$3 }" /proc/"$1"/stat 2>/dev/null || echo Z)" = Z ]; do sleep 0.02; done' _ "${PID[child]}" \
+	|| fail "the child did not end at SIGTERM"
 if grep -q "process [0-9]*: .*plain probes" "$T/rec.err"; then
 	fail "a process of ours kept plain probes: $(grep 'plain probes' "$T/rec.err")"
 fi
@@ -80,17 +97,17 @@ for n in early1 early2 late; do end_app "$n"; done
 for n in early1 late; do
 	cmp -s "$T/ref.out" "$T/$n.out" || fail "$n's output differs from the untraced run's: $(diff "$T/ref.out" "$T/$n.out" | head -4)"
 done
-assert_eq "$(head -n 1 "$T/ref.out")" "$(cat "$T/early2.out")" "early2's output"
+assert_eq "$(head -n 1 "$T/ref.out") $(head -n 1 "$T/ref.out")" "$(echo $(cat "$T/early2.out"))" "early2's and its child's outputs"
 
 # ---- exact calls per process and function; exact nesting ----------------------------------------
 "$ATF" verify "$T/s" >/dev/null || fail "verify the session"
 "$TOOLS/record_stats" "$T/s" >"$T/stats"
-assert_eq "processes 3" "$(head -n 1 "$T/stats")" "process directories"
+assert_eq "processes 4" "$(head -n 1 "$T/stats")" "process directories"
 calls_of() {    # name function
 	awk -v p="${PID[$1]}" -v f="$2" '$1 == "call" && $2 == p && $3 == f { print $4 }' "$T/stats"
 }
-declare -A WAVES=([early1]=2 [early2]=1 [late]=2)
-for n in early1 early2 late; do
+declare -A WAVES=([early1]=2 [early2]=1 [late]=2 [child]=1)
+for n in early1 early2 late child; do
 	w=${WAVES[$n]}
 	assert_eq "$((w * N)) $((2 * w * N)) $((w * N))" "$(calls_of "$n" wv_outer) $(calls_of "$n" wv_mov) $(calls_of "$n" wv_lea)" \
 		"$n: calls of wv_outer, wv_mov, wv_lea"
@@ -103,4 +120,4 @@ for n in early1 early2 late; do
 	done >"$T/want.tree"
 	diff -q "$T/want.tree" "$T/$n.tree" >/dev/null || fail "$n: calls nest otherwise: $(diff "$T/want.tree" "$T/$n.tree" | head -6)"
 done
-echo "ok: record -a --call-sites: 3 processes redirected (2 at the start, 1 at its first call), exact calls and nesting, text restored"
+echo "ok: record -a --call-sites: 3 processes redirected (2 at the start, 1 at its first call) and a child through its parent's stubs, exact calls and nesting, text restored"

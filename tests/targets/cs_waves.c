@@ -7,7 +7,9 @@
  *                      once directly (mov- and lea-first functions, whose first instruction the
  *                      kernel single-steps), prints "wave K: S" (the sum of the results, the
  *                      output an untraced run must match) and creates DIR/<pid>.K; exits 0 at
- *                      SIGTERM (1 if a result was wrong)
+ *                      SIGTERM (1 if a result was wrong); at SIGUSR2, forks a child that
+ *                      goes on the same way (its own DIR/<child>.up, waves from 1), and writes
+ *                      the child's pid to DIR/<pid>.forked
  *
  * The signals are taken with sigwaitinfo(), blocked otherwise: nothing is lost between waves.
  */
@@ -37,14 +39,16 @@ __attribute__((noinline, noipa)) int wv_outer(int x)
 	return a + b + c;
 }
 
-static void touch(const char *dir, int pid, const char *what)
+/* DIR/<pid>.<what>, holding @value, whole once it appears (written aside, then renamed) */
+static void touch(const char *dir, int pid, const char *what, int value)
 {
-	char path[4096];
+	char path[4096], tmp[4200];
 	FILE *f;
 
 	snprintf(path, sizeof(path), "%s/%d.%s", dir, pid, what);
-	f = fopen(path, "w");
-	if (!f || fprintf(f, "%d\n", pid) < 0 || fclose(f)) {
+	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+	f = fopen(tmp, "w");
+	if (!f || fprintf(f, "%d\n", value) < 0 || fclose(f) || rename(tmp, path)) {
 		perror(path);
 		exit(2);
 	}
@@ -55,6 +59,7 @@ int main(int argc, char **argv)
 	sigset_t set;
 	int n, wave = 0, sig;
 	char name[32];
+	pid_t child;
 
 	if (argc != 3 || (n = atoi(argv[2])) <= 0) {
 		fprintf(stderr, "usage: cs_waves DIR N\n");
@@ -63,19 +68,26 @@ int main(int argc, char **argv)
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	sigemptyset(&set);
 	sigaddset(&set, SIGUSR1);
+	sigaddset(&set, SIGUSR2);
 	sigaddset(&set, SIGTERM);
 	sigprocmask(SIG_BLOCK, &set, NULL);
-	touch(argv[1], getpid(), "up");
+	touch(argv[1], getpid(), "up", getpid());
 	while ((sig = sigwaitinfo(&set, NULL)) != SIGTERM) {
 		long sum = 0;
 
+		if (sig == SIGUSR2 && (child = fork()) == 0) {
+			wave = 0;
+			touch(argv[1], getpid(), "up", getpid());
+		} else if (sig == SIGUSR2 && child > 0) {
+			touch(argv[1], getpid(), "forked", child);
+		}
 		if (sig != SIGUSR1)
 			continue;
 		for (int i = 0; i < n; i++)
 			sum += wv_outer(i % 100);
 		printf("wave %d: %ld\n", ++wave, sum);
 		snprintf(name, sizeof(name), "%d", wave);
-		touch(argv[1], getpid(), name);
+		touch(argv[1], getpid(), name, wave);
 	}
 	return bad ? 1 : 0;
 }

@@ -34,6 +34,7 @@
 #include "proc.h"
 #include "record_call_sites.h"
 #include "record_system.h"
+#include "tramp_restore.h"
 
 #define CS_ALL_MAX 256          /* processes redirected at once; the others keep plain probes */
 #define CS_ALL_KEPT (4 * CS_ALL_MAX)    /* cs_processes kept to the end (those that exec'd too) */
@@ -61,6 +62,7 @@ struct cs_all {
 	size_t ncps;
 	size_t live;                /* those not restored nor forgotten */
 	bool full_said;
+	bool restored;              /* record_call_sites_all_restore() ran */
 	long rescan_s;              /* when the dlopen rescan last ran */
 	struct cs_watch *watch;
 	uint64_t (*files)[2];       /* the traced modules' files: device, inode */
@@ -330,10 +332,53 @@ int record_call_sites_all(struct recorder *rec, struct rm_modules *mods, struct 
 	return 0;
 }
 
+/*
+ * A child forked by a redirected process inherits its redirected calls and its stubs' memfds
+ * (their links, without a pid filter, trace it on): it has no cs_process of its own (its sites
+ * were not the file's bytes when it was looked at), so its calls are written back from the
+ * patch logs of the areas this session made (include/tramp_restore.h), as `atftrace restore -p`
+ * would; another session's areas, live or dead, are left alone.
+ */
+static void restore_inherited(struct cs_all *a, pid_t pid)
+{
+	struct tramp_areas areas = { 0 };
+	bool ours = false;
+	int err;
+
+	if (tramp_areas__read(pid, &areas) < 0)
+		return;
+	for (size_t i = 0; i < areas.n; i++) {
+		struct tramp_area *ar = &areas.v[i];
+		bool mine = !ar->err && ar->owner == getpid();
+
+		ar->owner = mine ? 0 : ar->owner ? ar->owner : -1;     /* restore skips an owned one */
+		ours |= mine;
+	}
+	if (ours && (err = tramp_areas__restore(pid, &areas, false)) < 0 && err != -ESRCH)
+		fprintf(stderr, "atftrace record: process %d (a child of a redirected process): cannot "
+			"write its original calls back (%s); it goes on correctly through the call-site "
+			"stubs; 'atftrace restore -p %d' writes them back later\n", (int)pid,
+			strerror(-err), (int)pid);
+	else if (ours && a->verbose)
+		fprintf(stderr, "atftrace record: process %d: the call sites it inherited written "
+			"back\n", (int)pid);
+	tramp_areas__free(&areas);
+}
+
 void record_call_sites_all_restore(struct cs_all *a)
 {
-	for (size_t i = 0; a && i < a->ncps; i++)
+	uint32_t execs;
+	bool live;
+	pid_t pid;
+
+	if (!a || a->restored)
+		return;
+	a->restored = true;
+	for (size_t i = 0; i < a->ncps; i++)
 		record_call_sites_restore(a->rec, a->cps[i]);
+	for (size_t i = 0; recorder__process(a->rec, i, &pid, &execs, &live); i++)
+		if (live && (i >= a->nseen || !a->seen[i].cp || a->seen[i].execs != execs))
+			restore_inherited(a, pid);
 }
 
 void record_call_sites_all_free(struct cs_all *a)
