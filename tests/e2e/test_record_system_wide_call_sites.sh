@@ -6,7 +6,8 @@
 #   - two processes started before the session are redirected at its start, one started after
 #     it at its first traced call (-v says so for each, by pid); a child that one of them forks
 #     during the session inherits its redirected calls, is traced through them, and gets its
-#     calls written back at the end too;
+#     calls written back at the end too; one that calls exec loses its redirection with its old
+#     image and is redirected again as the new program;
 #   - exact calls per process and function, exact nesting (wv_outer at depth 0, its three calls
 #     under it), nothing lost or unbalanced;
 #   - the redirected calls are in each process's text during the session and gone after it:
@@ -24,7 +25,7 @@ cp "$TARGETS/cs_waves" "$APP"
 N=40
 mkdir "$T/up"
 
-declare -A PID
+declare -A PID SUF
 wait_file() {   # file what
 	timeout 60 bash -c 'until [ -e "$1" ]; do sleep 0.02; done' _ "$1" || fail "$2: no $1 within 60 s"
 }
@@ -42,7 +43,7 @@ fork_app() {    # name child: name forks child (SIGUSR2), which waits for signal
 }
 wave() {        # name K: the K-th wave of name, and wait until it is done
 	kill -USR1 "${PID[$1]}"
-	wait_file "$T/up/${PID[$1]}.$2" "$1's wave $2"
+	wait_file "$T/up/${PID[$1]}.${SUF[$1]:-}$2" "$1's wave $2"
 }
 end_app() {
 	kill -TERM "${PID[$1]}"
@@ -78,6 +79,17 @@ wait_for "$T/rec.err" "^atftrace record: process ${PID[late]}: 4 call sites redi
 [ "$(text_diff "${PID[late]}" "$APP")" -gt 0 ] || fail "late: no redirected call in its text during the session"
 wave late 2             # through its stubs
 wave early1 2
+# exec: its redirected calls go with its old image; the new program is redirected afresh
+PID[early1x]=${PID[early1]}
+SUF[early1x]=exec.
+kill -HUP "${PID[early1]}"
+wait_file "$T/up/${PID[early1]}.exec.up" "early1's exec"
+wave early1x 1
+wait_for "$T/rec.err" "^atftrace record: process ${PID[early1]} called exec: its call sites went with its old program$" "early1's exec noticed"
+timeout 60 bash -c 'until [ "$(grep -c "^atftrace record: process $2: 4 call sites redirected$" "$1")" = 2 ]; do sleep 0.02; done' \
+	_ "$T/rec.err" "${PID[early1]}" || { cat "$T/rec.err" >&2; fail "early1 not redirected again after its exec"; }
+[ "$(text_diff "${PID[early1]}" "$APP")" -gt 0 ] || fail "early1: no redirected call in its new program's text"
+wave early1x 2          # through the new program's stubs
 kill -INT $REC
 wait $REC || { cat "$T/rec.err" >&2; fail "record -a --call-sites failed"; }
 for n in early1 early2 late child; do
@@ -94,7 +106,9 @@ fi
 for n in early1 early2 late; do end_app "$n"; done
 
 # ---- outputs: the untraced run's, wave by wave ------------------------------------------------------
-for n in early1 late; do
+cat "$T/ref.out" "$T/ref.out" >"$T/ref2.out"
+cmp -s "$T/ref2.out" "$T/early1.out" || fail "early1's output (two waves, exec, two waves) differs from the untraced run's: $(diff "$T/ref2.out" "$T/early1.out" | head -4)"
+for n in late; do
 	cmp -s "$T/ref.out" "$T/$n.out" || fail "$n's output differs from the untraced run's: $(diff "$T/ref.out" "$T/$n.out" | head -4)"
 done
 assert_eq "$(head -n 1 "$T/ref.out") $(head -n 1 "$T/ref.out")" "$(echo $(cat "$T/early2.out"))" "early2's and its child's outputs"
@@ -106,7 +120,7 @@ assert_eq "processes 4" "$(head -n 1 "$T/stats")" "process directories"
 calls_of() {    # name function
 	awk -v p="${PID[$1]}" -v f="$2" '$1 == "call" && $2 == p && $3 == f { print $4 }' "$T/stats"
 }
-declare -A WAVES=([early1]=2 [early2]=1 [late]=2 [child]=1)
+declare -A WAVES=([early1]=4 [early2]=1 [late]=2 [child]=1)
 for n in early1 early2 late child; do
 	w=${WAVES[$n]}
 	assert_eq "$((w * N)) $((2 * w * N)) $((w * N))" "$(calls_of "$n" wv_outer) $(calls_of "$n" wv_mov) $(calls_of "$n" wv_lea)" \

@@ -9,7 +9,8 @@
  *                      output an untraced run must match) and creates DIR/<pid>.K; exits 0 at
  *                      SIGTERM (1 if a result was wrong); at SIGUSR2, forks a child that
  *                      goes on the same way (its own DIR/<child>.up, waves from 1), and writes
- *                      the child's pid to DIR/<pid>.forked
+ *                      the child's pid to DIR/<pid>.forked; at SIGHUP, execs itself as
+ *   cs_waves DIR N exec  the same, its files named DIR/<pid>.exec.up and DIR/<pid>.exec.K
  *
  * The signals are taken with sigwaitinfo(), blocked otherwise: nothing is lost between waves.
  */
@@ -40,12 +41,14 @@ __attribute__((noinline, noipa)) int wv_outer(int x)
 }
 
 /* DIR/<pid>.<what>, holding @value, whole once it appears (written aside, then renamed) */
+static const char *tag = "";
+
 static void touch(const char *dir, int pid, const char *what, int value)
 {
 	char path[4096], tmp[4200];
 	FILE *f;
 
-	snprintf(path, sizeof(path), "%s/%d.%s", dir, pid, what);
+	snprintf(path, sizeof(path), "%s/%d.%s%s", dir, pid, tag, what);
 	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
 	f = fopen(tmp, "w");
 	if (!f || fprintf(f, "%d\n", value) < 0 || fclose(f) || rename(tmp, path)) {
@@ -61,20 +64,30 @@ int main(int argc, char **argv)
 	char name[32];
 	pid_t child;
 
-	if (argc != 3 || (n = atoi(argv[2])) <= 0) {
-		fprintf(stderr, "usage: cs_waves DIR N\n");
+	if (argc < 3 || argc > 4 || (n = atoi(argv[2])) <= 0) {
+		fprintf(stderr, "usage: cs_waves DIR N [exec]\n");
 		return 2;
 	}
+	if (argc == 4)
+		tag = "exec.";
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	sigemptyset(&set);
 	sigaddset(&set, SIGUSR1);
 	sigaddset(&set, SIGUSR2);
+	sigaddset(&set, SIGHUP);
 	sigaddset(&set, SIGTERM);
 	sigprocmask(SIG_BLOCK, &set, NULL);
 	touch(argv[1], getpid(), "up", getpid());
 	while ((sig = sigwaitinfo(&set, NULL)) != SIGTERM) {
 		long sum = 0;
 
+		if (sig == SIGHUP) {
+			char *args[] = { argv[0], argv[1], argv[2], "exec", NULL };
+
+			execv(argv[0], args);
+			perror("exec");
+			return 2;
+		}
 		if (sig == SIGUSR2 && (child = fork()) == 0) {
 			wave = 0;
 			touch(argv[1], getpid(), "up", getpid());
