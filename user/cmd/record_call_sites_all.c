@@ -38,6 +38,7 @@
 
 #define CS_ALL_MAX 256          /* processes redirected at once; the others keep plain probes */
 #define CS_ALL_KEPT (4 * CS_ALL_MAX)    /* cs_processes kept to the end (those that exec'd too) */
+#define CS_ALL_STOPS 8          /* processes stopped for their attach per drain, at most */
 
 /* A process looked at: its cs_process when it was redirected. */
 struct cs_one {
@@ -140,8 +141,8 @@ static const char *refusal(struct cs_all *a, pid_t pid, bool cxx)
 	return NULL;
 }
 
-/* Redirect @pid's calls if it maps a traced module and may be; fills @one. */
-static void redirect(struct cs_all *a, pid_t pid, uint32_t execs, struct cs_one *one)
+/* Redirect @pid's calls if it maps a traced module and may be; fills @one. True when it was stopped. */
+static bool redirect(struct cs_all *a, pid_t pid, uint32_t execs, struct cs_one *one)
 {
 	struct cs_opts o = { .link_pid = 0, .verbose = a->verbose };
 	const char *why;
@@ -152,7 +153,7 @@ static void redirect(struct cs_all *a, pid_t pid, uint32_t execs, struct cs_one 
 	*one = (struct cs_one){ .pid = pid, .execs = execs, .looked = true };
 	proc_start_time(pid, &one->start);
 	if (!maps_traced(a, pid, &cxx))
-		return;
+		return false;
 	why = refusal(a, pid, cxx);
 	if (why) {
 		bool full = a->live >= CS_ALL_MAX || a->ncps >= CS_ALL_KEPT;
@@ -161,7 +162,7 @@ static void redirect(struct cs_all *a, pid_t pid, uint32_t execs, struct cs_one 
 			fprintf(stderr, "atftrace record: process %d: %s: plain probes%s\n", (int)pid, why,
 				full ? " (and for every other process until one ends)" : "");
 		a->full_said = full;
-		return;
+		return false;
 	}
 	err = cs_process__attach(&one->cp, a->probes, a->mods->m, a->mods->n, pid, &o, &nsites);
 	if (err < 0 || !nsites) {
@@ -170,13 +171,14 @@ static void redirect(struct cs_all *a, pid_t pid, uint32_t execs, struct cs_one 
 				"plain probes\n", (int)pid, strerror(-err));
 		cs_process__free(one->cp);      /* nothing to write back */
 		one->cp = NULL;
-		return;
+		return true;
 	}
 	a->cps[a->ncps++] = one->cp;
 	a->live++;
 	if (a->verbose)
 		fprintf(stderr, "atftrace record: process %d: %zu call %s redirected\n", (int)pid,
 			nsites, nsites == 1 ? "site" : "sites");
+	return true;
 }
 
 /* The processes of the host that map a traced module now, as --comm and --pid-filter narrow. */
@@ -203,7 +205,9 @@ static void scan_host(struct cs_all *a, const struct rs_target *sys)
 		if (!v)
 			break;
 		a->early = v;
-		redirect(a, (pid_t)pid, 0, &a->early[a->nearly]);
+		/* the ring is drained after each process stopped: the others' events go on */
+		if (redirect(a, (pid_t)pid, 0, &a->early[a->nearly]))
+			recorder__tick(a->rec, 0);
 		if (a->early[a->nearly].cp)
 			a->nearly++;    /* only those redirected are kept */
 	}
@@ -212,7 +216,7 @@ static void scan_host(struct cs_all *a, const struct rs_target *sys)
 }
 
 /* The recorder's process @i, first seen: the scan's cs_process if it is the same process. */
-static void adopt(struct cs_all *a, pid_t pid, uint32_t execs, struct cs_one *one)
+static bool adopt(struct cs_all *a, pid_t pid, uint32_t execs, struct cs_one *one)
 {
 	uint64_t start = 0;
 
@@ -224,16 +228,21 @@ static void adopt(struct cs_all *a, pid_t pid, uint32_t execs, struct cs_one *on
 			*one = *e;
 			one->execs = execs;
 			e->cp = NULL;
-			return;
+			return false;
 		}
 	}
-	redirect(a, pid, execs, one);
+	return redirect(a, pid, execs, one);
 }
 
-/* After each drain: new processes, execs, modules mapped since (once a second); hand-backs. */
+/*
+ * After each drain: new processes, execs, modules mapped since (once a second); hand-backs.
+ * At most CS_ALL_STOPS processes stopped per drain, so that the ring is drained between: the
+ * others are looked at after the next (their calls reach the plain probes meanwhile).
+ */
 static void on_drain(void *ctx)
 {
 	struct cs_all *a = ctx;
+	int stops = 0;
 	struct timespec now;
 	bool rescan, live;
 	uint32_t execs;
@@ -242,7 +251,8 @@ static void on_drain(void *ctx)
 	clock_gettime(CLOCK_MONOTONIC, &now);
 	rescan = now.tv_sec != a->rescan_s;
 	a->rescan_s = now.tv_sec;
-	for (size_t i = 0; recorder__process(a->rec, i, &pid, &execs, &live); i++) {
+	for (size_t i = 0; stops < CS_ALL_STOPS && recorder__process(a->rec, i, &pid, &execs, &live);
+	     i++) {
 		struct cs_one *one;
 
 		if (i >= a->capseen) {
@@ -264,7 +274,7 @@ static void on_drain(void *ctx)
 			continue;
 		}
 		if (!one->looked) {
-			adopt(a, pid, execs, one);
+			stops += adopt(a, pid, execs, one);
 			continue;
 		}
 		if (one->execs != execs) {      /* a new program: its old sites went with exec */
@@ -275,7 +285,7 @@ static void on_drain(void *ctx)
 					fprintf(stderr, "atftrace record: process %d called exec: its call "
 						"sites went with its old program\n", (int)pid);
 			}
-			redirect(a, pid, execs, one);
+			stops += redirect(a, pid, execs, one);
 			continue;
 		}
 		if (rescan && one->cp) {
