@@ -64,7 +64,7 @@ mkfifo "$T/ready"
 REC=$!
 timeout 120 cat "$T/ready" >/dev/null || { cat "$T/rec.err" >&2; fail "record -a --call-sites did not attach within 120 s"; }
 for n in early1 early2; do
-	assert_contains "$T/rec.err" "^atftrace record: process ${PID[$n]}: 4 call sites redirected$" "$n redirected at the start"
+	assert_contains "$T/rec.err" "^atftrace record: process ${PID[$n]}: 4 call sites redirected in [0-9.]+ ms$" "$n redirected at the start"
 	[ "$(text_diff "${PID[$n]}" "$APP")" -gt 0 ] || fail "$n: no redirected call in its text during the session"
 done
 assert_contains "$T/rec.err" "^atftrace record: --call-sites: 2 running processes redirected" "the processes redirected at the start"
@@ -75,7 +75,7 @@ fork_app early2 child   # its stdout is early2's: early2.out gets the child's wa
 wave child 1
 start_app late
 wave late 1             # its first traced calls: the recorder records it, then redirects it
-wait_for "$T/rec.err" "^atftrace record: process ${PID[late]}: 4 call sites redirected$" "the late process redirected"
+wait_for "$T/rec.err" "^atftrace record: process ${PID[late]}: 4 call sites redirected in [0-9.]+ ms$" "the late process redirected"
 [ "$(text_diff "${PID[late]}" "$APP")" -gt 0 ] || fail "late: no redirected call in its text during the session"
 wave late 2             # through its stubs
 wave early1 2
@@ -86,7 +86,7 @@ kill -HUP "${PID[early1]}"
 wait_file "$T/up/${PID[early1]}.exec.up" "early1's exec"
 wave early1x 1
 wait_for "$T/rec.err" "^atftrace record: process ${PID[early1]} called exec: its call sites went with its old program$" "early1's exec noticed"
-timeout 60 bash -c 'until [ "$(grep -c "^atftrace record: process $2: 4 call sites redirected$" "$1")" = 2 ]; do sleep 0.02; done' \
+timeout 60 bash -c 'until [ "$(grep -cE "^atftrace record: process $2: 4 call sites redirected in [0-9.]+ ms$" "$1")" = 2 ]; do sleep 0.02; done' \
 	_ "$T/rec.err" "${PID[early1]}" || { cat "$T/rec.err" >&2; fail "early1 not redirected again after its exec"; }
 [ "$(text_diff "${PID[early1]}" "$APP")" -gt 0 ] || fail "early1: no redirected call in its new program's text"
 wave early1x 2          # through the new program's stubs

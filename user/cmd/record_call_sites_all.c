@@ -31,6 +31,7 @@
 #include <unistd.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
+#include "clock.h"
 #include "proc.h"
 #include "record_call_sites.h"
 #include "record_system.h"
@@ -147,6 +148,7 @@ static bool redirect(struct cs_all *a, pid_t pid, uint32_t execs, struct cs_one 
 	struct cs_opts o = { .link_pid = 0, .verbose = a->verbose };
 	const char *why;
 	size_t nsites = 0;
+	uint64_t t0;
 	bool cxx;
 	int err;
 
@@ -164,6 +166,7 @@ static bool redirect(struct cs_all *a, pid_t pid, uint32_t execs, struct cs_one 
 		a->full_said = full;
 		return false;
 	}
+	t0 = clock_mono_ns();
 	err = cs_process__attach(&one->cp, a->probes, a->mods->m, a->mods->n, pid, &o, &nsites);
 	if (err < 0 || !nsites) {
 		if (err < 0 && err != -ESRCH)
@@ -176,8 +179,9 @@ static bool redirect(struct cs_all *a, pid_t pid, uint32_t execs, struct cs_one 
 	a->cps[a->ncps++] = one->cp;
 	a->live++;
 	if (a->verbose)
-		fprintf(stderr, "atftrace record: process %d: %zu call %s redirected\n", (int)pid,
-			nsites, nsites == 1 ? "site" : "sites");
+		fprintf(stderr, "atftrace record: process %d: %zu call %s redirected in %.1f ms\n",
+			(int)pid, nsites, nsites == 1 ? "site" : "sites",
+			(double)(clock_mono_ns() - t0) / 1e6);
 	return true;
 }
 
