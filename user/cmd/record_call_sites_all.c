@@ -45,6 +45,7 @@
 struct cs_one {
 	pid_t pid;
 	uint64_t start;             /* /proc/PID/stat start time: a reused pid is another */
+	uint64_t exe[2];            /* its program's device and inode: an exec is another */
 	uint32_t execs;             /* the recorder's count when it was looked at */
 	bool looked;
 	bool gone;                  /* ended: no longer counted in cs_all.live */
@@ -142,6 +143,20 @@ static const char *refusal(struct cs_all *a, pid_t pid, bool cxx)
 	return NULL;
 }
 
+/* The device and inode of @pid's program (zeros when it cannot be read). */
+static void exe_of(pid_t pid, uint64_t exe[2])
+{
+	char path[64];
+	struct stat st;
+
+	snprintf(path, sizeof(path), "/proc/%d/exe", (int)pid);
+	exe[0] = exe[1] = 0;
+	if (!stat(path, &st)) {
+		exe[0] = st.st_dev;
+		exe[1] = st.st_ino;
+	}
+}
+
 /* Redirect @pid's calls if it maps a traced module and may be; fills @one. True when it was stopped. */
 static bool redirect(struct cs_all *a, pid_t pid, uint32_t execs, struct cs_one *one)
 {
@@ -154,6 +169,7 @@ static bool redirect(struct cs_all *a, pid_t pid, uint32_t execs, struct cs_one 
 
 	*one = (struct cs_one){ .pid = pid, .execs = execs, .looked = true };
 	proc_start_time(pid, &one->start);
+	exe_of(pid, one->exe);
 	if (!maps_traced(a, pid, &cxx))
 		return false;
 	why = refusal(a, pid, cxx);
@@ -219,21 +235,31 @@ static void scan_host(struct cs_all *a, const struct rs_target *sys)
 		closedir(d);
 }
 
-/* The recorder's process @i, first seen: the scan's cs_process if it is the same process. */
+/*
+ * The recorder's process @i, first seen: the scan's cs_process if it is the same process
+ * running the same program (one that called exec before its first event lost its sites).
+ */
 static bool adopt(struct cs_all *a, pid_t pid, uint32_t execs, struct cs_one *one)
 {
-	uint64_t start = 0;
+	uint64_t start = 0, exe[2];
 
 	proc_start_time(pid, &start);
+	exe_of(pid, exe);
 	for (size_t k = 0; k < a->nearly; k++) {
 		struct cs_one *e = &a->early[k];
 
-		if (e->cp && e->pid == pid && e->start == start) {
-			*one = *e;
-			one->execs = execs;
+		if (!e->cp || e->pid != pid || e->start != start)
+			continue;
+		if (e->exe[0] != exe[0] || e->exe[1] != exe[1]) {
+			cs_process__forget(e->cp);      /* still in cps, freed at the end */
+			a->live--;
 			e->cp = NULL;
-			return false;
+			break;
 		}
+		*one = *e;
+		one->execs = execs;
+		e->cp = NULL;
+		return false;
 	}
 	return redirect(a, pid, execs, one);
 }
