@@ -94,6 +94,13 @@ int cs_process__hand_back(struct cs_process *cp, const struct cs_hb_note *notes,
 /** cs_kernel_dev - the kernel's encoding (a uprobe's inode's s_dev) of stat's st_dev @dev. */
 uint64_t cs_kernel_dev(uint64_t dev);
 
+/**
+ * cs_process__forget - the process called exec: its redirected sites went with its old image,
+ * so nothing is restored, handed back or redirected in it any more (its stubs' links stay until
+ * cs_process__free()).
+ */
+void cs_process__forget(struct cs_process *cp);
+
 /** cs_process__pid - the process @cp redirected. */
 pid_t cs_process__pid(const struct cs_process *cp);
 

@@ -89,6 +89,14 @@ int recorder__tick(struct recorder *r, int timeout_ms);
 uint32_t recorder__live_processes(const struct recorder *r);
 
 /**
+ * recorder__process - the @i-th process recorded (in the order they were added; none is ever
+ * removed): its pid, how many times it called exec while recorded (@execs) and whether it is
+ * still being recorded (@live). False when @i is past the last.
+ */
+bool recorder__process(const struct recorder *r, size_t i, pid_t *pid, uint32_t *execs,
+		       bool *live);
+
+/**
  * recorder__finish - drain what is left, finalize every file and write each live process's
  * manifest with @end_reason ("signal", "duration", ...). Idempotent.
  */

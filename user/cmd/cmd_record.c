@@ -260,8 +260,6 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 			argp_error(state, "give --trampolines or --no-trampolines, not both");
 		if (a->trampolines && a->sys.all)
 			argp_error(state, "--trampolines patches one process's text: not with -a");
-		if (a->call_sites && a->sys.all)
-			argp_error(state, "--call-sites redirects one process's calls: not with -a");
 		if (a->call_sites && (a->trampolines || a->no_trampolines))
 			argp_error(state, "--call-sites replaces the entry trampolines: not with "
 				   "--trampolines or --no-trampolines");
@@ -317,6 +315,7 @@ static int record_main(struct record_args *a)
 	struct tramp_process *tp = NULL;
 	struct cs_process *cp = NULL;
 	struct cs_watch *cs_watch = NULL;
+	struct cs_all *cs_all = NULL;           /* -a --call-sites */
 	bool tramps, sites, ended_by_us = false;      /* --kill-at-end sent the signal that ended it */
 	double t0;
 
@@ -464,7 +463,9 @@ static int record_main(struct record_args *a)
 					      a->verbose, filter_active(&a->filter), &cp) < 0)
 		goto cleanup;
 	recorder__set_trampolines(rec, tp);
-	if (record_call_sites_watch(rec, probes, cp, a->verbose, &cs_watch) < 0)
+	if (record_call_sites_watch(rec, probes, cp, a->verbose, &cs_watch) < 0 ||
+	    (a->sys.all && a->call_sites &&
+	     record_call_sites_all(rec, &mods, probes, &a->sys, a->verbose, &cs_all) < 0))
 		goto cleanup;
 	rm_modules_trampolines(&mods, tp);     /* libraries it maps later get them too */
 	if (cp)                                 /* and their call sites */
@@ -493,6 +494,7 @@ static int record_main(struct record_args *a)
 	/* the target's text is the file's again before the session ends */
 	record_trampolines_restore(tp);
 	record_call_sites_restore(rec, cp);
+	record_call_sites_all_restore(cs_all);
 	err = recorder__finish(rec, reason ? reason : "recorder error");
 	if (!reason || err < 0)
 		goto cleanup;
@@ -533,9 +535,11 @@ cleanup:
 		proc_child__abort(&child);      /* never released: it exits 127 without running */
 	record_trampolines_restore(tp);
 	record_call_sites_restore(rec, cp);
+	record_call_sites_all_restore(cs_all);
 	recorder__set_trampolines(rec, NULL);
 	recorder__free(rec);
 	record_call_sites_watch_free(cs_watch);
+	record_call_sites_all_free(cs_all);
 	probes__free(probes);
 	tramp_process__free(tp);
 	cs_process__free(cp);

@@ -34,7 +34,10 @@
 static const char *const tracefs_dirs[] = { "/sys/kernel/tracing", "/sys/kernel/debug/tracing" };
 
 struct cs_watch {
-	struct cs_process *cp;
+	struct cs_process *const *cps;      /* the processes redirected: -p's one, or -a's */
+	const size_t *ncps;
+	struct cs_process *one;
+	size_t none;
 	struct probes *probes;
 	bool verbose;
 	bool tracefs_read;          /* tracefs's uprobes were looked at once */
@@ -46,7 +49,7 @@ struct cs_watch {
  * Watch for other tools' uprobes on @mods' files before any call is redirected: a registration
  * from then on is noted, and its function handed back.
  */
-static void arm_handback(struct rm_modules *mods, struct probes *probes)
+void record_call_sites_arm(struct rm_modules *mods, struct probes *probes)
 {
 	struct cs_hb_inode *files = calloc(mods->n ? mods->n : 1, sizeof(*files));
 	size_t n = 0;
@@ -93,7 +96,7 @@ int record_call_sites_attach(struct recorder *rec, struct rm_modules *mods, stru
 		fprintf(stderr, "atftrace record: --call-sites with record-time filters: a C++ process "
 			"keeps plain probes (a throw could unwind through a hidden call's stub)\n");
 
-	arm_handback(mods, probes);
+	record_call_sites_arm(mods, probes);
 	err = cs_process__attach(cp, probes, mods->m, mods->n, target, &o, &nsites);
 	if (err < 0) {
 		fprintf(stderr, "atftrace record: cannot redirect call sites: %s\n", strerror(-err));
@@ -217,7 +220,7 @@ static void report_handed(const char *module, const char *func, size_t written, 
 }
 
 /* After each drain: hand back the functions that registrations noted since the last. */
-static void handback_poll(void *ctx)
+void record_call_sites_watch_poll(void *ctx)
 {
 	struct cs_watch *w = ctx;
 	struct cs_hb_note notes[HB_BATCH];
@@ -245,14 +248,31 @@ static void handback_poll(void *ctx)
 	}
 	if (!n)
 		return;
-	t0 = clock_mono_ns();
-	err = cs_process__hand_back(w->cp, notes, n, report_handed, (void *)why);
-	if (err > 0 && w->verbose)
-		fprintf(stderr, "atftrace record: %d %s handed back in %.1f ms (the target stopped)\n",
-			err, err == 1 ? "function" : "functions", (double)(clock_mono_ns() - t0) / 1e6);
-	if (err < 0)
-		fprintf(stderr, "atftrace record: cannot hand functions back to another tool's uprobe "
-			"(%s): its count misses their redirected calls\n", strerror(-err));
+	for (size_t i = 0; i < *w->ncps; i++) {
+		t0 = clock_mono_ns();
+		err = cs_process__hand_back(w->cps[i], notes, n, report_handed, (void *)why);
+		if (err > 0 && w->verbose)
+			fprintf(stderr, "atftrace record: %d %s handed back in %.1f ms (process %d "
+				"stopped)\n", err, err == 1 ? "function" : "functions",
+				(double)(clock_mono_ns() - t0) / 1e6, (int)cs_process__pid(w->cps[i]));
+		if (err < 0)
+			fprintf(stderr, "atftrace record: cannot hand functions back to another tool's "
+				"uprobe in process %d (%s): its count misses their redirected calls\n",
+				(int)cs_process__pid(w->cps[i]), strerror(-err));
+	}
+}
+
+int record_call_sites_watch_many(struct probes *probes, struct cs_process *const *cps,
+				 const size_t *ncps, bool verbose, struct cs_watch **out)
+{
+	struct cs_watch *w = calloc(1, sizeof(*w));
+
+	*out = w;
+	if (!w)
+		return -ENOMEM;
+	*w = (struct cs_watch){ .cps = cps, .ncps = ncps, .probes = probes, .verbose = verbose,
+				.inotify = -1 };
+	return 0;
 }
 
 int record_call_sites_watch(struct recorder *rec, struct probes *probes, struct cs_process *cp,
@@ -263,11 +283,13 @@ int record_call_sites_watch(struct recorder *rec, struct probes *probes, struct 
 	*out = NULL;
 	if (!cp)
 		return 0;
-	w = calloc(1, sizeof(*w));
-	if (!w)
+	if (record_call_sites_watch_many(probes, NULL, NULL, verbose, &w) < 0)
 		return -ENOMEM;
-	*w = (struct cs_watch){ .cp = cp, .probes = probes, .verbose = verbose, .inotify = -1 };
-	recorder__on_drain(rec, handback_poll, w);
+	w->one = cp;
+	w->none = 1;
+	w->cps = &w->one;
+	w->ncps = &w->none;
+	recorder__on_drain(rec, record_call_sites_watch_poll, w);
 	*out = w;
 	return 0;
 }

@@ -36,6 +36,22 @@ struct cs_watch;
 int record_call_sites_watch(struct recorder *rec, struct probes *probes, struct cs_process *cp,
 			    bool verbose, struct cs_watch **out);
 
+/**
+ * record_call_sites_watch_many - the same watch over the *@ncps processes of @cps (-a: they
+ * change), without a hook: the caller runs record_call_sites_watch_poll(*@out) after each drain.
+ */
+int record_call_sites_watch_many(struct probes *probes, struct cs_process *const *cps,
+				 const size_t *ncps, bool verbose, struct cs_watch **out);
+
+/** record_call_sites_watch_poll - hand back what registrations noted since the last call. */
+void record_call_sites_watch_poll(void *ctx);
+
+/**
+ * record_call_sites_arm - watch for other tools' uprobes on @mods' files before any call is
+ * redirected (one line when that cannot be done).
+ */
+void record_call_sites_arm(struct rm_modules *mods, struct probes *probes);
+
 /** record_call_sites_watch_free - release (NULL is ignored). */
 void record_call_sites_watch_free(struct cs_watch *w);
 
@@ -52,5 +68,26 @@ bool record_cs_parse_uprobe_event(char *line, const char **path, uint64_t *off);
  * calls into the traced modules; the process is stopped only for the writes.
  */
 void record_call_sites_mapped(struct rm_modules *mods, pid_t pid, const char *path, void *ctx);
+
+struct cs_all;
+struct rs_target;
+
+/**
+ * record_call_sites_all - record -a --call-sites (user/cmd/record_call_sites_all.c): once the
+ * plain probes of @mods are attached for every process, redirect the calls of each running
+ * process that maps a traced module (as @sys's --comm and --pid-filter narrow; with --cgroup
+ * each at its first traced call), then, after each drain of @rec, those of each process it
+ * records later or that called exec, and the modules they map later; one -v line per process.
+ * *@out is restored with record_call_sites_all_restore() and freed with
+ * record_call_sites_all_free() after recorder__free(). 0 or -ENOMEM.
+ */
+int record_call_sites_all(struct recorder *rec, struct rm_modules *mods, struct probes *probes,
+			  const struct rs_target *sys, bool verbose, struct cs_all **out);
+
+/** record_call_sites_all_restore - write the original calls back in every live process. */
+void record_call_sites_all_restore(struct cs_all *a);
+
+/** record_call_sites_all_free - release (restores first; NULL is ignored). */
+void record_call_sites_all_free(struct cs_all *a);
 
 #endif

@@ -561,6 +561,12 @@ int cs_process__restore(struct cs_process *cp)
 	return n;
 }
 
+void cs_process__forget(struct cs_process *cp)
+{
+	if (cp)
+		cp->restored = cp->refused = cp->ended = true;
+}
+
 pid_t cs_process__pid(const struct cs_process *cp)
 {
 	return cp ? cp->pid : 0;

@@ -239,6 +239,17 @@ uint32_t recorder__live_processes(const struct recorder *r)
 	return r->st.live_processes;
 }
 
+bool recorder__process(const struct recorder *r, size_t i, pid_t *pid, uint32_t *execs,
+		       bool *live)
+{
+	if (i >= r->nprocs)
+		return false;
+	*pid = r->procs[i]->pid;
+	*execs = r->procs[i]->execs;
+	*live = r->procs[i]->state == REC_PROC_LIVE;
+	return true;
+}
+
 /* One syncfs for the whole session at its end, instead of two fsyncs per file at each thread exit. */
 static void session_sync(struct recorder *r)
 {

@@ -53,6 +53,7 @@ struct rec_process {
 	const char *end_reason;     /* static string, or end_buf */
 	char end_buf[48];           /* "target killed by SIGKILL" */
 	int exit_code;              /* last exit code of a thread (REC_TASK_EXIT), -1 before */
+	uint32_t execs;             /* execs it called while recorded (recorder__process) */
 	uint64_t start_ticks;       /* system-wide: /proc/PID/stat start time, 0 if unknown */
 	uint64_t filtered_other[ATF_FILTERED_REASONS];  /* filtered calls of its threads without files */
 };

@@ -22,6 +22,7 @@ void rec_session_process_exec(struct recorder *r, struct rec_process *p)
 	char comm[64], **argv = NULL;
 	size_t argc = 0;
 
+	p->execs++;
 	for (size_t i = 0; i < p->nthreads; i++)
 		rec_thread_end(r, p->threads[i]);
 	/* the old program's name and arguments go; /proc, or else the REC_PROC_INFO that follows
