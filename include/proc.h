@@ -62,6 +62,12 @@ int proc_threads(pid_t pid, pid_t **tids, size_t *n);
 /** proc_start_time - field 22 of /proc/PID/stat: start time in clock ticks after boot. */
 int proc_start_time(pid_t pid, uint64_t *ticks);
 
+/**
+ * proc_mm_shared - does another process (not a thread of @pid) share @pid's address space: a
+ * vfork or CLONE_VM child, or their parent? Such a process runs on while @pid is stopped.
+ */
+bool proc_mm_shared(pid_t pid);
+
 /** proc_alive - does process @pid exist and is it not a zombie? */
 bool proc_alive(pid_t pid);
 

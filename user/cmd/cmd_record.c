@@ -465,11 +465,12 @@ static int record_main(struct record_args *a)
 	recorder__set_trampolines(rec, tp);
 	if (record_call_sites_watch(rec, probes, cp, a->verbose, &cs_watch) < 0 ||
 	    (a->sys.all && a->call_sites &&
-	     record_call_sites_all(rec, &mods, probes, &a->sys, a->verbose, &cs_all) < 0))
+	     record_call_sites_all(rec, &mods, probes, &a->sys, a->verbose, filter_active(&a->filter),
+				   &cs_all) < 0))
 		goto cleanup;
 	rm_modules_trampolines(&mods, tp);     /* libraries it maps later get them too */
 	if (cp)                                 /* and their call sites */
-		rm_modules_on_mapped(&mods, record_call_sites_mapped, cp);
+		rm_modules_on_mapped(&mods, record_call_sites_mapped, cs_watch);
 	ready = a->ready_file;
 	if (ready && (err = ready_file_signal(ready, a->force)) < 0)
 		goto cleanup;

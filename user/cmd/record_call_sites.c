@@ -43,7 +43,46 @@ struct cs_watch {
 	bool tracefs_read;          /* tracefs's uprobes were looked at once */
 	int inotify;                /* watches tracefs's uprobe_events, or -1 */
 	long inotify_tried_s;       /* when a watch was last tried (0: never) */
+	struct cs_hb_note *noted;   /* every registration noted so far: a module or process
+				     * redirected later hands the same functions back at once */
+	size_t nnoted;
 };
+
+#define CS_NOTED_MAX 4096      /* more: one note for any file and offset (hand back everything) */
+
+/* Add @n notes to what @w remembers (each once). */
+static void remember_notes(struct cs_watch *w, const struct cs_hb_note *notes, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		struct cs_hb_note note = notes[i];
+		bool known = false;
+
+		for (size_t j = 0; j < w->nnoted && !known; j++)
+			known = !memcmp(&w->noted[j], &note, sizeof(note));
+		if (known)
+			continue;
+		if (!w->noted && !(w->noted = calloc(CS_NOTED_MAX, sizeof(*w->noted))))
+			return;
+		if (w->nnoted == CS_NOTED_MAX - 1)
+			note = (struct cs_hb_note){ .dev = CS_HB_ANY_FILE, .ino = CS_HB_ANY_FILE,
+						    .off = CS_HB_ANY_OFF };
+		if (w->nnoted < CS_NOTED_MAX)
+			w->noted[w->nnoted++] = note;
+	}
+}
+
+void record_call_sites_reapply(struct cs_watch *w, struct cs_process *cp)
+{
+	int err;
+
+	if (!w || !w->nnoted || !cp)
+		return;
+	err = cs_process__hand_back(cp, w->noted, w->nnoted, NULL, NULL);
+	if (err > 0 && w->verbose)
+		fprintf(stderr, "atftrace record: process %d: %d %s that another tool probes kept "
+			"on their entry (handed back before)\n", (int)cs_process__pid(cp), err,
+			err == 1 ? "function" : "functions");
+}
 
 /*
  * Watch for other tools' uprobes on @mods' files before any call is redirected: a registration
@@ -248,6 +287,7 @@ void record_call_sites_watch_poll(void *ctx)
 	}
 	if (!n)
 		return;
+	remember_notes(w, notes, n);
 	for (size_t i = 0; i < *w->ncps; i++) {
 		t0 = clock_mono_ns();
 		err = cs_process__hand_back(w->cps[i], notes, n, report_handed, (void *)why);
@@ -300,12 +340,14 @@ void record_call_sites_watch_free(struct cs_watch *w)
 		return;
 	if (w->inotify >= 0)
 		close(w->inotify);
+	free(w->noted);
 	free(w);
 }
 
 void record_call_sites_mapped(struct rm_modules *mods, pid_t pid, const char *path, void *ctx)
 {
-	struct cs_process *cp = ctx;
+	struct cs_watch *w = ctx;
+	struct cs_process *cp = w->one;
 	struct cs_opts o = { .link_pid = mods->link_pid, .verbose = mods->verbose };
 	size_t nsites = 0;
 	int err;
@@ -319,4 +361,6 @@ void record_call_sites_mapped(struct rm_modules *mods, pid_t pid, const char *pa
 	else if (nsites && mods->verbose)
 		fprintf(stderr, "atftrace record: process %d mapped %s: %zu call %s redirected\n",
 			(int)pid, path, nsites, nsites == 1 ? "site" : "sites");
+	if (nsites)
+		record_call_sites_reapply(w, cp);
 }

@@ -43,6 +43,12 @@ int record_call_sites_watch(struct recorder *rec, struct probes *probes, struct 
 int record_call_sites_watch_many(struct probes *probes, struct cs_process *const *cps,
 				 const size_t *ncps, bool verbose, struct cs_watch **out);
 
+/**
+ * record_call_sites_reapply - @cp was redirected after registrations @w noted (a module it
+ * mapped, a process -a found later): hand the functions they name back in it too, at once.
+ */
+void record_call_sites_reapply(struct cs_watch *w, struct cs_process *cp);
+
 /** record_call_sites_watch_poll - hand back what registrations noted since the last call. */
 void record_call_sites_watch_poll(void *ctx);
 
@@ -64,8 +70,9 @@ bool record_cs_parse_uprobe_event(char *line, const char **path, uint64_t *off);
 
 /**
  * record_call_sites_mapped - rm_modules_on_mapped()'s hook for --call-sites (@ctx: the
- * target's cs_process): a module @pid mapped later gets its own calls redirected, and its
- * calls into the traced modules; the process is stopped only for the writes.
+ * target's cs_watch, from record_call_sites_watch()): a module @pid mapped later gets its own
+ * calls redirected, and its calls into the traced modules; the process is stopped only for the
+ * writes. Functions handed back before are handed back in it at once.
  */
 void record_call_sites_mapped(struct rm_modules *mods, pid_t pid, const char *path, void *ctx);
 
@@ -78,11 +85,11 @@ struct rs_target;
  * process that maps a traced module (as @sys's --comm and --pid-filter narrow; with --cgroup
  * each at its first traced call), then, after each drain of @rec, those of each process it
  * records later or that called exec, and the modules they map later; one -v line per process.
- * *@out is restored with record_call_sites_all_restore() and freed with
+ * Tail calls too unless @filters (record-time filters are on). *@out is restored with record_call_sites_all_restore() and freed with
  * record_call_sites_all_free() after recorder__free(). 0 or -ENOMEM.
  */
 int record_call_sites_all(struct recorder *rec, struct rm_modules *mods, struct probes *probes,
-			  const struct rs_target *sys, bool verbose, struct cs_all **out);
+			  const struct rs_target *sys, bool verbose, bool filters, struct cs_all **out);
 
 /** record_call_sites_all_restore - write the original calls back in every live process. */
 void record_call_sites_all_restore(struct cs_all *a);

@@ -53,6 +53,7 @@ struct cs_one {
 };
 
 struct cs_all {
+	bool tails;                 /* tail calls are redirected too (cs_opts.tails) */
 	struct recorder *rec;
 	struct rm_modules *mods;
 	struct probes *probes;
@@ -160,7 +161,7 @@ static void exe_of(pid_t pid, uint64_t exe[2])
 /* Redirect @pid's calls if it maps a traced module and may be; fills @one. True when it was stopped. */
 static bool redirect(struct cs_all *a, pid_t pid, uint32_t execs, struct cs_one *one)
 {
-	struct cs_opts o = { .link_pid = 0, .verbose = a->verbose };
+	struct cs_opts o = { .link_pid = 0, .verbose = a->verbose, .tails = a->tails };
 	const char *why;
 	size_t nsites = 0;
 	uint64_t t0;
@@ -194,6 +195,7 @@ static bool redirect(struct cs_all *a, pid_t pid, uint32_t execs, struct cs_one 
 	}
 	a->cps[a->ncps++] = one->cp;
 	a->live++;
+	record_call_sites_reapply(a->watch, one->cp);   /* what another tool probes, as in the rest */
 	if (a->verbose)
 		fprintf(stderr, "atftrace record: process %d: %zu call %s redirected in %.1f ms\n",
 			(int)pid, nsites, nsites == 1 ? "site" : "sites",
@@ -319,7 +321,7 @@ static void on_drain(void *ctx)
 			continue;
 		}
 		if (rescan && one->cp) {
-			struct cs_opts o = { .link_pid = 0, .verbose = a->verbose };
+			struct cs_opts o = { .link_pid = 0, .verbose = a->verbose, .tails = a->tails };
 			size_t nsites = 0;
 			int err = cs_process__attach_late(one->cp, a->probes, a->mods->m, a->mods->n,
 							  &o, &nsites);
@@ -336,15 +338,17 @@ static void on_drain(void *ctx)
 }
 
 int record_call_sites_all(struct recorder *rec, struct rm_modules *mods, struct probes *probes,
-			  const struct rs_target *sys, bool verbose, struct cs_all **out)
+			  const struct rs_target *sys, bool verbose, bool filters, struct cs_all **out)
 {
 	struct cs_all *a = calloc(1, sizeof(*a));
 
 	*out = a;
 	if (!a || !(a->files = calloc(mods->n ? mods->n : 1, sizeof(*a->files))))
 		return -ENOMEM;
+	/* tail calls as -p redirects them: not with record-time filters (a hidden tail-caller is
+	 * not on the shadow stack); C++ processes keep plain probes here anyway */
 	*a = (struct cs_all){ .rec = rec, .mods = mods, .probes = probes, .verbose = verbose,
-			      .files = a->files };
+			      .tails = !filters, .files = a->files };
 	if (probes__link_kind(probes) == PROBE_LINK_PERF) {
 		fprintf(stderr, "atftrace record: --call-sites needs uprobe-multi links (kernel 6.6 or "
 			"later): plain probes\n");
@@ -374,8 +378,8 @@ int record_call_sites_all(struct recorder *rec, struct rm_modules *mods, struct 
 
 /*
  * A child forked by a redirected process inherits its redirected calls and its stubs' memfds
- * (their links, without a pid filter, trace it on): it has no cs_process of its own (its sites
- * were not the file's bytes when it was looked at), so its calls are written back from the
+ * (their links, without a pid filter, trace it on): its own cs_process, if it has one, knows
+ * only the sites it redirected itself, so the inherited calls are written back from the
  * patch logs of the areas this session made (include/tramp_restore.h), as `atftrace restore -p`
  * would; another session's areas, live or dead, are left alone.
  */
@@ -416,8 +420,10 @@ void record_call_sites_all_restore(struct cs_all *a)
 	a->restored = true;
 	for (size_t i = 0; i < a->ncps; i++)
 		record_call_sites_restore(a->rec, a->cps[i]);
+	/* every live one: a child redirected on its own may also hold its parent's sites, which
+	 * its own restore does not know (a no-op where nothing of ours is left) */
 	for (size_t i = 0; recorder__process(a->rec, i, &pid, &execs, &live); i++)
-		if (live && (i >= a->nseen || !a->seen[i].cp || a->seen[i].execs != execs))
+		if (live)
 			restore_inherited(a, pid);
 }
 

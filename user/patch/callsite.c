@@ -436,6 +436,8 @@ int cs_process__attach(struct cs_process **out, struct probes *p, struct sym_mod
 		why = "it maps a C++ unwinder";
 	else if (ta_seccomp(&pt))
 		why = "it has a seccomp filter";
+	else if (proc_mm_shared(pid))   /* it would run on while the text is written */
+		why = "another process shares its memory (a vfork or CLONE_VM child)";
 	else if (ta_maps_read(pid, &maps) < 0)
 		why = "its maps cannot be read";
 	cp->refused = why != NULL;
@@ -447,6 +449,7 @@ int cs_process__attach(struct cs_process **out, struct probes *p, struct sym_mod
 		/* a throw would unwind through an indirect stub's frame: the hooks map direct ones only */
 		cp->no_ind = *unwinder || maps_unwinder(pid, unwinder, sizeof(unwinder));
 		cp->maps_sig = cs_maps_signature(&maps, cp->exe);
+		cp->tails = o->tails;
 		*nsites = attach_new(cp, p, &pt, &maps, mods, nmods, o);
 	}
 	ta_maps_free(&maps);
@@ -490,7 +493,10 @@ int cs_process__attach_late(struct cs_process *cp, struct probes *p, struct sym_
 		cp->refused = true;
 	} else if (ta_maps_read(cp->pid, &maps) == 0) {
 		cp->maps_sig = cs_maps_signature(&maps, exe);
-		*nsites = attach_new(cp, p, &pt, &maps, mods, nmods, o);
+		struct cs_opts late = *o;
+
+		late.tails = cp->tails;     /* as decided at the first attach */
+		*nsites = attach_new(cp, p, &pt, &maps, mods, nmods, &late);
 		if (*nsites)
 			cp->restored = false;       /* something to write back now */
 	}

@@ -25,6 +25,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include "callsite.h"
 #include "callsite_bounds.h"
 #include "callsite_ind.h"
@@ -342,12 +343,31 @@ size_t cs_ind__picked(const struct cs_mod *cm, const bool *pick, size_t *count)
 	return n;
 }
 
+/*
+ * Is @cm's table still where we made it: our memfd mapped over it in the process (@maps)? After
+ * an exec the address may hold anything of the new program, which must never be written.
+ */
+static bool table_mapped(const struct ta_maps *maps, const struct cs_mod *cm)
+{
+	uint64_t at = cm->area + cm->ind_off;
+	struct stat st;
+
+	if (cm->fd < 0 || fstat(cm->fd, &st))
+		return false;
+	for (size_t i = 0; i < maps->n; i++)
+		if (maps->v[i].lo <= at && at + 16 <= maps->v[i].hi)
+			return maps->v[i].dev == (uint64_t)st.st_dev && maps->v[i].ino == (uint64_t)st.st_ino;
+	return false;
+}
+
 size_t cs_ind__hand_back(struct pt_target *pt, const struct ta_maps *maps, struct cs_mod *cm,
 			 const bool *pick, size_t *written)
 {
 	const uint64_t tomb = CS_IND_TOMBSTONE;
 	size_t n = 0;
 
+	if (!cm->nisites || !table_mapped(maps, cm))
+		return 0;
 	for (size_t i = 0; cm->nisites && i < cm->nfns; i++) {
 		struct cs_fn *c = &cm->fns[i];
 

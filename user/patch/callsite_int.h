@@ -95,6 +95,8 @@ struct cs_process {
 	bool refused;                       /* nothing redirected in it, now or later */
 	bool ended;                         /* its session restored it: nothing more */
 	bool no_ind;                        /* it maps a C++ unwinder: no indirect sites */
+	bool tails;                         /* its tail calls are redirected, in modules mapped
+					     * later too (cs_opts.tails at the first attach) */
 	uint64_t maps_sig;                  /* its executable mappings when last searched */
 	uint64_t exe[2];                    /* its program's file (device, inode): after an exec,
 					     * nothing more is redirected */

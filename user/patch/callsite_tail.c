@@ -22,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "probes.h"
+#include "symbols.h"
 #include "trampoline_area.h"
 #include "trampoline_plan.h"
 #include "callsite_int.h"
@@ -79,8 +80,11 @@ int cs_mod__find_tails(int fd, struct cs_mod *cm, const struct ta_maps *maps,
 		uint64_t start = g->probe_offset - (g->endbr64 ? 4 : 0);
 		size_t n;
 
-		/* only in a function this session probes: its return closes the tail-called frame */
-		if (!tramp_wanted(g) || !g->size || !g->probe_offset || g->ifunc_impl ||
+		/* only in a function this session probes, at its entry too (not one whose EVEX
+		 * first instruction keeps it unprobed there): its return closes the tail-called
+		 * frame, however g was entered */
+		if (!tramp_wanted(g) || !sym_plain_probe_ok(g) || !g->size || !g->probe_offset ||
+		    g->ifunc_impl ||
 		    (j && m->funcs[j - 1].addr == g->addr))
 			continue;
 		if (!cs_read_at(fd, start, g->size, &code, &cap))

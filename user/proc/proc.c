@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include "proc.h"
@@ -368,6 +369,24 @@ int proc_start_time(pid_t pid, uint64_t *ticks)
 		*ticks = strtoull(p, NULL, 10);
 	free(buf);
 	return err;
+}
+
+bool proc_mm_shared(pid_t pid)
+{
+	DIR *d = opendir("/proc");
+	struct dirent *de;
+	bool shared = false;
+
+	while (d && !shared && (de = readdir(d))) {
+		char *end;
+		long q = strtol(de->d_name, &end, 10);
+
+		/* kcmp's KCMP_VM (1): 0 when both use the same address space */
+		shared = q > 0 && !*end && q != pid && syscall(SYS_kcmp, pid, (pid_t)q, 1, 0, 0) == 0;
+	}
+	if (d)
+		closedir(d);
+	return shared;
 }
 
 bool proc_alive(pid_t pid)
