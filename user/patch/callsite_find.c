@@ -110,12 +110,21 @@ int cs_mod__plan(int fd, struct cs_mod *cm, const struct ta_maps *maps, cs_targe
 	return 0;
 }
 
+uint64_t *cs_target_addrs(const cs_target *targets, size_t n)
+{
+	uint64_t *addrs = calloc(n ? n : 1, sizeof(*addrs));
+
+	for (size_t i = 0; addrs && i < n; i++)
+		addrs[i] = targets[i][0];
+	return addrs;
+}
+
 /* Step 2: every call of the module's code to one of @targets, into cm->sites. */
 int cs_mod__find_sites(int fd, struct cs_mod *cm, const struct ta_maps *maps,
 		       const cs_target *targets, size_t ntargets)
 {
 	const struct sym_module *m = cm->m;
-	uint64_t *addrs = calloc(ntargets ? ntargets : 1, sizeof(*addrs)), cap = 0;
+	uint64_t *addrs = cs_target_addrs(targets, ntargets), cap = 0;
 	size_t scap = 0, ccap = 0;
 	struct cs_call *calls = NULL;
 	uint8_t *code = NULL;
@@ -123,8 +132,6 @@ int cs_mod__find_sites(int fd, struct cs_mod *cm, const struct ta_maps *maps,
 
 	if (!addrs)
 		return -ENOMEM;
-	for (size_t i = 0; i < ntargets; i++)
-		addrs[i] = targets[i][0];
 	for (size_t j = 0; j < m->nfuncs; j++) {
 		const struct sym_func *s = &m->funcs[j];
 		uint64_t hop = s->endbr64 ? 4 : 0, start = s->probe_offset - hop;

@@ -119,6 +119,9 @@ typedef uint64_t cs_target[3];
 int cs_mod__plan(int fd, struct cs_mod *cm, const struct ta_maps *maps, cs_target **targets,
 		 size_t *ntargets);
 
+/** cs_target_addrs - the addresses of @targets (@n, sorted) alone, for cs_target_index(); NULL on ENOMEM. */
+uint64_t *cs_target_addrs(const cs_target *targets, size_t n);
+
 /** cs_mod__find_sites - step 2: every call of @cm's code to one of @targets, into cm->sites. */
 int cs_mod__find_sites(int fd, struct cs_mod *cm, const struct ta_maps *maps,
 		       const cs_target *targets, size_t ntargets);

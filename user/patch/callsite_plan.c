@@ -14,7 +14,7 @@ _Static_assert(ATF_SITE_RET_FROM_PROBE_A == sizeof(probe_nop) + CS_CALL_LEN,
 	       "probe B is where the stub's call returns");
 _Static_assert(ATF_SITE_JMP_FROM_RET == sizeof(probe_nop), "the jmp back follows probe B");
 
-static int cmp_target(uint64_t v, const uint64_t *t, size_t n)
+int cs_target_index(uint64_t v, const uint64_t *t, size_t n)
 {
 	size_t lo = 0, hi = n;
 
@@ -52,7 +52,7 @@ size_t cs_find_calls(const uint8_t *code, uint64_t size, uint64_t addr, const ui
 		    code[off] != 0xe8 || !insn.raw.imm[0].is_relative)
 			continue;
 		target = addr + off + CS_CALL_LEN + (uint64_t)insn.raw.imm[0].value.s;
-		i = cmp_target(target, targets, ntargets);
+		i = cs_target_index(target, targets, ntargets);
 		if (i >= 0)
 			out[n++] = (struct cs_call){ .site = addr + off, .target = (uint32_t)i };
 	}

@@ -34,6 +34,9 @@ struct cs_call {
 	uint32_t target;            /* index into the caller's target list */
 };
 
+/** cs_target_index - the index of @v in @t (@n addresses, sorted ascending), or -1. */
+int cs_target_index(uint64_t v, const uint64_t *t, size_t n);
+
 /**
  * cs_find_calls - every `call rel32` (e8) in the code at @addr (@size bytes in @code) whose
  * target is one of @targets (@ntargets addresses, sorted ascending), in order, into @out (at

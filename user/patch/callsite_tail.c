@@ -65,7 +65,7 @@ int cs_mod__find_tails(int fd, struct cs_mod *cm, const struct ta_maps *maps,
 		       const cs_target *targets, size_t ntargets)
 {
 	const struct sym_module *m = cm->m;
-	uint64_t *addrs = calloc(ntargets ? ntargets : 1, sizeof(*addrs)), cap = 0;
+	uint64_t *addrs = cs_target_addrs(targets, ntargets), cap = 0;
 	size_t scap = cm->nsites, tcap = 0;
 	struct cs_tail_call *tails = NULL;
 	uint8_t *code = NULL;
@@ -73,8 +73,6 @@ int cs_mod__find_tails(int fd, struct cs_mod *cm, const struct ta_maps *maps,
 
 	if (!addrs)
 		return -ENOMEM;
-	for (size_t i = 0; i < ntargets; i++)
-		addrs[i] = targets[i][0];
 	for (size_t j = 0; j < m->nfuncs; j++) {
 		const struct sym_func *g = &m->funcs[j];
 		uint64_t start = g->probe_offset - (g->endbr64 ? 4 : 0);

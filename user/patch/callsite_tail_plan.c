@@ -6,23 +6,6 @@
 #include <Zydis/Zydis.h>
 #include "callsite_tail.h"
 
-static int find_target(uint64_t v, const uint64_t *t, size_t n)
-{
-	size_t lo = 0, hi = n;
-
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (t[mid] == v)
-			return (int)mid;
-		if (t[mid] < v)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return -1;
-}
-
 /* The length of the tail-call form at @p (@avail bytes): e9 rel32 or 0f 8x rel32, else 0. */
 static uint32_t tail_form(const uint8_t *p, uint64_t avail)
 {
@@ -55,7 +38,7 @@ size_t cs_find_tails(const uint8_t *code, uint64_t size, uint64_t addr, const ui
 		if (!len || insn.length != len || !insn.raw.imm[0].is_relative)
 			continue;
 		memcpy(&rel, code + off + len - 4, sizeof(rel));    /* x86: little-endian */
-		i = find_target(addr + off + len + (uint64_t)(int64_t)rel, targets, ntargets);
+		i = cs_target_index(addr + off + len + (uint64_t)(int64_t)rel, targets, ntargets);
 		if (i >= 0)
 			out[n++] = (struct cs_tail_call){ .site = addr + off, .target = (uint32_t)i,
 							  .len = (uint8_t)len };
