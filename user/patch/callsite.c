@@ -420,6 +420,15 @@ int cs_process__attach(struct cs_process **out, struct probes *p, struct sym_mod
 	cp->own_child = o->launched;
 	proc_start_time(pid, &cp->start_ticks);
 	*out = cp;
+	/* before any stop: a vfork parent does not stop until its child execs or exits, and a
+	 * process sharing its memory would run on while the text is written */
+	if (!o->launched && proc_mm_shared(pid)) {
+		cp->restored = cp->refused = true;
+		fprintf(stderr, "atftrace record: process %d: no call sites redirected: another "
+			"process shares its memory (a vfork or CLONE_VM child); plain probes\n",
+			(int)pid);
+		return 0;
+	}
 	err = o->launched ? pt_run_to_entry(&pt, pid) : pt_stop_all(&pt, pid, false);
 	if (err) {
 		cp->restored = cp->refused = true;
@@ -436,8 +445,6 @@ int cs_process__attach(struct cs_process **out, struct probes *p, struct sym_mod
 		why = "it maps a C++ unwinder";
 	else if (ta_seccomp(&pt))
 		why = "it has a seccomp filter";
-	else if (proc_mm_shared(pid))   /* it would run on while the text is written */
-		why = "another process shares its memory (a vfork or CLONE_VM child)";
 	else if (ta_maps_read(pid, &maps) < 0)
 		why = "its maps cannot be read";
 	cp->refused = why != NULL;

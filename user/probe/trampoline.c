@@ -408,7 +408,10 @@ int tramp_process__attach(struct tramp_process **out, struct probes *p, struct s
 	tp->probes = p;
 	tp->link_pid = o->link_pid;
 	tp->nmods = nmods;
-	err = o->launched ? pt_run_to_entry(&pt, pid) : pt_stop_all(&pt, pid, false);
+	/* a vfork parent does not stop until its child execs or exits (the attach would wait for
+	 * it), and a process sharing its memory would run on while the text is written */
+	err = o->launched ? pt_run_to_entry(&pt, pid) :
+	      proc_mm_shared(pid) ? -EBUSY : pt_stop_all(&pt, pid, false);
 	if (err == -ESRCH && o->launched) {
 		tp->restored = true;    /* it exited before its entry: nothing was patched */
 		*out = tp;
@@ -417,7 +420,9 @@ int tramp_process__attach(struct tramp_process **out, struct probes *p, struct s
 	if (err)
 		fprintf(stderr, "atftrace record: process %d: cannot stop it to place trampolines "
 			"(%s%s): plain probes\n", (int)pid, strerror(-err),
-			err == -EPERM ? ", traced by another tool?" : "");
+			err == -EPERM ? ", traced by another tool?" :
+			err == -EBUSY ? ": another process shares its memory, a vfork or CLONE_VM child" :
+			"");
 	stopped = !err;
 	if (stopped && ta_maps_read(pid, &maps) < 0)
 		memset(&maps, 0, sizeof(maps));
