@@ -31,6 +31,8 @@
  *                              stays blocked in vfork meanwhile), then exits; print "vfork ok";
  *                              ends at SIGTERM
  *   cs_rows clonevm READY      a clone(CLONE_VM) child and the parent call tr_sub hot; READY; at
+ *                              each SIGUSR1 the parent calls tr_mark, 1000 x (tr_sub(i) directly,
+ *                              tr_sub(i) through a pointer), tr_done, then creates READY.win; at
  *                              SIGTERM print "clonevm ok K" (K of 2 ran right to the end)
  *   cs_rows gaps READY         one loop calling tr_sub; at each SIGUSR1 print "gap MAX_US
  *                              conts C" (the longest time between two iterations since the last
@@ -347,7 +349,7 @@ static int vm_child(void *arg)
 static int clonevm(const char *ready)
 {
 	size_t size = 1 << 20;
-	char *stack = malloc(size);
+	char *stack = malloc(size), win[4096];
 	int ok;
 	pid_t child;
 
@@ -360,8 +362,19 @@ static int clonevm(const char *ready)
 		sched_yield();
 	if (touch(ready))
 		return 2;
-	while (!stop)
+	snprintf(win, sizeof(win), "%s.win", ready);
+	while (!stop) {
 		hot_batch(HOT);
+		if (go) {
+			go = 0;
+			tr_mark();
+			for (int i = 0; i < 1000; i++)
+				window_pair(i);
+			tr_done();
+			if (touch(win))
+				return 2;
+		}
+	}
 	ok = wait_child(child) && vm_child_done && !wrong;
 	ok += !wrong;
 	printf("clonevm ok %d\n", ok);
