@@ -4,7 +4,9 @@
 # not stop, would run on while the text is written. The session says why (-v), the parent's text
 # stays the file's, but for breakpoints, during the session (read through /proc/PID/mem), its
 # plain probes count a window of the parent's calls exactly, and both processes run right to
-# their end.
+# their end. And a process whose main thread is blocked in vfork() (its child alive): neither
+# --call-sites nor the default entry trampolines wait for it to stop (it would not until the
+# child execs or exits); both sessions are ready, say why, and leave its text the file's.
 source "$(dirname "$0")/lib.sh"
 need_bpf
 kill_on_exit
@@ -35,4 +37,36 @@ assert_eq "clonevm ok 2" "$(cat "$T/t.out")" "processes that ran right to their 
 wait $REC || { cat "$T/s.err" >&2; fail "record -p failed"; }
 "$ATF" verify "$T/s" >/dev/null || fail "verify the session"
 assert_eq "thread_0 1 2000 0" "$(mark_window_counts "$T/s")" "the window's calls: thread, tr_mark, tr_sub (direct and through a pointer), tr_mov"
-echo "a process sharing its memory: not redirected, its text the file's, its window counted exactly"
+
+# ---- the main thread in vfork(): the attach does not wait for it --------------------------------
+"$CR" vfork 2 "$T/v.run" >"$T/v.out" &
+target=$!
+wait_file "$T/v.run" "the vfork target's threads run"
+kill -USR1 $target
+wait_file "$T/v.run.vfork" "the vfork child runs"
+child=$(cat /proc/$target/task/$target/children | tr -d ' ')
+[ -n "$child" ] || fail "no vfork child of $target"
+EXIT_PIDS+=("$child")
+for mode in --call-sites default; do
+	args=(); [ $mode = default ] || args=($mode)
+	rm -f "$T/v.ready"; mkfifo "$T/v.ready"
+	"$ATF" record "${args[@]}" -v -p $target -o "$T/v$mode" -f 'tr_*' --ready-file "$T/v.ready" 2>"$T/v.err" &
+	REC=$!
+	timeout 60 cat "$T/v.ready" >/dev/null || { cat "$T/v.err" >&2; fail "$mode: record -p on a parent in vfork never became ready"; }
+	if [ $mode = default ]; then
+		assert_contains "$T/v.err" "process $target: cannot stop it to place trampolines .*another process shares its memory" \
+			"$mode: the session says why it places no trampolines"
+	else
+		assert_contains "$T/v.err" "process $target: no call sites redirected: another process shares its memory" \
+			"$mode: the session says why it redirects nothing"
+	fi
+	assert_eq 0 "$(text_diff $target "$CR" int3)" "$mode: bytes of the vfork parent's text (but for breakpoints) that differ from the file"
+	kill -INT $REC
+	wait $REC || { cat "$T/v.err" >&2; fail "$mode: record -p on the vfork parent failed"; }
+done
+[ "$(awk '{ print $3 }' /proc/$target/task/$target/stat)" = D ] || fail "the main thread left vfork before its child was released"
+kill -USR2 $child
+wait_for "$T/v.out" "^vfork ok$" "the vfork returned"
+kill -TERM $target
+wait $target || fail "the vfork target failed: $(cat "$T/v.out")"
+echo "a process sharing its memory: not redirected, its text the file's, its window counted exactly; a vfork parent: no wait"
