@@ -9,8 +9,8 @@
  *      whose first instruction the kernel emulates, which gains here: no uretprobe);
  *   2. every `call f` in the module's code, decoded from the file (cs_find_calls()), and every
  *      `call f@plt` (the module's PLT entries and their GOT slots' symbols: callsite_plt.c);
- *   3. leave out sites whose bytes in memory are not the file's (another tool's breakpoint) or
- *      that a thread's instruction pointer or a word of a stack lies inside, and PLT sites
+ *   3. leave out sites whose bytes in memory are not the file's (another tool's breakpoint),
+ *      tail calls in a function a thread is inside (instruction pointer or stack), and PLT sites
  *      whose GOT slot does not hold f's address now (not bound yet, or bound to another
  *      definition): those calls keep reaching f's plain probe, or not f at all;
  *   4. make the module's memfd near it (trampoline_area.c): its patch log (include/patch_log.h:

@@ -214,9 +214,15 @@ int cs_mod__check_sites(struct pt_target *pt, struct cs_mod *cm)
 
 	if (!ranges || !inside)
 		goto cleanup;
+	/*
+	 * A call's rel32 is one instruction's bytes: no instruction pointer, and no return address
+	 * or saved one (a signal frame's), can point inside it, so a direct or PLT site needs no
+	 * search (an empty range). A word there on a stack is stale data: the C++ unwinder keeps
+	 * return address - 1 (inside the call) in its contexts, and such a leftover of an earlier
+	 * throw used to leave the site out.
+	 */
 	for (size_t i = 0; i < cm->nsites; i++) {
-		ranges[i][0] = cm->sites[i].addr + 1;      /* at the first byte is fine: the new call */
-		ranges[i][1] = cm->sites[i].addr + CS_CALL_LEN;
+		ranges[i][0] = ranges[i][1] = 0;
 		if (cm->sites[i].len) {     /* a tail call: no thread in its function (callsite_tail.c) */
 			ranges[i][0] = cm->sites[i].in_lo;
 			ranges[i][1] = cm->sites[i].in_hi;

@@ -143,7 +143,8 @@ int cs_tail__attach(struct probes *p, const struct cs_mod *cm, const char *path,
 
 /**
  * cs_mod__check_sites - step 3: keep the sites whose bytes in the stopped process @pt are the
- * file's, that no thread is inside, and (PLT sites) whose GOT slot holds the function's address.
+ * file's, tail calls in no function a thread is inside, and (PLT sites) whose GOT slot holds the
+ * function's address.
  */
 int cs_mod__check_sites(struct pt_target *pt, struct cs_mod *cm);
 
