@@ -14,6 +14,7 @@
 #include "callsite.h"
 #include "callsite_plan.h"
 #include "callsite_plt.h"
+#include "callsite_bounds.h"
 #include "patch_log.h"
 #include "proc.h"
 #include "ptrace_target.h"
@@ -123,23 +124,26 @@ uint64_t *cs_target_addrs(const cs_target *targets, size_t n)
 int cs_mod__find_sites(int fd, struct cs_mod *cm, const struct ta_maps *maps,
 		       const cs_target *targets, size_t ntargets)
 {
-	const struct sym_module *m = cm->m;
 	uint64_t *addrs = cs_target_addrs(targets, ntargets), cap = 0;
-	size_t scap = 0, ccap = 0;
+	size_t scap = 0, ccap = 0, nfuncs = 0;
+	struct cs_range *funcs = NULL;
+	enum cs_ranges_from from;
 	struct cs_call *calls = NULL;
 	uint8_t *code = NULL;
 	int err = -ENOMEM;
 
 	if (!addrs)
 		return -ENOMEM;
-	for (size_t j = 0; j < m->nfuncs; j++) {
-		const struct sym_func *s = &m->funcs[j];
-		uint64_t hop = s->endbr64 ? 4 : 0, start = s->probe_offset - hop;
+	/* every function's code, static ones too (a stripped library's by its .eh_frame) */
+	err = cs_func_ranges(fd, &funcs, &nfuncs, &from);
+	if (err)
+		goto cleanup;
+	err = -ENOMEM;
+	for (size_t j = 0; j < nfuncs; j++) {
+		const struct cs_range *s = &funcs[j];
+		uint64_t start = s->off;
 		size_t n;
 
-		if (!s->size || !s->probe_offset || s->ifunc_impl ||
-		    (j && m->funcs[j - 1].addr == s->addr))
-			continue;       /* no code of its own (or an alias of the one before) */
 		if (!cs_read_at(fd, start, s->size, &code, &cap))
 			continue;
 		if (ccap < s->size / CS_CALL_LEN + 1) {
@@ -178,6 +182,7 @@ int cs_mod__find_sites(int fd, struct cs_mod *cm, const struct ta_maps *maps,
 	}
 	err = 0;
 cleanup:
+	free(funcs);
 	free(addrs);
 	free(calls);
 	free(code);

@@ -236,7 +236,19 @@ enum tramp_reason tramp_plan_function(int fd, const struct sym_module *m, size_t
 enum tramp_reason tramp_plan_relocation(int fd, const struct sym_module *m, size_t i,
 					struct tramp_plan *plan, uint8_t *moved, size_t cap)
 {
-	return plan_read(fd, m, i, true, plan, moved, cap);
+	const struct sym_func *f = &m->funcs[i];
+	uint64_t hop = f->endbr64 ? 4 : 0;
+	uint8_t *code = read_code(fd, f->probe_offset - hop, f->size);
+	enum tramp_reason r = TRAMP_DECODE;
+
+	if (code)
+		r = tramp_plan_first(code, f->size, f->addr, f->addr + hop, plan);
+	if (r == TRAMP_OK && plan->patch_len > cap)
+		r = TRAMP_INSN;
+	if (r == TRAMP_OK)
+		memcpy(moved, code + hop, plan->patch_len);
+	free(code);
+	return r;
 }
 
 /*

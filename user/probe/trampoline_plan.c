@@ -215,6 +215,29 @@ enum tramp_reason tramp_plan(const uint8_t *code, uint64_t size, uint64_t func_a
 	return TRAMP_OK;
 }
 
+enum tramp_reason tramp_plan_first(const uint8_t *code, uint64_t size, uint64_t func_addr,
+				   uint64_t patch_addr, struct tramp_plan *out)
+{
+	ZydisDecodedOperand ops[ZYDIS_MAX_OPERAND_COUNT];
+	ZydisDecodedInstruction insn;
+	ZydisDecoder d;
+	uint64_t patch_off = patch_addr - func_addr;
+
+	memset(out, 0, sizeof(*out));
+	if (!decoder_init(&d))
+		return TRAMP_DECODE;
+	if (patch_addr < func_addr || patch_off >= size)
+		return TRAMP_SHORT;
+	if (!decode(&d, code + patch_off, size - patch_off, &insn, ops))
+		return TRAMP_DECODE;
+	if (!relocatable(&insn, ops))
+		return TRAMP_INSN;
+	out->patch_addr = patch_addr;
+	out->patch_len = insn.length;
+	out->ninsns = 1;
+	return TRAMP_OK;
+}
+
 static bool fits32(int64_t v)
 {
 	return v >= INT32_MIN && v <= INT32_MAX;

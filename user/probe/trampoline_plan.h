@@ -18,7 +18,8 @@
 /* What tramp_plan found: where the patch goes and how long the moved instructions are. */
 struct tramp_plan {
 	uint64_t patch_addr;        /* address of the first replaced byte (function + 4 after endbr64) */
-	uint32_t patch_len;         /* bytes of whole instructions moved out (>= TRAMP_JMP_LEN) */
+	uint32_t patch_len;         /* bytes of whole instructions moved out (>= TRAMP_JMP_LEN,
+				     * but one instruction's for tramp_plan_first()) */
 	uint32_t ninsns;
 };
 
@@ -32,6 +33,16 @@ struct tramp_plan {
  */
 enum tramp_reason tramp_plan(const uint8_t *code, uint64_t size, uint64_t func_addr,
 			     uint64_t patch_addr, struct tramp_plan *out);
+
+/**
+ * tramp_plan_first - the plan that moves only the instruction at @patch_addr (of the function
+ * at @func_addr, its @size bytes in @code), for code that runs it elsewhere and then jumps to
+ * the next one while the function itself stays as it is (a call-site stub's body): no length
+ * to reach and nothing to check about branches into it. TRAMP_OK with @out filled, or
+ * TRAMP_INSN (it cannot run elsewhere), TRAMP_DECODE, TRAMP_SHORT (@patch_addr outside). Pure.
+ */
+enum tramp_reason tramp_plan_first(const uint8_t *code, uint64_t size, uint64_t func_addr,
+				   uint64_t patch_addr, struct tramp_plan *out);
 
 /**
  * tramp_refers_into - does the code at @addr (@size bytes in @code; another function of the
@@ -101,9 +112,9 @@ enum tramp_reason tramp_plan_function(int fd, const struct sym_module *m, size_t
 				      struct tramp_plan *plan, uint8_t *moved, size_t cap);
 
 /**
- * tramp_plan_relocation - tramp_plan_function() for a function whose first instruction the
- * kernel emulates too (push, jmp, a short nop): where the moved instructions run without the
- * function's own probe (call-site stubs, user/patch/callsite.c), moving them gains something.
+ * tramp_plan_relocation - tramp_plan_first() for function @i of @m, read from the file @fd: its
+ * first instruction (after a hopped endbr64), to @moved (@cap bytes), for a call-site stub's
+ * body (user/patch/callsite.c), which runs it and jumps on into the untouched function.
  */
 enum tramp_reason tramp_plan_relocation(int fd, const struct sym_module *m, size_t i,
 					struct tramp_plan *plan, uint8_t *moved, size_t cap);
