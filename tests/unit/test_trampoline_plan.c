@@ -218,6 +218,41 @@ static void test_unpatch_keeps_other_breakpoint(void **state)
 	assert_false(tramp_unpatch_bytes(jmp, orig, now, out));
 }
 
+/*
+ * A call-site body moves only the first instruction: a function too short for a jmp, one whose
+ * loop branches back into its first bytes, or one with a call right after its first
+ * instruction, all have one; a first instruction that cannot run elsewhere does not.
+ */
+static void test_first_instruction_only(void **state)
+{
+	/* lea 1(%rdi),%eax; ret */
+	const uint8_t shortf[] = { 0x8d, 0x47, 0x01, 0xc3 };
+	/* push %rbx; mov %edi,%ebx; call .+0; pop %rbx; ret */
+	const uint8_t callf[] = { 0x53, 0x89, 0xfb, 0xe8, 0x00, 0x00, 0x00, 0x00, 0x5b, 0xc3 };
+	/* 1: dec %edi; jnz 1b; ret: the loop enters the first instruction's end */
+	const uint8_t loopf[] = { 0xff, 0xcf, 0x75, 0xfc, 0xc3 };
+	/* call .+0 first */
+	const uint8_t callfirst[] = { 0xe8, 0x00, 0x00, 0x00, 0x00, 0xc3 };
+	uint8_t t[TRAMP_SLOT];
+	struct tramp_plan p;
+
+	assert_int_equal(tramp_plan_first(shortf, sizeof(shortf), FUNC, FUNC, &p), TRAMP_OK);
+	assert_int_equal(p.patch_len, 3);
+	assert_int_equal(p.ninsns, 1);
+	assert_int_equal(tramp_emit(shortf, &p, TRAMP, t), TRAMP_OK);
+	assert_memory_equal(t + S, shortf, 3);
+	assert_int_equal(t[S + 3], 0xe9);
+	assert_int_equal(rel_target(t, S + 3, 5, TRAMP + S + 3), FUNC + 3);
+
+	assert_int_equal(tramp_plan_first(callf, sizeof(callf), FUNC, FUNC, &p), TRAMP_OK);
+	assert_int_equal(p.patch_len, 1);
+	assert_int_equal(tramp_plan_first(loopf, sizeof(loopf), FUNC, FUNC, &p), TRAMP_OK);
+	assert_int_equal(p.patch_len, 2);
+	assert_int_equal(tramp_plan(loopf, sizeof(loopf), FUNC, FUNC, &p), TRAMP_BRANCH_IN);
+	assert_int_equal(tramp_plan_first(callfirst, sizeof(callfirst), FUNC, FUNC, &p), TRAMP_INSN);
+	assert_int_equal(tramp_plan_first(shortf, sizeof(shortf), FUNC, FUNC + 4, &p), TRAMP_SHORT);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -232,6 +267,7 @@ int main(void)
 		cmocka_unit_test(test_endbr64_hop),
 		cmocka_unit_test(test_garbage_refused),
 		cmocka_unit_test(test_unpatch_keeps_other_breakpoint),
+		cmocka_unit_test(test_first_instruction_only),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

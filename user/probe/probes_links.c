@@ -5,6 +5,9 @@
  * all together. Below probes.c, probes_hooks.c and probes_guard.c, which attach through it.
  */
 #include <errno.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <unistd.h>
 #include "probes_int.h"
@@ -31,11 +34,36 @@ static int keep_link_fd(struct link_fds *l, int fd, const void *owner)
 	return 0;
 }
 
+static void *close_fd(void *fd)
+{
+	close((int)(intptr_t)fd);
+	return NULL;
+}
+
+/*
+ * Closing a uprobe link waits for RCU grace periods (tens of ms each, whatever its number of
+ * probes), so the links are closed from one thread each, at once: their waits overlap. A
+ * thread that cannot be made closes its link here.
+ */
 void probes_close_link_fds(struct link_fds *l)
 {
-	for (size_t i = 0; i < l->n; i++)
-		if (l->fd[i] >= 0)
+	pthread_t *t = calloc(l->n ? l->n : 1, sizeof(*t));
+	bool *started = calloc(l->n ? l->n : 1, sizeof(*started));
+
+	for (size_t i = 0; i < l->n; i++) {
+		if (l->fd[i] < 0)
+			continue;
+		if (t && started && l->n > 1 &&
+		    !pthread_create(&t[i], NULL, close_fd, (void *)(intptr_t)l->fd[i]))
+			started[i] = true;
+		else
 			close(l->fd[i]);
+	}
+	for (size_t i = 0; started && i < l->n; i++)
+		if (started[i])
+			pthread_join(t[i], NULL);
+	free(t);
+	free(started);
 	free(l->fd);
 	free(l->owner);
 	*l = (struct link_fds){ 0 };
