@@ -24,8 +24,8 @@ mkfifo "$T/ready"
 	--ready-file "$T/ready" 2>"$T/s.err" &
 rec=$!
 timeout 60 cat "$T/ready" >/dev/null || { cat "$T/s.err" >&2; fail "record -p never became ready"; }
-[ "$MODE" != --call-sites ] || assert_contains "$T/s.err" "cs_rows: [1-9][0-9]* call sites? of 1 function redirected" \
-	"tr_sub's calls redirected"
+[ "$MODE" != --call-sites ] || assert_contains "$T/s.err" "cs_rows: [1-9][0-9]* call sites of 3 functions redirected" \
+	"the calls of tr_sub, tr_mark and tr_done redirected"
 kill -STOP $rec
 kill -USR1 $target
 # the forks end with the recorder stopped: nothing waits for it

@@ -81,7 +81,10 @@ bpftrace_round() {
 		uprobe:$CS:tr_sub /@in[tid]/ { @sub = count(); }" >"$T/$s.bt$i" 2>&1 &
 	bt=$!
 	wait_for "$T/$s.bt$i" "^ready$" "$s: bpftrace $i attached"
-	wait_for "$T/$s.err" "$(handed tr_sub)" "$s: tr_sub handed back to bpftrace"
+	# its three functions (the marks are redirected too: each is a lone ret)
+	for f in tr_mark tr_done tr_sub; do
+		wait_for "$T/$s.err" "$(handed $f)" "$s: $f handed back to bpftrace"
+	done
 	ask $K; answer $K
 	stop_bpftrace $bt
 	assert_eq $((NT * K)) "$(awk '/^@sub:/ { print $2 }' "$T/$s.bt$i")" "$s: bpftrace $i's count of tr_sub in the round"
@@ -102,7 +105,7 @@ finish() {
 # ---- bpftrace, a tracefs event and another atftrace session, one after the other ---------------
 start s1
 assert_contains "$T/s1.err" "hand-back notice on the bpf and perf_event_open exit tracepoints, for 1 file" "s1: the notice is armed"
-assert_contains "$T/s1.err" "callsites: [1-9][0-9]* call sites of 3 functions redirected" "s1: tr_sub, tr_mov and tr_lea redirected"
+assert_contains "$T/s1.err" "callsites: [1-9][0-9]* call sites of 5 functions redirected" "s1: tr_sub, tr_mov, tr_lea, tr_mark and tr_done redirected"
 [ "$(text_diff $target "$CS" int3)" -gt 0 ] || fail "s1: no redirected call in the text"
 ask $K; answer $K
 if grep -q ") handed back: " "$T/s1.err"; then fail "s1: handed back before any other tool came"; fi
@@ -110,7 +113,7 @@ for i in 1 2 3; do
 	bpftrace_round s1 $i
 	kill -0 $target || fail "s1: the target died under bpftrace $i"
 done
-assert_eq 1 "$(grep -c ") handed back: " "$T/s1.err")" "s1: one hand-back (tr_sub) for three bpftrace runs"
+assert_eq 3 "$(grep -c ") handed back: " "$T/s1.err")" "s1: three hand-backs (tr_sub, tr_mark, tr_done) for three bpftrace runs"
 
 # tracefs: defining the event hands tr_mov back; enabled in an instance, it counts the round's
 # direct and indirect calls whose x is >= 4 (the hot loop's x is the thread's number, 0-3)
@@ -124,7 +127,7 @@ echo 0 >"$TRACING/instances/$GROUP/events/$GROUP/trmov/enable"
 assert_eq $((NT * (2 * K - 4))) "$(grep -c " trmov: " "$TRACING/instances/$GROUP/trace")" \
 	"s1: the tracefs event's count of tr_mov calls with x >= 4 in the round (direct ones from 4, every indirect one)"
 cleanup_tracefs
-assert_eq 2 "$(grep -c ") handed back: " "$T/s1.err")" "s1: two hand-backs"
+assert_eq 4 "$(grep -c ") handed back: " "$T/s1.err")" "s1: four hand-backs"
 
 # another atftrace session with plain probes (uprobe-session links) on every tr_ function
 mkfifo "$T/p.ready"
@@ -132,7 +135,7 @@ mkfifo "$T/p.ready"
 prec=$!
 timeout 60 cat "$T/p.ready" >/dev/null || { cat "$T/p.err" >&2; fail "the plain session never became ready"; }
 wait_for "$T/s1.err" "$(handed tr_lea)" "s1: tr_lea handed back to the plain session"
-assert_eq 3 "$(grep -c ") handed back: " "$T/s1.err")" "s1: three hand-backs"
+assert_eq 5 "$(grep -c ") handed back: " "$T/s1.err")" "s1: five hand-backs"
 assert_eq 0 "$(text_diff $target "$CS" int3)" "s1: the text (but for breakpoints) once every redirected function is handed back"
 ask $K; answer $K
 kill -INT $prec
@@ -148,6 +151,6 @@ finish s1
 start s2 ATFTRACE_GUARD=raw
 assert_contains "$T/s2.err" "hand-back notice on the raw sys_exit tracepoint, for 1 file" "s2: the notice is armed"
 bpftrace_round s2 1
-assert_eq 1 "$(grep -c ") handed back: " "$T/s2.err")" "s2: one hand-back"
+assert_eq 3 "$(grep -c ") handed back: " "$T/s2.err")" "s2: three hand-backs (tr_sub, tr_mark, tr_done)"
 finish s2
 echo "ok: functions handed back to bpftrace, a tracefs event and a plain session; every count exact"

@@ -238,11 +238,19 @@ enum tramp_reason tramp_plan_relocation(int fd, const struct sym_module *m, size
 {
 	const struct sym_func *f = &m->funcs[i];
 	uint64_t hop = f->endbr64 ? 4 : 0;
-	uint8_t *code = read_code(fd, f->probe_offset - hop, f->size);
-	enum tramp_reason r = TRAMP_DECODE;
+	uint8_t *code;
+	enum tramp_reason r = plan_read(fd, m, i, true, plan, moved, cap);
 
-	if (code)
-		r = tramp_plan_first(code, f->size, f->addr, f->addr + hop, plan);
+	/*
+	 * The bytes an entry trampoline would replace, when it could: another session on the
+	 * same process (or one that runs after this one was killed) may write its jmp there, and
+	 * the body's jmp back must land after it, never inside it. Else the function never gets
+	 * an entry jmp, and its first instruction alone is enough.
+	 */
+	if (r == TRAMP_OK)
+		return r;
+	code = read_code(fd, f->probe_offset - hop, f->size);
+	r = code ? tramp_plan_first(code, f->size, f->addr, f->addr + hop, plan) : TRAMP_DECODE;
 	if (r == TRAMP_OK && plan->patch_len > cap)
 		r = TRAMP_INSN;
 	if (r == TRAMP_OK)

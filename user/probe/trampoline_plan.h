@@ -112,9 +112,11 @@ enum tramp_reason tramp_plan_function(int fd, const struct sym_module *m, size_t
 				      struct tramp_plan *plan, uint8_t *moved, size_t cap);
 
 /**
- * tramp_plan_relocation - tramp_plan_first() for function @i of @m, read from the file @fd: its
- * first instruction (after a hopped endbr64), to @moved (@cap bytes), for a call-site stub's
- * body (user/patch/callsite.c), which runs it and jumps on into the untouched function.
+ * tramp_plan_relocation - the instructions a call-site stub's body (user/patch/callsite.c) runs
+ * before it jumps on into the untouched function @i of @m (read from @fd), to @moved (@cap
+ * bytes): the ones an entry trampoline would replace when tramp_plan_function() (emulated first
+ * instructions included) accepts the function, so that another session's entry jmp never
+ * splits what the body jumps back to; else tramp_plan_first()'s single instruction.
  */
 enum tramp_reason tramp_plan_relocation(int fd, const struct sym_module *m, size_t i,
 					struct tramp_plan *plan, uint8_t *moved, size_t cap);
