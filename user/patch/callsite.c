@@ -280,9 +280,10 @@ static int commit_module(struct probes *p, struct pt_target *pt, const struct ta
 		fprintf(stderr, "atftrace record: %s: %zu of them tail %s (jmp or jcc) in traced "
 			"functions, to tail stubs\n", m->path, ntail, textfmt_plural(ntail, "call", "calls"));
 	if (o->verbose && (nplain || cm->plain_bodies))
-		fprintf(stderr, "atftrace record: %s: %zu of them tail %s (jmp or jcc) to plain entries, "
-			"and %zu %s first jump\n", m->path, nplain, textfmt_plural(nplain, "call", "calls"),
-			cm->plain_bodies, textfmt_plural(cm->plain_bodies, "body's", "bodies'"));
+		fprintf(stderr, "atftrace record: %s: %zu of them tail %s (jmp or jcc) to plain entries; "
+			"%zu %s aimed at one\n", m->path, nplain, textfmt_plural(nplain, "call", "calls"),
+			cm->plain_bodies, textfmt_plural(cm->plain_bodies, "body's first jump",
+							 "bodies' first jumps"));
 	return err;
 }
 
