@@ -15,14 +15,12 @@
  * Usage:
  *   cs_tailplain all N         N rounds of tp_j(i), untraced_help(i), tp_outer(i),
  *                              untraced_cond(i); prints the sum
- *   cs_tailplain serve READY   create READY, then rounds until SIGTERM; prints "served N"
+ *   cs_tailplain gate CTL      reads lines from the fifo CTL: "N" runs N rounds and prints
+ *                              "done N SUM"; "q" (or EOF) ends
  */
-#include <fcntl.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 int tp_f(int x);
 int tp_j(int x);
@@ -56,7 +54,6 @@ __attribute__((noinline)) int tp_outer(int x)
 	return v + 1;
 }
 
-static volatile sig_atomic_t stop;
 static int bad;
 
 static long round_all(int i)
@@ -75,12 +72,6 @@ static long round_all(int i)
 	return s;
 }
 
-static void on_signal(int sig)
-{
-	(void)sig;
-	stop = 1;
-}
-
 int main(int argc, char **argv)
 {
 	long sum = 0, n;
@@ -89,20 +80,24 @@ int main(int argc, char **argv)
 		n = atol(argv[2]);
 		for (long i = 0; i < n; i++)
 			sum += round_all((int)i);
-	} else if (argc == 3 && !strcmp(argv[1], "serve")) {
-		int fd;
+	} else if (argc == 3 && !strcmp(argv[1], "gate")) {
+		FILE *ctl = fopen(argv[2], "r");
+		char line[64];
 
-		signal(SIGTERM, on_signal);
-		fd = open(argv[2], O_WRONLY | O_CREAT | O_TRUNC, 0644);
-		if (fd < 0)
+		if (!ctl)
 			return 2;
-		close(fd);
-		for (n = 0; !stop; n++)
-			round_all((int)(n % 64));
-		printf("served %ld\n", n);
+		while (fgets(line, sizeof(line), ctl) && line[0] != 'q') {
+			n = atol(line);
+			sum = 0;
+			for (long i = 0; i < n; i++)
+				sum += round_all((int)i);
+			printf("done %ld %ld%s\n", n, sum, bad ? " WRONG" : "");
+			fflush(stdout);
+		}
+		fclose(ctl);
 		return bad;
 	} else {
-		fprintf(stderr, "usage: cs_tailplain all N | serve READY\n");
+		fprintf(stderr, "usage: cs_tailplain all N | gate CTL\n");
 		return 2;
 	}
 	printf("cs_tailplain: %ld%s\n", sum, bad ? " WRONG" : "");
