@@ -44,25 +44,6 @@ static int cmp_u64(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-/* The relative jump at @p (@len bytes, one instruction): its rel and length, jcc or not. */
-static bool jump_form(const uint8_t *p, uint32_t len, int64_t *rel, uint32_t *n, bool *jcc)
-{
-	int32_t v;
-
-	if (len >= 5 && p[0] == 0xe9) {
-		memcpy(&v, p + 1, sizeof(v));
-		*rel = v, *n = 5, *jcc = false;
-	} else if (len >= 6 && p[0] == 0x0f && (p[1] & 0xf0) == 0x80) {
-		memcpy(&v, p + 2, sizeof(v));
-		*rel = v, *n = 6, *jcc = true;
-	} else if (len >= 2 && (p[0] == 0xeb || (p[0] & 0xf0) == 0x70)) {
-		*rel = (int8_t)p[1], *n = 2, *jcc = p[0] != 0xeb;
-	} else {
-		return false;
-	}
-	return true;
-}
-
 /* Each function whose first instruction jumps to one of @targets (@addrs, their addresses). */
 static void find_body_jumps(struct cs_mod *cm, const cs_target *targets, const uint64_t *addrs,
 			    size_t ntargets)
@@ -76,7 +57,7 @@ static void find_body_jumps(struct cs_mod *cm, const cs_target *targets, const u
 		int k;
 
 		c->jmp_to = 0;
-		if (!jump_form(c->moved, c->plan.patch_len, &rel, &n, &jcc))
+		if (!cs_jump_form(c->moved, c->plan.patch_len, &rel, &n, &jcc))
 			continue;
 		k = cs_target_index(c->plan.patch_addr + n + (uint64_t)rel, addrs, ntargets);
 		if (k < 0)
@@ -256,7 +237,7 @@ static uint64_t body_rel(const struct cs_mod *cm, const struct cs_fn *c, uint32_
 	int64_t rel;
 	bool jcc;
 
-	if (!c->body || !jump_form(c->moved, c->plan.patch_len, &rel, &n, &jcc))
+	if (!c->body || !cs_jump_form(c->moved, c->plan.patch_len, &rel, &n, &jcc))
 		return 0;
 	tramp_probe_site(&probe_len);
 	*end = (uint32_t)probe_len + (jcc ? 6 : 5);     /* emitted as jcc rel32 or jmp rel32 */
