@@ -546,6 +546,32 @@ int atf_site_tail(struct pt_regs *ctx)
 	return 0;
 }
 
+/*
+ * Plain entries (user/patch/callsite_plain.c): a function's own plain probe on its `nop; jmp
+ * body` block in the module's stub file, for the jumps no stub takes; the same runs as
+ * atf_session / atf_multi_entry (ENTRY_PLAIN, the kernel's uretprobe at [sp]), in programs of
+ * their own so that their run counts tell these calls from those that reach the entry.
+ */
+SEC("uprobe")
+int atf_site_plain(struct pt_regs *ctx)
+{
+	struct probe_run run;
+
+	run_begin(&run, ctx);
+	if (hit_is_return(run.task)) {
+		on_return(ctx, &run, true);
+		return 0;
+	}
+	return on_entry(ctx, &run, true, ENTRY_PLAIN);
+}
+
+SEC("uprobe")
+int atf_site_plain_entry(struct pt_regs *ctx)
+{
+	probe_entry(ctx, true, ENTRY_PLAIN);
+	return 0;
+}
+
 SEC("uprobe")
 int atf_site_return(struct pt_regs *ctx)
 {

@@ -116,6 +116,16 @@ int probes__attach_tail_sites(struct probes *p, const void *owner, const char *p
 			      const uint64_t *offs, const uint64_t *cookies, uint32_t n, pid_t pid);
 
 /**
+ * probes__attach_plain_entries - a function's own plain probe at each of the @n offsets @offs
+ * of the file @path (user/patch/callsite_plain.c: `nop; jmp body` blocks), cookies @cookies
+ * (function ids): entry and return, in a link of the session's kind (a session link, or a
+ * uprobe_multi entry and return pair) with programs of their own (atf_site_plain*), owned by
+ * @owner. Needs probe_opts.call_sites. 0, or a negative errno (nothing attached).
+ */
+int probes__attach_plain_entries(struct probes *p, const void *owner, const char *path,
+				 const uint64_t *offs, const uint64_t *cookies, uint32_t n, pid_t pid);
+
+/**
  * probes__detach_owner - close the links probes__attach_module(@owner) or
  * probes__attach_sites(@owner) made. Returns how many were closed.
  */

@@ -4,7 +4,8 @@
 # first instructions), and f returns through g's return capture. On tests/targets/cs_tail
 # (tail-called functions that start with mov, which a plain probe single-steps):
 #   - the -v lines count the sites: 5 direct calls and 5 tail calls (jmp, jne, a chain
-#     g -> f -> h, a tail call into a recursion); the one in tl_u, not traced, stays plain;
+#     g -> f -> h, a tail call into a recursion); the one in tl_u, not traced, goes to tl_f's
+#     plain entry (user/patch/callsite_plain.c);
 #   - exact calls per function and exactly the tree of plain probes (--no-trampolines): a
 #     tail-called function nested in its tail-caller, the chain nested twice, tl_f called from
 #     the untraced tl_u at the top;
@@ -12,7 +13,7 @@
 #   - a recursion 201 frames deep through tail calls: the same calls as plain probes, no frame
 #     ends as unwound (plain probes: the kernel's 64 pending uretprobes end the deeper ones so);
 #   - -p: the text is the file's after the session; bpftrace on tl_f hands it back, and its two
-#     tail sites (jmp, jne) get the file's bytes back at once; after a kill -9 of the recorder the tail
+#     tail sites (jmp, jne; and tl_u's, to its plain entry) get the file's bytes back at once; after a kill -9 of the recorder the tail
 #     stubs stay (the target runs on, right), and `atftrace restore -p` puts the file's bytes
 #     back.
 source "$(dirname "$0")/lib.sh"
@@ -31,9 +32,11 @@ SEL=(-f 'tl_[a-t]*')       # every tl_ function but tl_u
 "$CT" all $N >"$T/plain.out" || fail "the untraced run failed"
 "$ATF" record --call-sites -v -o "$T/cs" "${SEL[@]}" -- "$CT" all $N >"$T/cs.out" 2>"$T/cs.err" \
 	|| { cat "$T/cs.err" >&2; fail "record --call-sites failed"; }
-assert_contains "$T/cs.err" "cs_tail: 10 call sites of 8 functions redirected \(10 direct, 0 through the PLT; 0 left out" \
-	"main's calls of tl_g, tl_cond, tl_cg, tl_deep, tl_deep's of tl_dt, and the 5 tail calls"
+assert_contains "$T/cs.err" "cs_tail: 11 call sites of 8 functions redirected \(11 direct, 0 through the PLT; 0 left out" \
+	"main's calls of tl_g, tl_cond, tl_cg, tl_deep, tl_deep's of tl_dt, the 5 tail calls and tl_u's"
 assert_contains "$T/cs.err" "cs_tail: 5 of them tail calls \(jmp or jcc\) in traced functions, to tail stubs$" "the tail calls"
+assert_contains "$T/cs.err" "cs_tail: 1 of them tail call \(jmp or jcc\) to plain entries; 0 bodies' first jumps aimed at one$" \
+	"tl_u's tail call, to tl_f's plain entry"
 cmp -s "$T/plain.out" "$T/cs.out" || fail "the output differs from the untraced run's"
 "$ATF" verify "$T/cs" >/dev/null || fail "verify the --call-sites session"
 "$ATF" record --no-trampolines -o "$T/plain" "${SEL[@]}" -- "$CT" all $N >/dev/null 2>"$T/p.err" \
@@ -140,7 +143,7 @@ timeout 60 cat "$T/ready_hb" >/dev/null || { cat "$T/hb.err" >&2; fail "record -
 bpftrace -e "BEGIN { printf(\"ready\\n\"); } uprobe:$CT:tl_f { @f = count(); }" >"$T/bt.out" 2>&1 &
 bt=$!
 wait_for "$T/bt.out" "^ready$" "bpftrace attached"
-wait_for "$T/hb.err" "^atftrace record: tl_f \(cs_tail\) handed back: another tool registered a uprobe on it; ([12]) of its \1 redirected call sites? written back" \
+wait_for "$T/hb.err" "^atftrace record: tl_f \(cs_tail\) handed back: another tool registered a uprobe on it; ([1-3]) of its \1 redirected call sites? written back" \
 	"tl_f handed back, its tail sites written back"
 assert_eq "$file_jmp $file_jne" "$(site_bytes $target "$CT" $jmp_off 5) $(site_bytes $target "$CT" $jne_off 6)" \
 	"tl_g's jmp and tl_cond's jne after the hand-back: the file's"
@@ -153,7 +156,7 @@ assert_eq 0 "$(text_diff $target "$CT")" "bytes of the text that differ from the
 "$ATF" record --call-sites -v -p $target -o "$T/k" "${SEL[@]}" --ready-file "$T/ready2" 2>"$T/k.err" &
 rec=$!
 timeout 60 cat "$T/ready2" >/dev/null || { cat "$T/k.err" >&2; fail "the second record -p never became ready"; }
-ntail=$(sed -n 's/.*cs_tail: \([0-9]*\) of them tail calls\? .*/\1/p' "$T/k.err")
+ntail=$(sed -n 's/.*cs_tail: \([0-9]*\) of them tail calls\? (jmp or jcc) in traced .*/\1/p' "$T/k.err")
 [ "${ntail:-0}" -gt 0 ] || { cat "$T/k.err" >&2; fail "the second session redirected no tail call"; }
 kill -KILL $rec
 rc=0; wait $rec || rc=$?

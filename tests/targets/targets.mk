@@ -133,3 +133,5 @@ $(OUTPUT)/targets/csmods_lazy: tests/targets/csmods.c $(OUTPUT)/targets/libcsplt
 	$(Q)$(CC) $(TARGET_CFLAGS) $< -L$(OUTPUT)/targets -lcspltlazy -ldl -Wl,-z,lazy -Wl,-rpath,'$$ORIGIN' -o $@
 	$(Q)strip $@
 EXTRA_TARGETS += $(OUTPUT)/targets/libcsdl.so $(OUTPUT)/targets/csmods $(OUTPUT)/targets/csmods_lazy
+# cs_tailplain: -O2, so that its static helper's call is a tail call (jmp tp_f).
+TARGET_CFLAGS_cs_tailplain := -O2

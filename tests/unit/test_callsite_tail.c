@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
-/* Unit tests for tail-call sites' pure part: the jmp/jcc finder and the tail stub encoder. */
+/* Unit tests for tail-call sites' pure part: the jmp/jcc finder, the tail stub encoder, and the
+ * jump forms a function may begin with. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -107,12 +108,46 @@ static void test_tail_stub_bytes(void **state)
 	assert_false(cs_tail_stub_emit(stub, stub + (1ull << 31) + 16, out));
 }
 
+/* The forms a function's first jump may take (user/patch/callsite_plain.c aims it). */
+static void test_jump_form(void **state)
+{
+	static const uint8_t e9[] = { 0xe9, 0xfb, 0xff, 0xff, 0xff };      /* jmp .-0 (rel -5) */
+	static const uint8_t jne32[] = { 0x0f, 0x85, 0x10, 0x00, 0x00, 0x00 };
+	static const uint8_t eb[] = { 0xeb, 0x80 }, jl8[] = { 0x7c, 0x05 };
+	static const uint8_t bnd[] = { 0xf2, 0xe9, 0, 0, 0, 0 }, mov[] = { 0x89, 0xf8 };
+	int64_t rel;
+	uint32_t n;
+	bool jcc;
+
+	(void)state;
+	assert_true(cs_jump_form(e9, sizeof(e9), &rel, &n, &jcc));
+	assert_int_equal(rel, -5);
+	assert_int_equal(n, 5);
+	assert_false(jcc);
+	assert_true(cs_jump_form(jne32, sizeof(jne32), &rel, &n, &jcc));
+	assert_int_equal(rel, 16);
+	assert_int_equal(n, 6);
+	assert_true(jcc);
+	assert_true(cs_jump_form(eb, sizeof(eb), &rel, &n, &jcc));
+	assert_int_equal(rel, -128);
+	assert_int_equal(n, 2);
+	assert_false(jcc);
+	assert_true(cs_jump_form(jl8, sizeof(jl8), &rel, &n, &jcc));
+	assert_int_equal(rel, 5);
+	assert_true(jcc);
+	assert_false(cs_jump_form(e9, 4, &rel, &n, &jcc));         /* cut short */
+	assert_false(cs_jump_form(jne32, 5, &rel, &n, &jcc));
+	assert_false(cs_jump_form(bnd, sizeof(bnd), &rel, &n, &jcc));   /* prefixed: not taken */
+	assert_false(cs_jump_form(mov, sizeof(mov), &rel, &n, &jcc));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_find_tails_jmp_and_jcc_to_targets),
 		cmocka_unit_test(test_tail_bytes_keep_the_opcode),
 		cmocka_unit_test(test_tail_stub_bytes),
+		cmocka_unit_test(test_jump_form),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

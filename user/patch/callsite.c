@@ -96,7 +96,8 @@ static int write_area(struct pt_target *pt, const struct ta_maps *maps, struct c
 		return -E2BIG;
 	stubs = cm->stubs = cm->code_off + (uint64_t)nfns * TRAMP_SLOT;
 	size = stubs + (uint64_t)cm->nsites * CS_STUB_SLOT;
-	size = (size + cs_ind__size(cm, size) + PAGE - 1) & ~(PAGE - 1);   /* then the indirect block */
+	size += cs_ind__size(cm, size);                                     /* then the indirect block */
+	size = (size + cs_plain__size(cm, size) + PAGE - 1) & ~(PAGE - 1); /* then the plain entries */
 	ta_module_span(maps, cm->dev, cm->ino, &lo, &hi);
 	cm->area = ta_find_gap(maps, lo, hi, size);
 	if (!cm->area)
@@ -118,12 +119,20 @@ static int write_area(struct pt_target *pt, const struct ta_maps *maps, struct c
 		if (!c->body)
 			memset(code + cs_body_off(cm, c), 0xcc, TRAMP_SLOT);  /* its sites are left out */
 	}
+	cs_plain__emit(cm, code);
 	for (size_t i = 0; i < cm->nsites; i++) {
 		struct cs_site s = cm->sites[i];
 		const struct cs_fn *c = cm->caller ? NULL : &cm->fns[s.fn];
 		uint64_t stub = cm->area + stubs + (uint64_t)ok * CS_STUB_SLOT;
 		uint8_t *out = code + stubs + (uint64_t)ok * CS_STUB_SLOT;
 
+		if (s.plain) {  /* a tail call to f's plain entry: its stub slot stays int3 */
+			if (cs_plain__aim(cm, &s))
+				cm->sites[ok++] = s;
+			else
+				cm->skipped_range++;
+			continue;
+		}
 		/* the body's first byte: the trampoline's unprobed nop, then f's instructions; in
 		 * another module's memfd, reached by an absolute jump; a tail call's stub jumps */
 		if (s.len ? !c || !c->body || !cs_tail_stub_emit(stub, cm->area + cs_body_off(cm, c), out) ||
@@ -166,13 +175,15 @@ static int attach_sites(struct probes *p, struct pt_target *pt, struct cs_mod *c
 		cookies[i] = cm->caller ? s->cookie : (uint64_t)cm->m->module_id << 32 |
 						      cm->fns[s->fn].f->symbol_index;
 		if (s->len)
-			continue;       /* a tail stub: probe T only (cs_tail__attach) */
+			continue;       /* a tail stub: probe T (cs_tail__attach); a plain tail site: none */
 		a[na] = stubs + i * CS_STUB_SLOT + CS_PROBE_A;
 		b[na] = stubs + i * CS_STUB_SLOT + CS_PROBE_B;
 		ac[na++] = cookies[i];
 	}
 	snprintf(path, sizeof(path), "/proc/self/fd/%d", cm->fd);
-	err = na ? probes__attach_call_sites(p, cm, path, a, b, ac, (uint32_t)na, link_pid) : 0;
+	err = cs_plain__attach(p, cm, path, link_pid);
+	if (!err && na)
+		err = probes__attach_call_sites(p, cm, path, a, b, ac, (uint32_t)na, link_pid);
 	if (!err) {
 		err = cs_tail__attach(p, cm, path, cookies, link_pid);
 		if (err < 0)
@@ -185,6 +196,7 @@ static int attach_sites(struct probes *p, struct pt_target *pt, struct cs_mod *c
 		if (pt_write(pt, cm->sites[n].addr, cm->sites[n].call, cs_site_len(&cm->sites[n])))
 			break;
 	cm->nsites = n;
+	cs_plain__aim_bodies(pt, cm);
 	err = (int)n;
 cleanup:
 	free(a);
@@ -226,7 +238,7 @@ static int commit_module(struct probes *p, struct pt_target *pt, const struct ta
 			 struct cs_mod *cm, const struct cs_opts *o, int err)
 {
 	const struct sym_module *m = cm->m;
-	size_t nfns, nplt = 0, ntail = 0, left;
+	size_t nfns, nplt = 0, ntail = 0, nplain = 0, left;
 
 	if (!err && !cm->no_bounds)
 		err = write_area(pt, maps, cm);
@@ -239,7 +251,8 @@ static int commit_module(struct probes *p, struct pt_target *pt, const struct ta
 	nfns = count_fns(cm);
 	for (size_t i = 0; i < cm->nsites; i++) {
 		nplt += cm->sites[i].got != 0;
-		ntail += cm->sites[i].len != 0;
+		ntail += cm->sites[i].len && !cm->sites[i].plain;
+		nplain += cm->sites[i].plain;
 	}
 	if (cm->no_bounds) {
 		if (o->verbose)
@@ -266,6 +279,11 @@ static int commit_module(struct probes *p, struct pt_target *pt, const struct ta
 	if (o->verbose && ntail)
 		fprintf(stderr, "atftrace record: %s: %zu of them tail %s (jmp or jcc) in traced "
 			"functions, to tail stubs\n", m->path, ntail, textfmt_plural(ntail, "call", "calls"));
+	if (o->verbose && (nplain || cm->plain_bodies))
+		fprintf(stderr, "atftrace record: %s: %zu of them tail %s (jmp or jcc) to plain entries; "
+			"%zu %s aimed at one\n", m->path, nplain, textfmt_plural(nplain, "call", "calls"),
+			cm->plain_bodies, textfmt_plural(cm->plain_bodies, "body's first jump",
+							 "bodies' first jumps"));
 	return err;
 }
 
@@ -294,12 +312,16 @@ static int prepare_module(struct pt_target *pt, const struct ta_maps *maps, stru
 		err = cs_ind__find(fd, cm, maps);
 	if (!err && o->tails)
 		err = cs_mod__find_tails(fd, cm, maps, targets, ntargets);
+	if (!err)
+		err = cs_plain__find(fd, cm, maps, targets, ntargets);
 	close(fd);
 	free(targets);
 	if (!err)
 		err = cs_mod__check_sites(pt, cm);
-	if (!err)
+	if (!err) {
 		cs_ind__check(pt, cm);
+		cs_plain__check(pt, cm);
+	}
 	return err < 0 ? err : 1;
 }
 

@@ -154,8 +154,11 @@ int cs_process__hand_back(struct cs_process *cp, const struct cs_hb_note *notes,
 	}
 	err = 0;
 	nsites = count_picked(cp, pick, count);
-	for (size_t i = 0; i < cp->nmods; i++)     /* and the functions in indirect sites' tables */
+	for (size_t i = 0; i < cp->nmods; i++) {   /* and the functions in indirect sites' tables, */
 		nsites += pick[i] ? cs_ind__picked(&cp->mods[i], pick[i], count[i]) : 0;
+		/* and the bodies whose first jump goes to their plain entries */
+		nsites += pick[i] ? cs_plain__picked(&cp->mods[i], pick[i]) : 0;
+	}
 	if (!nsites || !proc_alive(cp->pid) || proc_start_time(cp->pid, &start) ||
 	    start != cp->start_ticks)
 		goto cleanup;   /* none of ours, or the process is gone (its pid reused) */
@@ -168,8 +171,10 @@ int cs_process__hand_back(struct cs_process *cp, const struct cs_hb_note *notes,
 	if (err >= 0) {
 		write_back_picked(cp, &pt, &maps, pick, written);
 		for (size_t i = 0; i < cp->nmods; i++)
-			if (pick[i])
+			if (pick[i]) {
 				cs_ind__hand_back(&pt, &maps, &cp->mods[i], pick[i], written[i]);
+				cs_plain__hand_back(&pt, &cp->mods[i], pick[i]);
+			}
 		report_picked(cp, count, written, report, ctx);
 		err = 0;
 		for (size_t t = 0; t < cp->nmods; t++)

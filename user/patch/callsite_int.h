@@ -31,6 +31,15 @@ struct cs_fn {
 	bool body;                          /* its body is in the memfd (for other modules' sites) */
 	bool handed_back;                   /* another tool probes it: no site is redirected again */
 	int64_t ind_slot;                   /* its key in the indirect sites' table, or -1 */
+	/* its plain entry and its body's first jump (callsite_plain.c) */
+	uint32_t plain;                     /* 1 + its plain entry's index in the block; 0: none */
+	uint32_t jmp_to;                    /* 1 + the index of the traced function its first
+					     * instruction (a jmp or jcc) goes to; 0: none */
+	uint64_t jmp_got, jmp_entry;        /* through a PLT entry: its GOT slot and that function's
+					     * entry, in the process */
+	uint64_t jmp_rel;                   /* the body's rel32 aimed at that plain entry, in the
+					     * process; 0: the body's own target */
+	uint8_t jmp_orig[4];                /* the rel32 as emitted (the function's own target) */
 };
 
 /* One redirected call, or tail call (@len set: user/patch/callsite_tail.c). */
@@ -50,6 +59,8 @@ struct cs_site {
 	uint64_t in_lo, in_hi;              /* a tail call: the function it lies in, in the process
 					     * (no thread may be inside it when it is redirected) */
 	bool handed_back;                   /* the file's call is back (stub k stays site k's) */
+	bool plain;                         /* a tail call aimed at f's plain entry, not at stub k
+					     * (callsite_plain.c; stub k stays int3) */
 };
 
 /* The length of site @s's instruction. */
@@ -86,6 +97,10 @@ struct cs_mod {
 	size_t ind_entries;                 /* functions in its table */
 	size_t ind_short, ind_foreign;      /* not redirected: too short, another module's slot */
 	size_t ind_inside, ind_differs, ind_range;
+	/* plain entries (callsite_plain.c) */
+	uint64_t plain_off;                 /* the block in the memfd */
+	uint32_t nplain;                    /* plain entries in it */
+	size_t plain_bodies;                /* bodies whose first jump is aimed at one */
 };
 
 struct cs_process {
@@ -133,6 +148,15 @@ int cs_mod__find_sites(int fd, struct cs_mod *cm, const struct ta_maps *maps,
  */
 int cs_mod__find_tails(int fd, struct cs_mod *cm, const struct ta_maps *maps,
 		       const cs_target *targets, size_t ntargets);
+
+/**
+ * cs_tail__add - tail call @tc of the function at module address @fn_addr (@fn_size bytes;
+ * @code: its bytes, from file offset @start) appended to cm->sites (@cap: their room), unless
+ * it is not mapped; 0 or -ENOMEM.
+ */
+int cs_tail__add(struct cs_mod *cm, size_t *cap, const struct cs_tail_call *tc,
+		 const cs_target *targets, uint64_t fn_addr, uint64_t fn_size, uint64_t start,
+		 const uint8_t *code, const struct ta_maps *maps);
 
 /**
  * cs_tail__attach - step 5's probes of @cm's tail stubs (probe T at each; its call stubs'
@@ -217,5 +241,34 @@ size_t cs_ind__picked(const struct cs_mod *cm, const bool *pick, size_t *count);
  */
 size_t cs_ind__hand_back(struct pt_target *pt, const struct ta_maps *maps, struct cs_mod *cm,
 			 const bool *pick, size_t *written);
+
+/*
+ * Plain entries (callsite_plain.c): a per-function `nop; jmp body` in the memfd whose nop has
+ * f's own plain probe (entry and return, the session's link kind, cookie f's id), for the tail
+ * calls that no tail stub takes and for bodies whose first instruction jumps to f.
+ */
+/**
+ * cs_plain__find - step 2: every `jmp`/`jcc` rel32 to one of @targets in @cm's code (every
+ * function, static ones too) that is not a tail stub's site already, appended to cm->sites as
+ * plain tail sites; and each function whose first instruction jumps to one of @targets.
+ */
+int cs_plain__find(int fd, struct cs_mod *cm, const struct ta_maps *maps,
+		   const cs_target *targets, size_t ntargets);
+/** cs_plain__check - step 3: a body's first jump through a PLT entry only when its slot holds f. */
+void cs_plain__check(struct pt_target *pt, struct cs_mod *cm);
+/** cs_plain__size - which functions get a plain entry; the block's bytes from memfd offset @off. */
+uint64_t cs_plain__size(struct cs_mod *cm, uint64_t off);
+/** cs_plain__emit - the plain entries into @code (the bodies emitted already). */
+void cs_plain__emit(struct cs_mod *cm, uint8_t *code);
+/** cs_plain__aim - plain tail site @s aimed at its function's plain entry (s->call); false when it cannot be. */
+bool cs_plain__aim(const struct cs_mod *cm, struct cs_site *s);
+/** cs_plain__attach - the plain entries' probes (owner @cm). 0 or a negative errno. */
+int cs_plain__attach(struct probes *p, struct cs_mod *cm, const char *path, pid_t link_pid);
+/** cs_plain__aim_bodies - each body's first jump at its target's plain entry (the probes attached). */
+void cs_plain__aim_bodies(struct pt_target *pt, struct cs_mod *cm);
+/** cs_plain__picked - how many bodies' first jumps go to the functions @pick. */
+size_t cs_plain__picked(const struct cs_mod *cm, const bool *pick);
+/** cs_plain__hand_back - the bodies' jumps to the functions @pick given their own targets back. */
+void cs_plain__hand_back(struct pt_target *pt, struct cs_mod *cm, const bool *pick);
 
 #endif

@@ -27,13 +27,11 @@
 #include "trampoline_plan.h"
 #include "callsite_int.h"
 
-/* The tail call @tc of function @fn (@code: its bytes, from file offset @start) appended to
- * cm->sites (@cap: their room); 0 or -ENOMEM. */
-static int add_tail(struct cs_mod *cm, size_t *cap, const struct cs_tail_call *tc,
-		    const cs_target *targets, const struct sym_func *fn, uint64_t start,
-		    const uint8_t *code, const struct ta_maps *maps)
+int cs_tail__add(struct cs_mod *cm, size_t *cap, const struct cs_tail_call *tc,
+		 const cs_target *targets, uint64_t fn_addr, uint64_t fn_size, uint64_t start,
+		 const uint8_t *code, const struct ta_maps *maps)
 {
-	uint64_t off = start + (tc->site - fn->addr);
+	uint64_t off = start + (tc->site - fn_addr);
 	uint64_t at = ta_file_addr(maps, cm->dev, cm->ino, off);
 	uint64_t lo = ta_file_addr(maps, cm->dev, cm->ino, start);
 	const uint64_t *t = targets[tc->target];
@@ -52,12 +50,12 @@ static int add_tail(struct cs_mod *cm, size_t *cap, const struct cs_tail_call *t
 	}
 	site = &cm->sites[cm->nsites++];
 	*site = (struct cs_site){ .addr = at, .file_off = off, .fn = (uint32_t)t[1], .len = tc->len,
-				  .in_lo = lo, .in_hi = lo + fn->size };
+				  .in_lo = lo, .in_hi = lo + fn_size };
 	if (t[2]) {     /* the load bias is the site's: at - its module address */
 		site->got = t[2] + (at - tc->site);
 		site->entry = cm->fns[t[1]].f->addr + (at - tc->site);
 	}
-	memcpy(site->orig, code + (tc->site - fn->addr), tc->len);
+	memcpy(site->orig, code + (tc->site - fn_addr), tc->len);
 	return 0;
 }
 
@@ -97,9 +95,14 @@ int cs_mod__find_tails(int fd, struct cs_mod *cm, const struct ta_maps *maps,
 			tcap = g->size / CS_TAIL_JMP_LEN + 1;
 		}
 		n = cs_find_tails(code, g->size, g->addr, addrs, ntargets, tails, tcap);
-		for (size_t k = 0; k < n; k++)
-			if (add_tail(cm, &scap, &tails[k], targets, g, start, code, maps))
+		for (size_t k = 0; k < n; k++) {
+			/* g's own first instruction lies under g's probe; g's body moves it */
+			if (tails[k].site == g->addr + (g->endbr64 ? 4 : 0))
+				continue;
+			if (cs_tail__add(cm, &scap, &tails[k], targets, g->addr, g->size, start, code,
+					 maps))
 				goto cleanup;
+		}
 	}
 	err = 0;
 cleanup:
@@ -120,8 +123,8 @@ int cs_tail__attach(struct probes *p, const struct cs_mod *cm, const char *path,
 	if (!t || !c)
 		goto cleanup;
 	for (size_t i = 0; i < cm->nsites; i++) {
-		if (!cm->sites[i].len)
-			continue;
+		if (!cm->sites[i].len || cm->sites[i].plain)
+			continue;       /* a call stub, or a plain tail site (no stub) */
 		t[n] = cm->stubs + i * CS_STUB_SLOT + CS_PROBE_T;
 		c[n++] = cookies[i];
 	}

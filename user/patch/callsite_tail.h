@@ -58,4 +58,13 @@ bool cs_tail_bytes(const uint8_t *orig, uint32_t len, uint64_t from, uint64_t to
  */
 bool cs_tail_stub_emit(uint64_t stub, uint64_t body, uint8_t out[CS_STUB_SLOT]);
 
+/**
+ * cs_jump_form - is the instruction at @p (@len bytes available) a relative jump: `jmp rel32`
+ * (e9), `jcc rel32` (0f 8x), `jmp rel8` (eb) or `jcc rel8` (7x), unprefixed? Then its length
+ * in *@n, its displacement in *@rel, and whether it is conditional in *@jcc. A function that
+ * begins with one has it emitted in its body as the rel32 form (a jcc as 0f 8x): see
+ * user/patch/callsite_plain.c.
+ */
+bool cs_jump_form(const uint8_t *p, uint32_t len, int64_t *rel, uint32_t *n, bool *jcc);
+
 #endif

@@ -66,3 +66,21 @@ bool cs_tail_stub_emit(uint64_t stub, uint64_t body, uint8_t out[CS_STUB_SLOT])
 	out[CS_PROBE_T] = 0x90;                                  /* probe T */
 	return cs_tail_bytes(jmp, sizeof(jmp), stub + CS_PROBE_T + 1, body, out + CS_PROBE_T + 1);
 }
+
+bool cs_jump_form(const uint8_t *p, uint32_t len, int64_t *rel, uint32_t *n, bool *jcc)
+{
+	int32_t v;
+
+	if (len >= CS_TAIL_JMP_LEN && p[0] == 0xe9) {
+		memcpy(&v, p + 1, sizeof(v));
+		*rel = v, *n = CS_TAIL_JMP_LEN, *jcc = false;
+	} else if (len >= CS_TAIL_JCC_LEN && p[0] == 0x0f && (p[1] & 0xf0) == 0x80) {
+		memcpy(&v, p + 2, sizeof(v));
+		*rel = v, *n = CS_TAIL_JCC_LEN, *jcc = true;
+	} else if (len >= 2 && (p[0] == 0xeb || (p[0] & 0xf0) == 0x70)) {
+		*rel = (int8_t)p[1], *n = 2, *jcc = p[0] != 0xeb;
+	} else {
+		return false;
+	}
+	return true;
+}

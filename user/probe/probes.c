@@ -166,6 +166,8 @@ static int configure(struct probes *p, const struct probe_opts *opts)
 	bpf_program__set_autoload(s->progs.atf_site_return, p->call_sites);
 	bpf_program__set_autoload(s->progs.atf_site_ind_entry, p->call_sites);
 	bpf_program__set_autoload(s->progs.atf_site_tail, p->call_sites);
+	bpf_program__set_autoload(s->progs.atf_site_plain, p->call_sites && p->kind == PROBE_LINK_SESSION);
+	bpf_program__set_autoload(s->progs.atf_site_plain_entry, p->call_sites && p->kind == PROBE_LINK_MULTI);
 	probes_handback_autoload(p);
 	bpf_program__set_autoload(s->progs.atf_uprobe, p->kind == PROBE_LINK_PERF);
 	bpf_program__set_autoload(s->progs.atf_uretprobe, p->kind == PROBE_LINK_PERF);
@@ -208,6 +210,8 @@ static int configure(struct probes *p, const struct probe_opts *opts)
 	bpf_program__set_expected_attach_type(s->progs.atf_site_return, ATF_BPF_TRACE_UPROBE_MULTI);
 	bpf_program__set_expected_attach_type(s->progs.atf_site_ind_entry, ATF_BPF_TRACE_UPROBE_MULTI);
 	bpf_program__set_expected_attach_type(s->progs.atf_site_tail, ATF_BPF_TRACE_UPROBE_MULTI);
+	bpf_program__set_expected_attach_type(s->progs.atf_site_plain, ATF_BPF_TRACE_UPROBE_SESSION);
+	bpf_program__set_expected_attach_type(s->progs.atf_site_plain_entry, ATF_BPF_TRACE_UPROBE_MULTI);
 	/*
 	 * The entry hooks go in uprobe_multi links wherever the kernel has them: a perf uprobe
 	 * costs about as much to attach, but far more to detach (bench/bench_probe_cost.sh).
@@ -443,6 +447,31 @@ int probes__attach_tail_sites(struct probes *p, const void *owner, const char *p
 	return probes_attach_multi_link(&p->function_fds, owner,
 					bpf_program__fd(p->skel->progs.atf_site_tail),
 					ATF_BPF_TRACE_UPROBE_MULTI, path, offs, cookies, n, 0, pid);
+}
+
+int probes__attach_plain_entries(struct probes *p, const void *owner, const char *path,
+				 const uint64_t *offs, const uint64_t *cookies, uint32_t n, pid_t pid)
+{
+	struct atftrace_bpf *s = p->skel;
+	int err;
+
+	if (!p->call_sites || !n)
+		return -EOPNOTSUPP;
+	if (p->kind == PROBE_LINK_SESSION)
+		return probes_attach_multi_link(&p->function_fds, owner,
+						bpf_program__fd(s->progs.atf_site_plain),
+						ATF_BPF_TRACE_UPROBE_SESSION, path, offs, cookies, n, 0, pid);
+	/* the return probes first: no entry is seen before its return can be */
+	err = probes_attach_multi_link(&p->function_fds, owner, bpf_program__fd(s->progs.atf_multi_return),
+				       ATF_BPF_TRACE_UPROBE_MULTI, path, offs, cookies, n,
+				       ATF_BPF_F_UPROBE_MULTI_RETURN, pid);
+	if (!err)
+		err = probes_attach_multi_link(&p->function_fds, owner,
+					       bpf_program__fd(s->progs.atf_site_plain_entry),
+					       ATF_BPF_TRACE_UPROBE_MULTI, path, offs, cookies, n, 0, pid);
+	if (err)
+		probes__detach_owner(p, owner);
+	return err;
 }
 
 int probes__detach_owner(struct probes *p, const void *owner)
