@@ -6,7 +6,8 @@
 # functions: Debian's nginx is stripped, but it exports its own functions (.dynsym, for its
 # dynamic modules), so a short session tracing every one of them (record -p -f 'NGINX:*' during
 # a 1 s wrk run) counts the calls and the $NFUN most called are the functions of every session
-# below (ties by name). Requests/s of the worker untraced, and traced by atftrace record -p with
+# below (ties by name); how many of them start with an instruction the kernel single-steps is
+# shown (their share of the calls sets what plain probes cost). Requests/s of the worker untraced, and traced by atftrace record -p with
 # those functions in each mode: entry trampolines (the default), --call-sites, --no-trampolines
 # (plain probes); and by bpftrace with a uprobe and a uretprobe on each (counts only). Best of
 # $REPEAT runs per mode, the untraced runs interleaved with the traced ones (rounds of every
@@ -141,6 +142,11 @@ per_request=$(awk -v r="$(awk '/ requests in / { print $1 }' "$tmp/wrk.out")" '{
 [ "$nf" -gt 0 ] || { echo "bench_nginx: the profile session counted no calls"; exit 1; }
 fargs=()
 while read -r f; do fargs+=(-f "$NGINX:$f"); done <"$tmp/functions"
+# those whose first instruction the kernel single-steps (a plain probe's dearest case), and
+# their share of the profile's calls
+"$ATF" list-functions -s "${fargs[@]}" "$NGINX" 2>/dev/null | awk '$5 == "single-step" { print $NF }' >"$tmp/stepped"
+stepped=$(awk 'NR == FNR { s[$1] = 1; next } { t += $1 } ($2 in s) { n++; c += $1 }
+	END { printf "%d (%.0f%% of the calls)", n, t ? 100 * c / t : 0 }' "$tmp/stepped" "$tmp/profile")
 
 # ---- the modes ------------------------------------------------------------------------------
 # run MODE: sets fig to the requests/s of one run while MODE traces the worker (untraced: none;
@@ -202,6 +208,7 @@ echo "nginx $("$NGINX" -v 2>&1 | sed 's/.*nginx\///'), 1 worker, record -p WORKE
 	"$SECONDS_RUN s, 1 KiB file + 1 in 4 a 404; best of $REPEAT; load: $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "functions: the $nf most called of the $exported nginx exports (.dynsym; no debug file) in a 1 s profile session," \
 	"$per_request calls of them per request: $(head -5 "$tmp/functions" | paste -sd' ') ..."
+echo "single-stepped first instruction (plain probes; trampolines or call sites enter them otherwise): $stepped"
 printf '%-22s %11s %7s %9s %6s  %s\n' mode requests/s share functions lost "responses after each session"
 for m in "${modes[@]}"; do
 	label=$m
