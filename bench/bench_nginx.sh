@@ -7,12 +7,13 @@
 # dynamic modules), so a short session tracing every one of them (record -p -f 'NGINX:*' during
 # a 1 s wrk run) counts the calls and the $NFUN most called are the functions of every session
 # below (ties by name); how many of them start with an instruction the kernel single-steps is
-# shown (their share of the calls sets what plain probes cost). Requests/s of the worker untraced, and traced by atftrace record -p with
-# those functions in each mode: entry trampolines (the default), --call-sites, --no-trampolines
-# (plain probes); and by bpftrace with a uprobe and a uretprobe on each (counts only). Best of
-# $REPEAT runs per mode, the untraced runs interleaved with the traced ones (rounds of every
-# mode). After each session has ended, the worker must still answer 200 with the file's bytes
-# and 404 for a missing file: checked and shown per mode.
+# shown (their share of the calls sets what plain probes cost). Requests/s of the worker
+# untraced, and traced by atftrace record -p with those functions in each mode: entry
+# trampolines (the default), --call-sites, --no-trampolines (plain probes); and by bpftrace with
+# a uprobe and a uretprobe on each (counts only). Best of $REPEAT runs per mode, the untraced
+# runs interleaved with the traced ones (rounds of every mode). After each session has ended,
+# the worker must still answer 200 with the file's bytes and 404 for a missing file: checked
+# and shown per mode.
 #   bench/bench_nginx.sh      NGINX_BENCH_SECONDS=5 NGINX_BENCH_REPEAT=3 NGINX_BENCH_FUNCTIONS=50
 #   NGINX_BENCH_BPFTRACE=0 leaves bpftrace out
 set -u
@@ -130,16 +131,19 @@ record_start() {
 record_stop() { kill -INT "$rec" 2>/dev/null; wait "$rec"; local rc=$?; rec=""; return $rc; }
 
 # ---- the functions: the most called of a short session tracing every one of nginx ------------
-record_start "$tmp/profile.log" -f "$NGINX:*" && load 1 >/dev/null && record_stop || { echo "bench_nginx: the profile session failed: $(grep -v hint "$tmp/profile.log" | tail -2)"; exit 1; }
+if ! { record_start "$tmp/profile.log" -f "$NGINX:*" && load 1 >/dev/null && record_stop; }; then
+	echo "bench_nginx: the profile session failed: $(grep -v hint "$tmp/profile.log" | tail -2)"
+	exit 1
+fi
 exported=$(sed -n 's/.*attached to [0-9]*: \([0-9]*\) functions.*/\1/p' "$tmp/profile.log")
 "$ATF" report "$tmp/rec" | awk 'NR > 2 && $5 ~ /^[0-9]+$/ { print $5, $13 }' | sort -k1,1nr -k2,2 |
 	head -n "$NFUN" >"$tmp/profile"
 awk '{ print $2 }' "$tmp/profile" >"$tmp/functions"
 nf=$(wc -l <"$tmp/functions")
+[ "$nf" -gt 0 ] || { echo "bench_nginx: the profile session counted no calls"; exit 1; }
 # calls of those functions per request of the profile's run
 per_request=$(awk -v r="$(awk '/ requests in / { print $1 }' "$tmp/wrk.out")" '{ c += $1 }
 	END { if (r > 0) printf "%.0f", c / r; else printf "n/a" }' "$tmp/profile")
-[ "$nf" -gt 0 ] || { echo "bench_nginx: the profile session counted no calls"; exit 1; }
 fargs=()
 while read -r f; do fargs+=(-f "$NGINX:$f"); done <"$tmp/functions"
 # those whose first instruction the kernel single-steps (a plain probe's dearest case), and
@@ -171,19 +175,20 @@ run() {
 }
 # run_bpftrace: the same for bpftrace -p WORKER counting the calls and returns of the functions
 run_bpftrace() {
-	local probes="" rets="" f
+	local probes="" rets="" f i=0
 	while read -r f; do
 		probes+="${probes:+,}uprobe:$NGINX:$f"
 		rets+="${rets:+,}uretprobe:$NGINX:$f"
 	done <"$tmp/functions"
 	bpftrace -p "$worker" -e "$probes { @c = count(); } $rets { @r = count(); }" >"$tmp/bt.log" 2>&1 &
 	bt=$!
-	# attached once the kernel lists its perf events (bpftrace's own output is buffered)
+	# attached once the kernel lists its perf events (bpftrace's own output is buffered); no
+	# figure when it ends or has not attached within 2 minutes
 	while [ "$(bpftool perf list 2>/dev/null | grep -c "^pid $bt ")" -lt $((2 * nf)) ]; do
-		kill -0 "$bt" 2>/dev/null || break
+		kill -0 "$bt" 2>/dev/null && [ $((i += 1)) -le 600 ] || break
 		sleep 0.2
 	done
-	kill -0 "$bt" 2>/dev/null && fig=$(load "$SECONDS_RUN")
+	[ "$i" -le 600 ] && kill -0 "$bt" 2>/dev/null && fig=$(load "$SECONDS_RUN")
 	kill -INT "$bt" 2>/dev/null
 	wait "$bt"
 	bt=""
