@@ -272,7 +272,10 @@ image:
 demo: $(BIN) $(TOOL_BINS) $(TARGETS) $(EXTRA_TARGETS)
 	$(Q)OUTPUT=$(OUTPUT) bash scripts/demo.sh
 
+# deps.sh with ATFTRACE_DEPS=bench adds the packages only benchmarks run (nginx, wrk): silent when
+# they are there, and never run by make test
 bench: $(BIN) $(BENCH_BINS) $(TARGETS) $(EXTRA_TARGETS) $(TOOL_BINS)
+	$(Q)ATFTRACE_DEPS=bench bash scripts/deps.sh
 	$(Q)OUTPUT=$(OUTPUT) bash bench/run.sh
 
 clean:

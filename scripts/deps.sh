@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Install every Debian package atftrace needs to build, test, demo and benchmark.
 # Idempotent and silent when nothing is missing; run by make when a tool or header is absent.
-# ATFTRACE_DEPS=build installs only what builds the binary (deploy/Containerfile's build stage).
+# ATFTRACE_DEPS=build installs only what builds the binary (deploy/Containerfile's build stage);
+# ATFTRACE_DEPS=bench adds what only `make bench` runs (BENCH_PKGS), which make test never installs.
 set -euo pipefail
 
 BUILD_PKGS=(
@@ -37,8 +38,15 @@ PKGS=(
                                      # cgroups), catatonit for the pods' infra container
   debootstrap debian-archive-keyring # the Debian 12 base images when no registry serves them
 )
+# make bench only (its recipe runs ATFTRACE_DEPS=bench scripts/deps.sh)
+BENCH_PKGS=(
+  nginx wrk                          # bench/bench_nginx.sh: the traced server and its load generator
+)
 build_only=0
-[ "${ATFTRACE_DEPS:-all}" = build ] && build_only=1 && PKGS=("${BUILD_PKGS[@]}")
+case "${ATFTRACE_DEPS:-all}" in
+  build) build_only=1 PKGS=("${BUILD_PKGS[@]}") ;;
+  bench) PKGS+=("${BENCH_PKGS[@]}") ;;
+esac
 
 missing=()
 for p in "${PKGS[@]}"; do
