@@ -39,6 +39,8 @@ bpftrace -e "BEGIN { printf(\"ready\\n\"); } uprobe:$CS:tr_mov /arg0 >= 1000000/
 	uprobe:$CS:tr_mark { @marks = count(); }" >"$T/bt.out" 2>&1 &
 bt=$!
 wait_for "$T/bt.out" "^ready$" "bpftrace (counting) attached"
+# tr_mark, a lone ret, is redirected too: its calls reach bpftrace's probe once handed back
+wait_for "$T/h.err" "^atftrace record: tr_mark \(callsites\) handed back: " "tr_mark handed back to bpftrace"
 kill -USR1 $target              # each thread: tr_mark, then exactly K of each, then tr_done
 wait $target || fail "the threaded target failed"
 stop_bpftrace $bt
