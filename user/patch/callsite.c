@@ -16,9 +16,11 @@
  *   4. make the module's memfd near it (trampoline_area.c): its patch log (include/patch_log.h:
  *      every site's call as the file has it and as we write it, for `atftrace restore -p` should
  *      the session die before its own restore), the bodies (tramp_emit(): f's relocated
- *      instructions, then jmp f+len), then one stub per site;
- *   5. attach the stubs' probe links (probes__attach_call_sites()), then write each site's new
- *      rel32 through /proc/PID/mem.
+ *      instructions, then jmp f+len), each function's block (E_f, R_f, T_f:
+ *      user/patch/callsite_plan.h), then one stub per site (a tail site jumps to T_f directly);
+ *   5. attach the probes of the function blocks the sites need that are not probed yet
+ *      (cs_mod__probe_fns(): per function, never per site), then write each site's new rel32
+ *      through /proc/PID/mem.
  * Then the same for the PLT calls of every other mapped module into the traced ones
  * (callsite_xmod.c): their stubs in a second memfd near that module, each jumping to f's body
  * in f's module's memfd, which is made (with a body for every function) when any site needs
@@ -90,11 +92,13 @@ static int write_area(struct pt_target *pt, const struct ta_maps *maps, struct c
 		cm->fns[i].slot = (uint32_t)nfns++;
 	if (!cm->nsites && !cm->nisites && !cm->wanted)
 		return 0;               /* nothing calls a body */
-	/* the patch log's pages first, then the bodies and the stubs: all within reach */
+	/* the patch log's pages first, then the bodies, the function blocks and the stubs: all
+	 * within reach */
 	cm->code_off = patch_log_size((uint32_t)(cm->nsites + cm->nisites));
 	if (!cm->code_off)
 		return -E2BIG;
-	stubs = cm->stubs = cm->code_off + (uint64_t)nfns * TRAMP_SLOT;
+	cm->fnblocks = cm->code_off + (uint64_t)nfns * TRAMP_SLOT;
+	stubs = cm->stubs = cm->fnblocks + (uint64_t)nfns * CS_FN_SLOT;
 	size = stubs + (uint64_t)cm->nsites * CS_STUB_SLOT;
 	size = (size + cs_ind__size(cm, size) + PAGE - 1) & ~(PAGE - 1);   /* then the indirect block */
 	ta_module_span(maps, cm->dev, cm->ino, &lo, &hi);
@@ -114,9 +118,13 @@ static int write_area(struct pt_target *pt, const struct ta_maps *maps, struct c
 
 		plan.patch_addr = c->patch_addr;    /* the moved code runs for the process's addresses */
 		c->body = tramp_emit(c->moved, &plan, cm->area + cs_body_off(cm, c),
-				     code + cs_body_off(cm, c)) == TRAMP_OK;
-		if (!c->body)
-			memset(code + cs_body_off(cm, c), 0xcc, TRAMP_SLOT);  /* its sites are left out */
+				     code + cs_body_off(cm, c)) == TRAMP_OK &&
+			  cs_fn_block_emit(cm->area + cs_fn_off(cm, c), cm->area + cs_body_off(cm, c),
+					   code + cs_fn_off(cm, c));
+		if (!c->body) {                     /* its sites are left out */
+			memset(code + cs_body_off(cm, c), 0xcc, TRAMP_SLOT);
+			memset(code + cs_fn_off(cm, c), 0xcc, CS_FN_SLOT);
+		}
 	}
 	for (size_t i = 0; i < cm->nsites; i++) {
 		struct cs_site s = cm->sites[i];
@@ -124,11 +132,12 @@ static int write_area(struct pt_target *pt, const struct ta_maps *maps, struct c
 		uint64_t stub = cm->area + stubs + (uint64_t)ok * CS_STUB_SLOT;
 		uint8_t *out = code + stubs + (uint64_t)ok * CS_STUB_SLOT;
 
-		/* the body's first byte: the trampoline's unprobed nop, then f's instructions; in
-		 * another module's memfd, reached by an absolute jump; a tail call's stub jumps */
-		if (s.len ? !c || !c->body || !cs_tail_stub_emit(stub, cm->area + cs_body_off(cm, c), out) ||
-			    !cs_tail_bytes(s.orig, s.len, s.addr, stub, s.call)
-			  : (c ? !c->body || !cs_stub_emit(stub, s.addr, cm->area + cs_body_off(cm, c), out)
+		/* a call's stub calls f's block, in another module's memfd through absolute
+		 * jumps; a tail call jumps to f's tail entry itself (its stub slot stays int3) */
+		if (s.len ? !c || !c->body ||
+			    !cs_tail_bytes(s.orig, s.len, s.addr, cm->area + cs_fn_off(cm, c) + CS_FN_TAIL,
+					   s.call)
+			  : (c ? !c->body || !cs_stub_emit(stub, s.addr, cm->area + cs_fn_off(cm, c), out)
 			       : !cs_stub_emit_far(stub, s.addr, s.far, out)) ||
 			    !cs_call_bytes(s.addr, stub, s.call)) {
 			memset(code + stubs + (uint64_t)ok * CS_STUB_SLOT, 0xcc, CS_STUB_SLOT);
@@ -148,50 +157,70 @@ cleanup:
 	return err;
 }
 
-/* Step 5: the stubs' probes, then the rel32s. The number of sites redirected, or -errno. */
-static int attach_sites(struct probes *p, struct pt_target *pt, struct cs_mod *cm, pid_t link_pid)
+int cs_mod__probe_fns(struct probes *p, struct cs_mod *tm, pid_t link_pid)
 {
-	uint64_t *a = calloc(cm->nsites, sizeof(*a)), *b = calloc(cm->nsites, sizeof(*b));
-	uint64_t *cookies = calloc(cm->nsites, sizeof(*cookies)), *ac = calloc(cm->nsites, sizeof(*ac));
-	uint64_t stubs = cm->stubs;
+	static const struct { uint8_t bit; uint32_t off; enum probe_site_kind kind; } kinds[] = {
+		{ CS_PROBE_R, CS_FN_RET, PROBE_SITE_RETURN },   /* no entry seen before its return can be */
+		{ CS_PROBE_E, CS_FN_ENTRY, PROBE_SITE_ENTRY },
+		{ CS_PROBE_T, CS_FN_TAIL, PROBE_SITE_TAIL },
+	};
+	uint64_t *offs = calloc(tm->nfns ? tm->nfns : 1, sizeof(*offs));
+	uint64_t *cookies = calloc(tm->nfns ? tm->nfns : 1, sizeof(*cookies));
 	char path[32];
-	size_t n = 0, na = 0;
 	int err = -ENOMEM;
 
-	if (!a || !b || !cookies || !ac)
+	if (!offs || !cookies)
 		goto cleanup;
+	err = 0;
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", tm->fd);
+	for (size_t k = 0; k < sizeof(kinds) / sizeof(kinds[0]) && !err; k++) {
+		uint32_t n = 0;
+
+		for (size_t i = 0; i < tm->nfns; i++) {
+			struct cs_fn *c = &tm->fns[i];
+
+			if (!c->body || !(c->want & kinds[k].bit) || (c->probed & kinds[k].bit))
+				continue;
+			offs[n] = cs_fn_off(tm, c) + kinds[k].off;
+			cookies[n++] = (uint64_t)tm->m->module_id << 32 | c->f->symbol_index;
+		}
+		err = n ? probes__attach_site_probes(p, tm, path, kinds[k].kind, offs, cookies, n,
+						     link_pid) : 0;
+		for (size_t i = 0; !err && i < tm->nfns; i++)
+			if (tm->fns[i].body && (tm->fns[i].want & kinds[k].bit))
+				tm->fns[i].probed |= kinds[k].bit;
+	}
+cleanup:
+	free(offs);
+	free(cookies);
+	return err;
+}
+
+/* Step 5: the probes of the function blocks @cm's sites reach, then the rel32s. The number of
+ * sites redirected, or -errno. */
+static int attach_sites(struct cs_process *cp, struct probes *p, struct pt_target *pt,
+			struct cs_mod *cm, pid_t link_pid)
+{
+	size_t n;
+	int err = 0;
+
 	for (size_t i = 0; i < cm->nsites; i++) {
 		const struct cs_site *s = &cm->sites[i];
+		struct cs_mod *tm = cm->caller ? &cp->mods[s->tmod] : cm;
 
-		cookies[i] = cm->caller ? s->cookie : (uint64_t)cm->m->module_id << 32 |
-						      cm->fns[s->fn].f->symbol_index;
-		if (s->len)
-			continue;       /* a tail stub: probe T only (cs_tail__attach) */
-		a[na] = stubs + i * CS_STUB_SLOT + CS_PROBE_A;
-		b[na] = stubs + i * CS_STUB_SLOT + CS_PROBE_B;
-		ac[na++] = cookies[i];
+		tm->fns[s->fn].want |= s->len ? CS_PROBE_T : CS_PROBE_E | CS_PROBE_R;
 	}
-	snprintf(path, sizeof(path), "/proc/self/fd/%d", cm->fd);
-	err = na ? probes__attach_call_sites(p, cm, path, a, b, ac, (uint32_t)na, link_pid) : 0;
-	if (!err) {
-		err = cs_tail__attach(p, cm, path, cookies, link_pid);
-		if (err < 0)
-			probes__detach_owner(p, cm);
-	}
+	for (size_t t = 0; t < cp->nmods && !err; t++)
+		if (!cp->mods[t].caller && cp->mods[t].area)
+			err = cs_mod__probe_fns(p, &cp->mods[t], link_pid);
 	if (err < 0)
-		goto cleanup;
+		return err;
 	/* each site on its own: a site written is whole and probed, the others stay the file's */
 	for (n = 0; n < cm->nsites; n++)
 		if (pt_write(pt, cm->sites[n].addr, cm->sites[n].call, cs_site_len(&cm->sites[n])))
 			break;
 	cm->nsites = n;
-	err = (int)n;
-cleanup:
-	free(a);
-	free(b);
-	free(cookies);
-	free(ac);
-	return err;
+	return (int)n;
 }
 
 static int cmp_u64(const void *a, const void *b)
@@ -222,8 +251,8 @@ static size_t count_fns(struct cs_mod *cm)
 }
 
 /* Steps 4 and 5 for @cm (its sites found and checked), and its line. Sites redirected or -errno. */
-static int commit_module(struct probes *p, struct pt_target *pt, const struct ta_maps *maps,
-			 struct cs_mod *cm, const struct cs_opts *o, int err)
+static int commit_module(struct cs_process *cp, struct probes *p, struct pt_target *pt,
+			 const struct ta_maps *maps, struct cs_mod *cm, const struct cs_opts *o, int err)
 {
 	const struct sym_module *m = cm->m;
 	size_t nfns, nplt = 0, ntail = 0, left;
@@ -231,7 +260,7 @@ static int commit_module(struct probes *p, struct pt_target *pt, const struct ta
 	if (!err && !cm->no_bounds)
 		err = write_area(pt, maps, cm);
 	if (!err && cm->nsites)
-		err = attach_sites(p, pt, cm, o->link_pid);
+		err = attach_sites(cp, p, pt, cm, o->link_pid);
 	if (err >= 0 && cm->nisites && cs_ind__attach(p, pt, cm, o->link_pid, o->verbose) > 0)
 		err = (int)(cm->nsites + cm->nisites);
 	if (err < 0)
@@ -332,7 +361,7 @@ static size_t attach_new(struct cs_process *cp, struct probes *p, struct pt_targ
 		}
 		cp->nmods++;
 		if (err < 0) {                      /* said now; no body for the others */
-			commit_module(p, pt, maps, cm, o, err);
+			commit_module(cp, p, pt, maps, cm, o, err);
 			cm->nfns = 0;
 			cm->committed = true;
 		}
@@ -349,7 +378,7 @@ static size_t attach_new(struct cs_process *cp, struct probes *p, struct pt_targ
 			continue;
 		if (i >= first && !cm->committed) {
 			cm->committed = true;
-			if (commit_module(p, pt, maps, cm, o, 0) > 0)
+			if (commit_module(cp, p, pt, maps, cm, o, 0) > 0)
 				n += cm->nsites + cm->nisites;
 		} else if (cm->wanted && !cm->area && write_area(pt, maps, cm) < 0) {
 			cm->area = 0;               /* its callers' sites are left out */
@@ -358,7 +387,7 @@ static size_t attach_new(struct cs_process *cp, struct probes *p, struct pt_targ
 	}
 	for (size_t i = callers; i < cp->nmods; i++) {
 		cs_far_sites(cp, &cp->mods[i]);
-		if (commit_module(p, pt, maps, &cp->mods[i], o, 0) > 0)
+		if (commit_module(cp, p, pt, maps, &cp->mods[i], o, 0) > 0)
 			n += cp->mods[i].nsites;
 		cs_refresh_maps(cp, maps, &cp->mods[i]);
 	}
