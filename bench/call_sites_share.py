@@ -5,13 +5,13 @@
 call_sites_share.py ATFTRACE OUTDIR WORKLOAD_FILE -f SPEC... -- CMD...
 Runs `ATFTRACE record --call-sites -v` on CMD, whose stdin is WORKLOAD_FILE's text followed by
 a line that makes it print MARK; once MARK is printed (the workload is done, the session still
-runs), reads how often this session's stub entry programs ran (atf_site_entry for direct and
-PLT calls, atf_site_tail for tail calls, atf_site_ind_entry for indirect calls: the recorder's
-own BPF programs, found through its /proc/PID/fdinfo, so that other sessions on the host do not
-count), then ends CMD.
-Prints: sites redirected, calls through direct, PLT and tail stubs, calls recorded (events / 2),
-the share of calls through any stub (direct, PLT, tail or indirect), indirect sites redirected,
-calls through the indirect entries, and how many of the calls through stubs were tail calls.
+runs), reads how often this session's function-block entry programs ran (atf_site_fn_entry, the
+entry block E_f that direct, PLT and indirect stubs call; atf_site_tail, the tail entry T_f: the
+recorder's own BPF programs, found through its /proc/PID/fdinfo, so that other sessions on the
+host do not count), then ends CMD.
+Prints: sites redirected, calls through any stub (direct, PLT, indirect or tail), calls recorded
+(events / 2), their share, indirect sites redirected, and how many of the calls through stubs
+were tail calls. (Direct and indirect calls share E_f: they are not told apart.)
 BPF run counts need the kernel's statistics: held on with BPF_ENABLE_STATS while this runs.
 """
 import ctypes, json, os, re, subprocess, sys, tempfile, time
@@ -68,9 +68,8 @@ def main():
         if line.strip().endswith("MARK"):
             break
     new = list(progs(rec.pid).values())
-    site = sum(p.get("run_cnt", 0) for p in new if p.get("name") == "atf_site_entry")
-    # atf_site_ind_entry, the indirect sites' entries (program names are cut to 15 characters)
-    ind = sum(p.get("run_cnt", 0) for p in new if p.get("name", "").startswith("atf_site_ind"))
+    # atf_site_fn_entry (program names are cut to 15 characters)
+    site = sum(p.get("run_cnt", 0) for p in new if p.get("name", "").startswith("atf_site_fn_ent"))
     tail = sum(p.get("run_cnt", 0) for p in new if p.get("name") == "atf_site_tail")
     rec.stdin.close()
     rec.stdout.read()
@@ -83,9 +82,9 @@ def main():
     nind = sum(int(n) for n in re.findall(r": (\d+) indirect call sites? redirected", text))
     calls = events // 2
     os.close(stats_fd) if stats_fd >= 0 else None
-    print("sites %d stub_calls %d calls %d lost %s share %.1f%% ind_sites %d ind_calls %d tail_calls %d" %
+    print("sites %d stub_calls %d calls %d lost %s share %.1f%% ind_sites %d tail_calls %d" %
           (nsites, site + tail, calls, lost.group(1) if lost else "?",
-           100.0 * (site + tail + ind) / calls if calls else 0, nind, ind, tail))
+           100.0 * (site + tail) / calls if calls else 0, nind, tail))
 
 
 main()

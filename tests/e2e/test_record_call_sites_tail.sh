@@ -33,7 +33,7 @@ SEL=(-f 'tl_[a-t]*')       # every tl_ function but tl_u
 	|| { cat "$T/cs.err" >&2; fail "record --call-sites failed"; }
 assert_contains "$T/cs.err" "cs_tail: 10 call sites of 8 functions redirected \(10 direct, 0 through the PLT; 0 left out" \
 	"main's calls of tl_g, tl_cond, tl_cg, tl_deep, tl_deep's of tl_dt, and the 5 tail calls"
-assert_contains "$T/cs.err" "cs_tail: 5 of them tail calls \(jmp or jcc\) in traced functions, to tail stubs$" "the tail calls"
+assert_contains "$T/cs.err" "cs_tail: 5 of them tail calls \(jmp or jcc\) in traced functions, to their functions' tail entries$" "the tail calls"
 cmp -s "$T/plain.out" "$T/cs.out" || fail "the output differs from the untraced run's"
 "$ATF" verify "$T/cs" >/dev/null || fail "verify the --call-sites session"
 "$ATF" record --no-trampolines -o "$T/plain" "${SEL[@]}" -- "$CT" all $N >/dev/null 2>"$T/p.err" \

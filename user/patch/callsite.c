@@ -294,7 +294,7 @@ static int commit_module(struct cs_process *cp, struct probes *p, struct pt_targ
 			cm->skipped_elsewhere);
 	if (o->verbose && ntail)
 		fprintf(stderr, "atftrace record: %s: %zu of them tail %s (jmp or jcc) in traced "
-			"functions, to tail stubs\n", m->path, ntail, textfmt_plural(ntail, "call", "calls"));
+			"functions, to their functions' tail entries\n", m->path, ntail, textfmt_plural(ntail, "call", "calls"));
 	return err;
 }
 
