@@ -157,45 +157,6 @@ cleanup:
 	return err;
 }
 
-int cs_mod__probe_fns(struct probes *p, struct cs_mod *tm, pid_t link_pid)
-{
-	static const struct { uint8_t bit; uint32_t off; enum probe_site_kind kind; } kinds[] = {
-		{ CS_PROBE_R, CS_FN_RET, PROBE_SITE_RETURN },   /* no entry seen before its return can be */
-		{ CS_PROBE_E, CS_FN_ENTRY, PROBE_SITE_ENTRY },
-		{ CS_PROBE_T, CS_FN_TAIL, PROBE_SITE_TAIL },
-	};
-	uint64_t *offs = calloc(tm->nfns ? tm->nfns : 1, sizeof(*offs));
-	uint64_t *cookies = calloc(tm->nfns ? tm->nfns : 1, sizeof(*cookies));
-	char path[32];
-	int err = -ENOMEM;
-
-	if (!offs || !cookies)
-		goto cleanup;
-	err = 0;
-	snprintf(path, sizeof(path), "/proc/self/fd/%d", tm->fd);
-	for (size_t k = 0; k < sizeof(kinds) / sizeof(kinds[0]) && !err; k++) {
-		uint32_t n = 0;
-
-		for (size_t i = 0; i < tm->nfns; i++) {
-			struct cs_fn *c = &tm->fns[i];
-
-			if (!c->body || !(c->want & kinds[k].bit) || (c->probed & kinds[k].bit))
-				continue;
-			offs[n] = cs_fn_off(tm, c) + kinds[k].off;
-			cookies[n++] = (uint64_t)tm->m->module_id << 32 | c->f->symbol_index;
-		}
-		err = n ? probes__attach_site_probes(p, tm, path, kinds[k].kind, offs, cookies, n,
-						     link_pid) : 0;
-		for (size_t i = 0; !err && i < tm->nfns; i++)
-			if (tm->fns[i].body && (tm->fns[i].want & kinds[k].bit))
-				tm->fns[i].probed |= kinds[k].bit;
-	}
-cleanup:
-	free(offs);
-	free(cookies);
-	return err;
-}
-
 /* Step 5: the probes of the function blocks @cm's sites reach, then the rel32s. The number of
  * sites redirected, or -errno. */
 static int attach_sites(struct cs_process *cp, struct probes *p, struct pt_target *pt,
