@@ -5,7 +5,7 @@
  * (one per function, user/patch/callsite_plan.h): probe T, then `jmp body_f`.
  *
  * A tail-called f returns where its tail-caller g would have, through g's return slot, so f's
- * frame is closed by g's return capture (g's stub's probe B, or the uretprobe of g's plain
+ * frame is closed by g's return capture (g's stub's `call R_g`, or the uretprobe of g's plain
  * probe), and only that. So a tail site is redirected only where that return is always seen:
  * - it lies inside a function g of the module (its .symtab or .eh_frame bounds) that is
  *   selected in this session, hence probed, entered through a stub or its plain probe;
