@@ -3,12 +3,12 @@
 # (1) ns per traced call (entry + return) of a function whose first instruction the kernel
 #     single-steps (tests/targets/callsites: tr_mov, mov first), called from one direct site:
 #     untraced, plain probes (--no-trampolines), the entry trampoline (--trampolines: nop5 probe
-#     + uretprobe), a redirected call site (--call-sites: two emulated 1-byte-nop probes in the
-#     stub); against atftrace at a nop5 site (tests/targets/tramp_sites tr_nop5, plain probe)
+#     + uretprobe), a redirected call site (--call-sites: the emulated 1-byte-nop probes of the
+#     function's entry and return blocks); against atftrace at a nop5 site (tests/targets/tramp_sites tr_nop5, plain probe)
 #     and the same function through a pointer from a 3-byte site (`call *%r13`: too short to
 #     redirect, its plain probe); then tests/targets/cs_indirect's in_mov (mov first) through
 #     `call *N(%rip)`: untraced, plain probe, and the indirect stub (lookup, then the
-#     indirect entry's and probe B's emulated nops). Best of $REPEAT runs of $N calls.
+#     entry block's and the shared return block's emulated nops). Best of $REPEAT runs of $N calls.
 # (2) the share of traced calls that take the stubs, call, tail and indirect stubs alike
 #     (bench/call_sites_share.py): sqlite3 with
 #     every libsqlite3 function traced, $ROWS INSERT statements; bash with every function of

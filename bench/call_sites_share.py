@@ -5,15 +5,15 @@
 call_sites_share.py ATFTRACE OUTDIR WORKLOAD_FILE -f SPEC... -- CMD...
 Runs `ATFTRACE record --call-sites -v` on CMD, whose stdin is WORKLOAD_FILE's text followed by
 a line that makes it print MARK; once MARK is printed (the workload is done, the session still
-runs), reads how often this session's stub entry programs ran (atf_site_entry for direct and
-PLT calls, atf_site_tail for tail calls, atf_site_ind_entry for indirect calls, atf_site_plain
-(a session link) or atf_site_plain_entry (multi links) for the jumps sent to plain entries
-(user/patch/callsite_plain.c): the recorder's own BPF programs, found through its /proc/PID/fdinfo, so that other sessions on the host do not
-count), then ends CMD.
-Prints: sites redirected, calls through direct, PLT and tail stubs, calls recorded (events / 2),
-the share of calls that avoid the functions' own entries (through any stub: direct, PLT, tail or
-indirect, or a plain entry), indirect sites redirected, calls through the indirect entries, how
-many of the calls through stubs were tail calls, and the calls through plain entries.
+runs), reads how often this session's function-block entry programs ran (atf_site_fn_entry, the
+entry block E_f that direct, PLT and indirect stubs call; atf_site_tail, the tail entry T_f;
+atf_site_plain (a session link: two runs a call) or atf_site_plain_entry (multi links), the plain
+entries P_f that the jumps no stub takes are sent to: the recorder's own BPF programs, found through its /proc/PID/fdinfo, so that other sessions on the
+host do not count), then ends CMD.
+Prints: sites redirected, calls through any stub (direct, PLT, indirect or tail), calls recorded
+(events / 2), the share of calls that avoid the functions' own entries (through any stub or a
+plain entry), indirect sites redirected, how many of the calls through stubs were tail calls,
+and the calls through plain entries. (Direct and indirect calls share E_f: they are not told apart.)
 BPF run counts need the kernel's statistics: held on with BPF_ENABLE_STATS while this runs.
 """
 import ctypes, json, os, re, subprocess, sys, tempfile, time
@@ -70,13 +70,12 @@ def main():
         if line.strip().endswith("MARK"):
             break
     new = list(progs(rec.pid).values())
-    site = sum(p.get("run_cnt", 0) for p in new if p.get("name") == "atf_site_entry")
-    # atf_site_ind_entry, the indirect sites' entries (program names are cut to 15 characters)
-    ind = sum(p.get("run_cnt", 0) for p in new if p.get("name", "").startswith("atf_site_ind"))
+    # atf_site_fn_entry (program names are cut to 15 characters)
+    site = sum(p.get("run_cnt", 0) for p in new if p.get("name", "").startswith("atf_site_fn_ent"))
     tail = sum(p.get("run_cnt", 0) for p in new if p.get("name") == "atf_site_tail")
     # a session link's program runs twice a call (entry and return), multi links' entry once
     plain = sum(p.get("run_cnt", 0) // (2 if p.get("name") == "atf_site_plain" else 1)
-                for p in new if p.get("name") in ("atf_site_plain", "atf_site_plain_entry"))
+                for p in new if p.get("name", "").startswith("atf_site_plain"))    # names are cut to 15
     rec.stdin.close()
     rec.stdout.read()
     rec.wait()
@@ -88,10 +87,9 @@ def main():
     nind = sum(int(n) for n in re.findall(r": (\d+) indirect call sites? redirected", text))
     calls = events // 2
     os.close(stats_fd) if stats_fd >= 0 else None
-    print("sites %d stub_calls %d calls %d lost %s share %.1f%% ind_sites %d ind_calls %d tail_calls %d "
-          "plain_calls %d" %
+    print("sites %d stub_calls %d calls %d lost %s share %.1f%% ind_sites %d tail_calls %d plain_calls %d" %
           (nsites, site + tail, calls, lost.group(1) if lost else "?",
-           100.0 * (site + tail + ind + plain) / calls if calls else 0, nind, ind, tail, plain))
+           100.0 * (site + tail + plain) / calls if calls else 0, nind, tail, plain))
 
 
 main()

@@ -257,8 +257,8 @@ static __always_inline void close_dead_frames(struct task_state *st, __u64 sp, b
  * address slot, at that sp, still holds what our probe of f left there, while a new call has
  * just pushed a real return address: the uretprobe trampoline the kernel put there at f's
  * entry (the kernel chains g's return instance to f's, so both return probes fire at g's
- * `ret`, innermost first), or, for f entered through a call-site stub, the stub's probe B
- * (g's `ret` returns there, and probe B closes f after g). Only read when the sps are equal,
+ * `ret`, innermost first), or, for f entered through a call-site stub, the stub's return point
+ * (g's `ret` returns there, and the stub's `call R` closes f after g). Only read when the sps are equal,
  * which is rare: no cost on ordinary calls. (arm64 keeps the return address in a register at
  * entry; there a tail call is still closed as unwound.)
  */
@@ -287,19 +287,16 @@ static __always_inline bool tail_call(struct task_struct *task, struct task_stat
 }
 
 #define ENTRY_PLAIN 0
-#define ENTRY_STUB  1
-#define ENTRY_IND   2
-#define ENTRY_TAIL  3
+#define ENTRY_FN    1
+#define ENTRY_TAIL  2
 
 /* The return address a frame entered at this probe has in its slot when it came through a stub
- * (its probe B), or 0 (see on_entry's @site). */
-static __always_inline __u64 site_return(struct pt_regs *ctx, int site, __u64 sp)
+ * (the stub's return point, a `call R`), or 0 (see on_entry's @site). */
+static __always_inline __u64 site_return(int site, __u64 sp)
 {
 	__u64 ret = 0;
 
-	if (site == ENTRY_STUB)
-		return PT_REGS_IP(ctx) + ATF_SITE_RET_FROM_PROBE_A;
-	if (site == ENTRY_IND && bpf_probe_read_user(&ret, sizeof(ret), (void *)sp))
+	if (site == ENTRY_FN && bpf_probe_read_user(&ret, sizeof(ret), (void *)sp))
 		return 0;
 	return ret;
 }
@@ -308,16 +305,13 @@ static __always_inline __u64 site_return(struct pt_regs *ctx, int site, __u64 sp
  * on_entry - a traced function was called
  * @run: run_begin()'s (the current task, this CPU's state slot); @multi: on a uprobe_multi or
  * session link (hit_cookie).
- * @site: ENTRY_PLAIN, the function's own entry; ENTRY_STUB, a call-site stub's probe A
- * (user/patch/callsite_plan.h): the stub dropped the call's return address and its own `call`
- * will push one, so the function's entry sp is one word below this sp, and the frame's return
- * address slot will hold probe B's address; ENTRY_IND, an indirect entry
- * (user/patch/callsite_ind.h), reached by an indirect stub's `call`: this sp is the entry sp,
- * and the return-address slot at it holds that stub's probe B already; ENTRY_TAIL, a tail
- * stub's probe T (user/patch/callsite_tail.h): entered by the tail-caller's `jmp`, which pushed
- * nothing, so this sp is the entry sp, the open frame with the same entry sp is the tail-caller
- * (never dead), and the return slot is the tail-caller's: the new frame takes its site_ret, so
- * that tail_call() still tells the next tail call.
+ * @site: ENTRY_PLAIN, the function's own entry; ENTRY_FN, the function's entry block E_f
+ * (user/patch/callsite_plan.h), reached by a direct, PLT or indirect stub's `call`: this sp is
+ * the entry sp, and the return-address slot at it holds that stub's return point (its `call
+ * R`); ENTRY_TAIL, the function's tail entry T_f (user/patch/callsite_tail.h): entered by the
+ * tail-caller's `jmp`, which pushed nothing, so this sp is the entry sp, the open frame with
+ * the same entry sp is the tail-caller (never dead), and the return slot is the tail-caller's:
+ * the new frame takes its site_ret, so that tail_call() still tells the next tail call.
  * Returns 0 when a CALL was recorded (its return must be seen), 1 otherwise (a session
  * program returns this to skip the return run).
  */
@@ -352,19 +346,19 @@ static __always_inline int on_entry(struct pt_regs *ctx, struct probe_run *run, 
 	__u64 ts = atf_now();
 
 	announce_task(pid_tgid);        /* record -a: the process's identity, once per thread */
-	__u64 sp = PT_REGS_SP(ctx) - (site == ENTRY_STUB ? 8 : 0);
+	__u64 sp = PT_REGS_SP(ctx);
 	__u64 function_id = hit_cookie(ctx, task, multi);
 
-	/* a stub is entered by a call, never by a tail call's jmp (and its slot is not written
-	 * yet); a tail stub only by a tail call's */
-	close_dead_frames(st, sp, site == ENTRY_STUB || site == ENTRY_IND ||
+	/* an entry block is entered by a stub's call, never by a tail call's jmp; a tail entry
+	 * only by a tail call's */
+	close_dead_frames(st, sp, site == ENTRY_FN ||
 			  (site == ENTRY_PLAIN && !tail_call(task, st, sp)), pid_tgid, ts);
 
 	__u32 depth = st->depth;
 
 	/* before the push (here or in filter_entry): a frame that is not pushed is not read */
 	if (depth < SHADOW_MAX) {
-		__u64 site_ret = site_return(ctx, site, sp);
+		__u64 site_ret = site_return(site, sp);
 
 		if (site == ENTRY_TAIL && depth > 0 && frame_at(st, depth - 1)->entry_sp == sp)
 			site_ret = frame_at(st, depth - 1)->site_ret;
@@ -421,15 +415,19 @@ static int close_one_tail_frame(__u32 i, void *data)
 
 /*
  * on_return - a traced function returned; only threads with open frames get here usefully.
- * The same for a return probe (after `ret`) and a call-site stub's probe B (where the stub's
- * `call` returns): both run with the returning frame's entry sp one word below their sp.
+ * @at_entry_sp: false for a return probe (after `ret`), which runs with the returning frame's
+ * entry sp one word below its sp; true for a return block R (user/patch/callsite_plan.h), which
+ * the stub's `call R` reached right after the function returned: its push put sp back at the
+ * frame's entry sp. Past SHADOW_MAX the frame's id is the link cookie: f's id at a function's
+ * R_f, 0 at an indirect stubs' shared R (the function is not known there).
  * Every frame open with that entry sp returns with it, innermost first, with these registers:
  * a tail-called function returns through its tail-caller's return slot (a tail stub has no
  * return probe of its own, nor has a plain probe's past the kernel's 64 pending uretprobes),
  * so one return closes the whole tail chain. A plain tail call's second return run (the kernel
  * chains the two uretprobes' instances) then finds no frame of that sp: a no-op.
  */
-static __always_inline void on_return(struct pt_regs *ctx, struct probe_run *run, bool multi)
+static __always_inline void on_return(struct pt_regs *ctx, struct probe_run *run, bool multi,
+				      bool at_entry_sp)
 {
 	struct task_struct *task = run->task;
 	struct task_state *st = thread_state(run, ctx, false);
@@ -439,7 +437,7 @@ static __always_inline void on_return(struct pt_regs *ctx, struct probe_run *run
 
 	__u64 pid_tgid = st->pid_tgid;      /* set with the depth's first frame (on_entry) */
 	__u64 ts = atf_now();
-	__u64 entry_sp = PT_REGS_SP(ctx) - RET_SP_ADJUST;
+	__u64 entry_sp = PT_REGS_SP(ctx) - (at_entry_sp ? 0 : RET_SP_ADJUST);
 
 	close_dead_frames(st, entry_sp, false, pid_tgid, ts);
 
@@ -480,28 +478,34 @@ static __always_inline void probe_entry(struct pt_regs *ctx, bool multi, int sit
 	on_entry(ctx, &run, multi, site);
 }
 
-static __always_inline void probe_return(struct pt_regs *ctx, bool multi)
+static __always_inline void probe_return(struct pt_regs *ctx, bool multi, bool at_entry_sp)
 {
 	struct probe_run run;
 
 	run_begin(&run, ctx);
-	on_return(ctx, &run, multi);
+	on_return(ctx, &run, multi, at_entry_sp);
 }
 
 /* ---- programs --------------------------------------------------------------------------- */
 
-/* Uprobe session (expected attach type BPF_TRACE_UPROBE_SESSION): one program, two runs. */
-SEC("uprobe")
-int atf_session(struct pt_regs *ctx)
+/* A uprobe session link's run: the entry, or (hit_is_return) the return of a plain probe. */
+static __always_inline int session_run(struct pt_regs *ctx)
 {
 	struct probe_run run;
 
 	run_begin(&run, ctx);
 	if (hit_is_return(run.task)) {
-		on_return(ctx, &run, true);
+		on_return(ctx, &run, true, false);
 		return 0;
 	}
 	return on_entry(ctx, &run, true, ENTRY_PLAIN);
+}
+
+/* Uprobe session (expected attach type BPF_TRACE_UPROBE_SESSION): one program, two runs. */
+SEC("uprobe")
+int atf_session(struct pt_regs *ctx)
+{
+	return session_run(ctx);
 }
 
 /* Two uprobe_multi links (expected attach type BPF_TRACE_UPROBE_MULTI). */
@@ -515,30 +519,22 @@ int atf_multi_entry(struct pt_regs *ctx)
 SEC("uprobe")
 int atf_multi_return(struct pt_regs *ctx)
 {
-	probe_return(ctx, true);
+	probe_return(ctx, true, false);
 	return 0;
 }
 
 /*
- * Call-site stubs (user/patch/callsite.c): two uprobe_multi links on a module's stub file, probe
- * A (entry) and probe B (return, a plain uprobe), cookies = function ids. Tail stubs: probe T.
+ * Call-site redirection (user/patch/callsite.c): uprobe_multi links on a module's memfd, one
+ * probe per function and kind, never per site (user/patch/callsite_plan.h): E_f (entry), R_f
+ * (return; the indirect stubs' shared R, cookie 0), T_f (tail entry); cookies = function ids.
  */
 SEC("uprobe")
-int atf_site_entry(struct pt_regs *ctx)
+int atf_site_fn_entry(struct pt_regs *ctx)
 {
-	probe_entry(ctx, true, ENTRY_STUB);
+	probe_entry(ctx, true, ENTRY_FN);
 	return 0;
 }
 
-/* Indirect call sites' entries (user/patch/callsite_ind.h): one per function, cookie its id. */
-SEC("uprobe")
-int atf_site_ind_entry(struct pt_regs *ctx)
-{
-	probe_entry(ctx, true, ENTRY_IND);
-	return 0;
-}
-
-/* Tail stubs (user/patch/callsite_tail.c): one uprobe_multi link, probe T, cookies = function ids. */
 SEC("uprobe")
 int atf_site_tail(struct pt_regs *ctx)
 {
@@ -555,14 +551,7 @@ int atf_site_tail(struct pt_regs *ctx)
 SEC("uprobe")
 int atf_site_plain(struct pt_regs *ctx)
 {
-	struct probe_run run;
-
-	run_begin(&run, ctx);
-	if (hit_is_return(run.task)) {
-		on_return(ctx, &run, true);
-		return 0;
-	}
-	return on_entry(ctx, &run, true, ENTRY_PLAIN);
+	return session_run(ctx);
 }
 
 SEC("uprobe")
@@ -573,9 +562,9 @@ int atf_site_plain_entry(struct pt_regs *ctx)
 }
 
 SEC("uprobe")
-int atf_site_return(struct pt_regs *ctx)
+int atf_site_fn_return(struct pt_regs *ctx)
 {
-	probe_return(ctx, true);
+	probe_return(ctx, true, true);
 	return 0;
 }
 
@@ -590,7 +579,7 @@ int atf_uprobe(struct pt_regs *ctx)
 SEC("uretprobe")
 int atf_uretprobe(struct pt_regs *ctx)
 {
-	probe_return(ctx, false);
+	probe_return(ctx, false, false);
 	return 0;
 }
 

@@ -37,8 +37,8 @@ static __always_inline void count_lost(__u64 *counters)
 
 /*
  * One open traced frame: which function, the stack pointer at its entry, and, for a frame
- * entered through a call-site stub, the return address its slot holds (the stub's probe B;
- * 0 for a frame entered at the function itself).
+ * entered through a call-site stub, the return address its slot holds (the stub's return point,
+ * its `call R`; 0 for a frame entered at the function itself).
  */
 struct shadow_frame {
 	__u64 function_id;

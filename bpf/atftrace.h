@@ -137,13 +137,12 @@ struct filter_fn {
 };
 
 /*
- * Call-site stubs (user/patch/callsite_plan.h): probe B, where the stub's own call returns, lies
- * this many bytes after probe A (a 1-byte nop, then a 5-byte call). A frame entered through a
- * stub holds probe B's address in its return-address slot (bpf/atftrace.bpf.c: tail_call).
+ * Call-site stubs (user/patch/callsite_plan.h, callsite_ind.h): a frame entered through a stub
+ * holds the stub's return point in its return-address slot, a `call R` to the function's (or
+ * the module's) return block, and the stub's `jmp site+L` (e9 rel32) follows it this many
+ * bytes later (bpf/site_unwind.bpf.h).
  */
-#define ATF_SITE_RET_FROM_PROBE_A 6
-/* ... and the stub's `jmp site+5` (e9 rel32) this many bytes after probe B (bpf/site_unwind.bpf.h). */
-#define ATF_SITE_JMP_FROM_RET 1
+#define ATF_SITE_JMP_FROM_RET 5
 
 /* Processes with entry trampolines that the registration guard stops (bpf/reg_guard.bpf.h):
  * the traced process, the children it forks, the processes that share its memory. */

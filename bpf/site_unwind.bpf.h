@@ -1,22 +1,24 @@
 /* SPDX-License-Identifier: (MIT OR GPL-2.0) */
 /*
  * C++ exceptions through call-site stubs (user/patch/callsite_plan.h). A function entered
- * through a stub returns into the stub's probe B: its return-address slot (the frame's entry
- * sp, shadow_frame.entry_sp) holds probe B's address, which has no unwind information, so the
- * unwinder would stop there and the program would call std::terminate. The same hold as for
+ * through a stub returns into the stub's return point, its `call R_f`: the frame's
+ * return-address slot (its entry sp, shadow_frame.entry_sp) holds that address
+ * (shadow_frame.site_ret), which has no unwind information, so the unwinder would stop there
+ * and the program would call std::terminate. The same hold as for
  * uretprobe trampolines fixes it (bpf/atftrace.bpf.c, "C++ exceptions and uretprobes"):
  *
  *  - at the raise, each stub frame still alive (entry sp at or above the raising sp) gets the
  *    return address its original call pushed, site + 5: the stack is then exactly the one the
  *    program would have without the redirection, and the unwinder sees the real caller;
  *  - at the catch, each stub frame still alive (entry sp above the catching sp) whose slot
- *    holds site + 5 gets probe B back, so its return is seen there as usual; the frames the
- *    throw unwound were closed as unwound just before (atf_unwind_catch).
+ *    holds site + 5 gets the stub's return point back, so its return is seen at R_f as usual;
+ *    the frames the throw unwound were closed as unwound just before (atf_unwind_catch).
  *
  * site + 5 is a constant of the stub, read from the stub itself: the `jmp site+5` that follows
- * probe B. The frames are the thread's shadow stack, innermost first: a stub frame whose CALL
- * was not recorded (ring full) or that is deeper than SHADOW_MAX is not remembered and keeps
- * probe B (a throw through it terminates the program, see README "Call-site redirection").
+ * its `call R_f`. The frames are the thread's shadow stack, innermost first: a stub frame whose
+ * CALL was not recorded (ring full) or that is deeper than SHADOW_MAX is not remembered and
+ * keeps the stub's return (a throw through it terminates the program, see README "Call-site
+ * redirection").
  * Part of bpf/atftrace.bpf.c, x86_64 only.
  */
 #ifndef ATFTRACE_SITE_UNWIND_BPF_H
@@ -30,7 +32,7 @@ struct site_unwind_ctx {
 	bool rearm;
 };
 
-/* site + 5 of the stub whose probe B is at @site_ret (its `jmp site+5`), or 0. */
+/* site + 5 of the stub whose return point is @site_ret (its `jmp site+5`), or 0. */
 static __always_inline __u64 site_caller_ret(__u64 site_ret)
 {
 	__u8 jmp[8] = {};

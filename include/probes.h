@@ -27,7 +27,7 @@ struct probe_opts {
 	bool verbose;               /* libbpf messages to stderr */
 	bool unwind_hooks;          /* C++ unwind hooks may be attached (loaded on first use) */
 	bool reg_guard;             /* load the registration guard (probes__guard_pid), x86_64 */
-	bool call_sites;            /* load the call-site stub programs (probes__attach_call_sites) */
+	bool call_sites;            /* load the call-site programs (probes__attach_site_probes) */
 	/* system-wide filters (record -a), see bpf/filter.bpf.h */
 	uint32_t cgroup_level;      /* v2: level of the cgroup_id directory (root = 0) */
 	uint32_t cgroup_v1_ssid;    /* v1: controller's subsystem id + 1; 0 = cgroup_id is v2 */
@@ -83,37 +83,22 @@ int probes__attach_module(struct probes *p, const struct sym_module *m, pid_t pi
 int probes__attach_sites(struct probes *p, const void *owner, const char *path,
 			 const uint64_t *offsets, const uint64_t *cookies, uint32_t n, pid_t pid);
 
-/**
- * probes__attach_call_sites - the probes of @n call-site stubs in the file @path: an entry
- * probe at each of @entry_offs and a plain (not return) probe at each of @return_offs, both
- * with @cookies (function ids), in two uprobe_multi links owned by @owner
- * (user/patch/callsite.c). Needs probe_opts.call_sites and multi links. 0, or a negative errno
- * (nothing attached).
- */
-int probes__attach_call_sites(struct probes *p, const void *owner, const char *path,
-			      const uint64_t *entry_offs, const uint64_t *return_offs,
-			      const uint64_t *cookies, uint32_t n, pid_t pid);
+/* What a call-site probe is (user/patch/callsite_plan.h): which program it runs. */
+enum probe_site_kind {
+	PROBE_SITE_ENTRY,           /* a function's entry block E_f (atf_site_fn_entry) */
+	PROBE_SITE_RETURN,          /* a return block R_f, or an indirect stubs' R (atf_site_fn_return) */
+	PROBE_SITE_TAIL,            /* a function's tail entry T_f (atf_site_tail) */
+};
 
 /**
- * probes__attach_ind_sites - the probes of indirect call sites in the file @path
- * (user/patch/callsite_ind.h): an indirect-entry probe (atf_site_ind_entry) at each of
- * @entry_offs with @entry_cookies (function ids), and a plain probe B (atf_site_return) at each
- * of @return_offs, in two uprobe_multi links owned by @owner. Needs probe_opts.call_sites. 0, or
- * a negative errno (nothing attached).
+ * probes__attach_site_probes - call-site probes of one @kind in the file @path (a module's
+ * memfd, user/patch/callsite.c): one at each of @offs (@n) with @cookies (function ids), in one
+ * uprobe_multi link owned by @owner. Needs probe_opts.call_sites and multi links. 0, or a
+ * negative errno (nothing attached).
  */
-int probes__attach_ind_sites(struct probes *p, const void *owner, const char *path,
-			     const uint64_t *entry_offs, const uint64_t *entry_cookies, uint32_t nentries,
-			     const uint64_t *return_offs, const uint64_t *return_cookies,
-			     uint32_t nreturns, pid_t pid);
-
-/**
- * probes__attach_tail_sites - the probes of @n tail-call stubs in the file @path: an entry
- * probe (probe T, whose entry sp is the tail-caller's) at each of @offs with @cookies (function
- * ids), in one uprobe_multi link owned by @owner (user/patch/callsite_tail.c). Needs
- * probe_opts.call_sites and multi links. 0, or a negative errno (nothing attached).
- */
-int probes__attach_tail_sites(struct probes *p, const void *owner, const char *path,
-			      const uint64_t *offs, const uint64_t *cookies, uint32_t n, pid_t pid);
+int probes__attach_site_probes(struct probes *p, const void *owner, const char *path,
+				enum probe_site_kind kind, const uint64_t *offs,
+				const uint64_t *cookies, uint32_t n, pid_t pid);
 
 /**
  * probes__attach_plain_entries - a function's own plain probe at each of the @n offsets @offs

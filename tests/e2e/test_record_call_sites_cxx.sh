@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # record --call-sites in a process that maps a C++ unwinder (bpf/site_unwind.bpf.h): a throw
 # unwinds through frames entered through call-site stubs, whose return address is the stub's
-# probe B. The unwind hooks give each such frame its call site's return address at the raise
-# and probe B back at the catch for the frames still alive. On tests/targets/cxx_sites (cs_*:
+# return point (its `call R_f`). The unwind hooks give each such frame its call site's return
+# address at the raise and the stub's return point back at the catch for the frames still alive. On tests/targets/cxx_sites (cs_*:
 # mov-first functions in assembly, so their direct calls are redirected; a throw through
 # cs_a -> cs_b -> cs_c caught in the round, one through cs_m -> cx_catcher -> cs_b -> cs_c
 # caught in cx_catcher, cs_m living on), with 1 thread, 4 threads, and a thread blocked inside

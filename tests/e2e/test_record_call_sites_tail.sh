@@ -34,7 +34,7 @@ SEL=(-f 'tl_[a-t]*')       # every tl_ function but tl_u
 	|| { cat "$T/cs.err" >&2; fail "record --call-sites failed"; }
 assert_contains "$T/cs.err" "cs_tail: 11 call sites of 8 functions redirected \(11 direct, 0 through the PLT; 0 left out" \
 	"main's calls of tl_g, tl_cond, tl_cg, tl_deep, tl_deep's of tl_dt, the 5 tail calls and tl_u's"
-assert_contains "$T/cs.err" "cs_tail: 5 of them tail calls \(jmp or jcc\) in traced functions, to tail stubs$" "the tail calls"
+assert_contains "$T/cs.err" "cs_tail: 5 of them tail calls \(jmp or jcc\) in traced functions, to their functions' tail entries$" "the tail calls"
 assert_contains "$T/cs.err" "cs_tail: 1 of them tail call \(jmp or jcc\) to plain entries; 0 bodies' first jumps aimed at one$" \
 	"tl_u's tail call, to tl_f's plain entry"
 cmp -s "$T/plain.out" "$T/cs.out" || fail "the output differs from the untraced run's"

@@ -14,6 +14,7 @@
 #include <sys/mman.h>
 #include <cmocka.h>
 #include "callsite_ind.h"
+#include "callsite_plan.h"
 
 static void test_call_forms(void **state)
 {
@@ -99,7 +100,7 @@ static void test_table_full_chain(void **state)
 enum {
 	X_CALLER_MEM = 0x00, X_SITE_MEM = 0x04,         /* push rbx; mov rdi,rbx; call *0x88(%rbx) */
 	X_CALLER_RIP = 0x10, X_SITE_RIP = 0x14,         /* sub $8,rsp; call *slot(%rip) */
-	X_F = 0x40, X_BODY = 0x50, X_G = 0x60, X_ENTRY = 0x70,
+	X_F = 0x40, X_BODY = 0x50, X_G = 0x60, X_ENTRY = 0x70, X_RET = 0x1e0,
 	X_STUB_MEM = 0x80, X_STUB_RIP = 0xc0, X_LOOKUP = 0x100, X_SLOT = 0x200, X_TABLE = 0x400,
 	X_SIZE = 0x1000,
 };
@@ -125,7 +126,8 @@ static uint8_t *make_buffer(uint32_t bits)
 	memcpy(x + X_F, ret1, sizeof(ret1));            /* f, as its plain call finds it */
 	memcpy(x + X_BODY, ret2, sizeof(ret2));         /* f's body: tells the fast path apart */
 	memcpy(x + X_G, ret3, sizeof(ret3));            /* an untraced target */
-	assert_true(cs_ind_entry_emit(base + X_ENTRY, base + X_BODY, x + X_ENTRY));
+	assert_true(cs_fn_block_emit(base + X_ENTRY, base + X_BODY, x + X_ENTRY));
+	cs_ind_ret_emit(x + X_RET);
 	memset(x + X_TABLE, 0, X_SIZE - X_TABLE);
 	assert_true(cs_ind_table_put((uint64_t (*)[2])(x + X_TABLE), bits, base + X_F,
 				     base + X_ENTRY) >= 0);
@@ -139,12 +141,15 @@ static void redirect(uint8_t *x, uint32_t site, uint32_t len, uint32_t stub)
 	uint64_t base = (uint64_t)(uintptr_t)x;
 	uint8_t insn[16];
 	uint32_t b = 0, miss = 0;
+	int32_t rel;
 
 	memcpy(insn, x + site, len);
-	assert_true(cs_ind_stub_emit(base + stub, base + site, insn, len, base + X_LOOKUP, x + stub,
-				     &b, &miss));
-	assert_int_equal(x[stub + b], 0x90);                    /* probe B */
-	assert_int_equal(x[stub + b + 1], 0xe9);                /* then jmp site+L */
+	assert_true(cs_ind_stub_emit(base + stub, base + site, insn, len, base + X_LOOKUP,
+				     base + X_RET, x + stub, &b, &miss));
+	assert_int_equal(x[stub + b], 0xe8);                    /* call R */
+	memcpy(&rel, x + stub + b + 1, sizeof(rel));
+	assert_int_equal(base + stub + b + 5 + rel, base + X_RET);
+	assert_int_equal(x[stub + b + 5], 0xe9);                /* then jmp site+L */
 	assert_memory_equal(x + stub + miss - 3, "\x41\xff\xd3", 3);
 	assert_true(cs_ind_site_bytes(base + site, len, base + stub, x + site));
 	assert_int_equal(x[site + len - 1], 0xcc);

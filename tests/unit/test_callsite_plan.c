@@ -7,6 +7,7 @@
 #include <stdint.h>
 #include <string.h>
 #include <cmocka.h>
+#include <sys/mman.h>
 #include "callsite_plan.h"
 
 static int32_t rel_at(const uint8_t *p)
@@ -75,22 +76,43 @@ static void test_find_calls_stops_at_bad_bytes(void **state)
 	assert_int_equal(cs_find_calls(code, 5, addr, &f, 1, out, 4), 1);
 }
 
+/* E_f, R_f and T_f of one function block. */
+static void test_fn_block_bytes(void **state)
+{
+	const uint64_t at = 0x7f0000002000, body = 0x7f0000001000;
+	uint8_t b[CS_FN_SLOT];
+
+	(void)state;
+	assert_true(cs_fn_block_emit(at, body, b));
+	assert_int_equal(b[CS_FN_ENTRY], 0x90);                  /* E_f's probe */
+	assert_int_equal(b[CS_FN_ENTRY + 1], 0xe9);              /* jmp body */
+	assert_int_equal(at + CS_FN_ENTRY + 6 + rel_at(b + CS_FN_ENTRY + 2), body);
+	assert_int_equal(b[CS_FN_RET], 0x90);                    /* R_f's probe */
+	assert_int_equal(b[CS_FN_RET + 1], 0xc3);                /* ret */
+	assert_int_equal(b[CS_FN_TAIL], 0x90);                   /* T_f's probe */
+	assert_int_equal(b[CS_FN_TAIL + 1], 0xe9);               /* jmp body */
+	assert_int_equal(at + CS_FN_TAIL + 6 + rel_at(b + CS_FN_TAIL + 2), body);
+	for (size_t i = CS_FN_TAIL + 6; i < CS_FN_SLOT; i++)
+		assert_int_equal(b[i], 0xcc);
+	assert_false(cs_fn_block_emit(at, at + (1ull << 31) + 16, b));
+}
+
 static void test_stub_bytes(void **state)
 {
-	const uint64_t stub = 0x7f0000001040, site = 0x7f0000400123, body = 0x7f0000001000;
+	const uint64_t stub = 0x7f0000001040, site = 0x7f0000400123, fn = 0x7f0000001000;
 	static const uint8_t lea[] = { 0x48, 0x8d, 0x64, 0x24, 0x08 };
 	uint8_t s[CS_STUB_SLOT];
 
-	assert_true(cs_stub_emit(stub, site, body, s));
+	(void)state;
+	assert_true(cs_stub_emit(stub, site, fn, s));
 	assert_memory_equal(s, lea, sizeof(lea));            /* lea 8(%rsp),%rsp */
-	assert_int_equal(s[CS_PROBE_A], 0x90);               /* probe A */
-	assert_int_equal(s[CS_PROBE_A + 1], 0xe8);           /* call body */
-	assert_int_equal(stub + CS_PROBE_A + 1 + 5 + rel_at(s + CS_PROBE_A + 2), body);
-	assert_int_equal(CS_PROBE_B, CS_PROBE_A + 6);         /* where that call returns */
-	assert_int_equal(s[CS_PROBE_B], 0x90);               /* probe B */
-	assert_int_equal(s[CS_PROBE_B + 1], 0xe9);           /* jmp site+5 */
-	assert_int_equal(stub + CS_PROBE_B + 1 + 5 + rel_at(s + CS_PROBE_B + 2), site + 5);
-	for (size_t i = CS_PROBE_B + 6; i < CS_STUB_SLOT; i++)
+	assert_int_equal(s[5], 0xe8);                         /* call E_f */
+	assert_int_equal(stub + 10 + rel_at(s + 6), fn + CS_FN_ENTRY);
+	assert_int_equal(s[CS_STUB_RET], 0xe8);              /* where f returns: call R_f */
+	assert_int_equal(stub + CS_STUB_RET + 5 + rel_at(s + CS_STUB_RET + 1), fn + CS_FN_RET);
+	assert_int_equal(s[CS_STUB_RET + 5], 0xe9);          /* jmp site+5 */
+	assert_int_equal(stub + CS_STUB_RET + 10 + rel_at(s + CS_STUB_RET + 6), site + 5);
+	for (size_t i = CS_STUB_RET + 10; i < CS_STUB_SLOT; i++)
 		assert_int_equal(s[i], 0xcc);
 }
 
@@ -98,39 +120,97 @@ static void test_out_of_reach(void **state)
 {
 	uint8_t s[CS_STUB_SLOT], c[CS_CALL_LEN];
 
+	(void)state;
 	assert_false(cs_stub_emit(0x100000000000, 0x1000, 0x100000000100, s));   /* site far */
-	assert_false(cs_stub_emit(0x100000000000, 0x100000001000, 0x1000, s));   /* body far */
+	assert_false(cs_stub_emit(0x100000000000, 0x100000001000, 0x1000, s));   /* block far */
 	assert_false(cs_call_bytes(0x1000, 0x100000000000, c));
 	assert_true(cs_call_bytes(0x401000, 0x400000, c));
 	assert_int_equal(c[0], 0xe8);
 	assert_int_equal(0x401005 + (int64_t)rel_at(c + 1), 0x400000);
 }
 
-/* A stub in another module: the near layout, its call to a thunk that jumps to an absolute body. */
+/* A stub in another module: the near layout, its calls to thunks that jump to E_f and R_f. */
 static void test_far_stub(void **state)
 {
-	const uint64_t stub = 0x55550000a000, site = 0x555500001234, body = 0x7f0012345680;
+	const uint64_t stub = 0x55550000a000, site = 0x555500001234, fn = 0x7f0012345680;
 	uint8_t s[CS_STUB_SLOT], near[CS_STUB_SLOT];
-	uint64_t thunk, to;
+	uint64_t thunk[2], to;
 
 	(void)state;
-	assert_true(cs_stub_emit_far(stub, site, body, s));
-	assert_int_equal(s[CS_PROBE_A], 0x90);
-	assert_int_equal(s[CS_PROBE_A + 1], 0xe8);
-	thunk = stub + CS_PROBE_A + 1 + 5 + rel_at(s + CS_PROBE_A + 2);
-	assert_int_equal(thunk, stub + CS_PROBE_B + 6);       /* right after jmp site+5 */
-	assert_int_equal(s[CS_PROBE_B], 0x90);
-	assert_int_equal(stub + CS_PROBE_B + 1 + 5 + rel_at(s + CS_PROBE_B + 2), site + 5);
-	assert_int_equal(s[thunk - stub], 0xff);               /* jmp *0(%rip) */
-	assert_int_equal(s[thunk - stub + 1], 0x25);
-	assert_int_equal(rel_at(s + thunk - stub + 2), 0);
-	memcpy(&to, s + thunk - stub + 6, 8);
-	assert_int_equal(to, body);
-	assert_true(thunk - stub + 14 <= CS_STUB_SLOT);
-	/* the same bytes up to the thunk as a near stub whose body is the thunk */
-	assert_true(cs_stub_emit(stub, site, thunk, near));
-	assert_memory_equal(s, near, CS_PROBE_B + 6);
-	assert_false(cs_stub_emit_far(0x100000000000, 0x1000, body, s));      /* site far */
+	assert_true(cs_stub_emit_far(stub, site, fn, s));
+	thunk[0] = stub + 10 + rel_at(s + 6);
+	thunk[1] = stub + CS_STUB_RET + 5 + rel_at(s + CS_STUB_RET + 1);
+	assert_int_equal(thunk[0], stub + CS_STUB_RET + 10);    /* right after jmp site+5 */
+	assert_int_equal(thunk[1], thunk[0] + 14);
+	assert_int_equal(stub + CS_STUB_RET + 10 + rel_at(s + CS_STUB_RET + 6), site + 5);
+	for (int i = 0; i < 2; i++) {
+		assert_int_equal(s[thunk[i] - stub], 0xff);     /* jmp *0(%rip) */
+		assert_int_equal(s[thunk[i] - stub + 1], 0x25);
+		assert_int_equal(rel_at(s + thunk[i] - stub + 2), 0);
+		memcpy(&to, s + thunk[i] - stub + 6, 8);
+		assert_int_equal(to, fn + (i ? CS_FN_RET : CS_FN_ENTRY));
+	}
+	assert_true(thunk[1] - stub + 14 <= CS_STUB_SLOT);
+	/* the near stub's layout: lea, call, call, jmp */
+	assert_true(cs_stub_emit(stub, site, stub + 0x100, near));
+	assert_memory_equal(s, near, 5);
+	assert_int_equal(s[5], 0xe8);
+	assert_int_equal(s[CS_STUB_RET], 0xe8);
+	assert_int_equal(s[CS_STUB_RET + 5], 0xe9);
+	assert_false(cs_stub_emit_far(0x100000000000, 0x1000, fn, s));      /* site far */
+}
+
+/* Layout of the buffer the stubs run in. */
+enum {
+	R_CALLER = 0x00, R_SITE = 0x04,         /* sub $8,%rsp; call f; add $8,%rsp; ret */
+	R_F = 0x40, R_BODY = 0x50, R_BLOCK = 0x80, R_STUB = 0xc0, R_FAR = 0x100, R_SIZE = 0x1000,
+};
+
+/* A redirected call runs f's body once, returns through R_f with the caller's own stack. */
+static void test_stubs_run(void **state)
+{
+	static const uint8_t caller[] = { 0x48, 0x83, 0xec, 0x08, 0xe8, 0, 0, 0, 0,
+					  0x48, 0x83, 0xc4, 0x08, 0xc3 };
+	/* f's plain entry returns 1; its "body" returns 2 plus what the stack held at its entry
+	 * minus the stub's return point (0 when f runs on exactly its own stack) */
+	static const uint8_t ret1[] = { 0xb8, 1, 0, 0, 0, 0xc3 };
+	static const uint8_t body[] = { 0x48, 0x8b, 0x04, 0x24,        /* mov (%rsp),%rax */
+					0x4c, 0x29, 0xd8,              /* sub %r11,%rax */
+					0x48, 0x83, 0xc0, 0x02,        /* add $2,%rax */
+					0xc3 };
+	uint8_t *x = mmap(NULL, R_SIZE, PROT_READ | PROT_WRITE | PROT_EXEC,
+			  MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	uint64_t base = (uint64_t)(uintptr_t)x;
+	long (*call)(void) = (long (*)(void))(uintptr_t)(base + R_CALLER);
+
+	(void)state;
+	assert_true(x != MAP_FAILED);
+	memset(x, 0xcc, R_SIZE);
+	memcpy(x + R_CALLER, caller, sizeof(caller));
+	put_call(x, R_SITE, base, base + R_F);
+	memcpy(x + R_F, ret1, sizeof(ret1));
+	memcpy(x + R_BODY, body, sizeof(body));
+	assert_true(cs_fn_block_emit(base + R_BLOCK, base + R_BODY, x + R_BLOCK));
+	assert_true(cs_stub_emit(base + R_STUB, base + R_SITE, base + R_BLOCK, x + R_STUB));
+	assert_true(cs_stub_emit_far(base + R_FAR, base + R_SITE, base + R_BLOCK, x + R_FAR));
+	for (int far = 0; far < 2; far++) {
+		uint64_t stub = base + (far ? R_FAR : R_STUB);
+		long v;
+
+		put_call(x, R_SITE, base, base + R_F);
+		__asm__ volatile("sub $128, %%rsp\n\t"          /* the red zone stays ours */
+				 "mov %[ret], %%r11\n\tcall *%[fn]\n\tadd $128, %%rsp"
+				 : "=a"(v) : [fn] "r"(call), [ret] "r"(stub + CS_STUB_RET)
+				 : "r11", "rcx", "rdx", "rsi", "rdi", "r8", "r9", "r10", "memory", "cc");
+		assert_int_equal(v, 1);                          /* not redirected: f itself */
+		assert_true(cs_call_bytes(base + R_SITE, stub, x + R_SITE));
+		__asm__ volatile("sub $128, %%rsp\n\t"          /* the red zone stays ours */
+				 "mov %[ret], %%r11\n\tcall *%[fn]\n\tadd $128, %%rsp"
+				 : "=a"(v) : [fn] "r"(call), [ret] "r"(stub + CS_STUB_RET)
+				 : "r11", "rcx", "rdx", "rsi", "rdi", "r8", "r9", "r10", "memory", "cc");
+		assert_int_equal(v, 2);                          /* the body, returning to call R_f */
+	}
+	munmap(x, R_SIZE);
 }
 
 /* A 16-byte PLT entry at @code: [endbr64] [bnd] jmp *slot(%rip), the rest @fill. */
@@ -219,7 +299,9 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_find_calls_only_direct_to_targets),
 		cmocka_unit_test(test_find_calls_stops_at_bad_bytes),
+		cmocka_unit_test(test_fn_block_bytes),
 		cmocka_unit_test(test_stub_bytes),
+		cmocka_unit_test(test_stubs_run),
 		cmocka_unit_test(test_out_of_reach),
 		cmocka_unit_test(test_far_stub),
 		cmocka_unit_test(test_plt_slot_forms),

@@ -93,21 +93,6 @@ static void test_tail_bytes_keep_the_opcode(void **state)
 	assert_false(cs_tail_bytes(orig, 5, site, stub, out));
 }
 
-static void test_tail_stub_bytes(void **state)
-{
-	const uint64_t stub = 0x7f0000001040, body = 0x7f0000001000;
-	uint8_t out[CS_STUB_SLOT];
-
-	(void)state;
-	assert_true(cs_tail_stub_emit(stub, body, out));
-	assert_int_equal(out[CS_PROBE_T], 0x90);                 /* probe T */
-	assert_int_equal(out[CS_PROBE_T + 1], 0xe9);             /* jmp body */
-	assert_int_equal(rel_at(out + CS_PROBE_T + 2), (int32_t)(body - (stub + CS_PROBE_T + 6)));
-	for (size_t i = CS_PROBE_T + 6; i < CS_STUB_SLOT; i++)
-		assert_int_equal(out[i], 0xcc);
-	assert_false(cs_tail_stub_emit(stub, stub + (1ull << 31) + 16, out));
-}
-
 /* The forms a function's first jump may take (user/patch/callsite_plain.c aims it). */
 static void test_jump_form(void **state)
 {
@@ -146,7 +131,6 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_find_tails_jmp_and_jcc_to_targets),
 		cmocka_unit_test(test_tail_bytes_keep_the_opcode),
-		cmocka_unit_test(test_tail_stub_bytes),
 		cmocka_unit_test(test_jump_form),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -16,9 +16,11 @@
  *   4. make the module's memfd near it (trampoline_area.c): its patch log (include/patch_log.h:
  *      every site's call as the file has it and as we write it, for `atftrace restore -p` should
  *      the session die before its own restore), the bodies (tramp_emit(): f's relocated
- *      instructions, then jmp f+len), then one stub per site;
- *   5. attach the stubs' probe links (probes__attach_call_sites()), then write each site's new
- *      rel32 through /proc/PID/mem.
+ *      instructions, then jmp f+len), each function's block (E_f, R_f, T_f:
+ *      user/patch/callsite_plan.h), then one stub per site (a tail site jumps to T_f directly);
+ *   5. attach the probes of the function blocks the sites need that are not probed yet
+ *      (cs_mod__probe_fns(): per function, never per site), then write each site's new rel32
+ *      through /proc/PID/mem.
  * Then the same for the PLT calls of every other mapped module into the traced ones
  * (callsite_xmod.c): their stubs in a second memfd near that module, each jumping to f's body
  * in f's module's memfd, which is made (with a body for every function) when any site needs
@@ -90,11 +92,13 @@ static int write_area(struct pt_target *pt, const struct ta_maps *maps, struct c
 		cm->fns[i].slot = (uint32_t)nfns++;
 	if (!cm->nsites && !cm->nisites && !cm->wanted)
 		return 0;               /* nothing calls a body */
-	/* the patch log's pages first, then the bodies and the stubs: all within reach */
+	/* the patch log's pages first, then the bodies, the function blocks and the stubs: all
+	 * within reach */
 	cm->code_off = patch_log_size((uint32_t)(cm->nsites + cm->nisites));
 	if (!cm->code_off)
 		return -E2BIG;
-	stubs = cm->stubs = cm->code_off + (uint64_t)nfns * TRAMP_SLOT;
+	cm->fnblocks = cm->code_off + (uint64_t)nfns * TRAMP_SLOT;
+	stubs = cm->stubs = cm->fnblocks + (uint64_t)nfns * CS_FN_SLOT;
 	size = stubs + (uint64_t)cm->nsites * CS_STUB_SLOT;
 	size += cs_ind__size(cm, size);                                     /* then the indirect block */
 	size = (size + cs_plain__size(cm, size) + PAGE - 1) & ~(PAGE - 1); /* then the plain entries */
@@ -115,9 +119,13 @@ static int write_area(struct pt_target *pt, const struct ta_maps *maps, struct c
 
 		plan.patch_addr = c->patch_addr;    /* the moved code runs for the process's addresses */
 		c->body = tramp_emit(c->moved, &plan, cm->area + cs_body_off(cm, c),
-				     code + cs_body_off(cm, c)) == TRAMP_OK;
-		if (!c->body)
-			memset(code + cs_body_off(cm, c), 0xcc, TRAMP_SLOT);  /* its sites are left out */
+				     code + cs_body_off(cm, c)) == TRAMP_OK &&
+			  cs_fn_block_emit(cm->area + cs_fn_off(cm, c), cm->area + cs_body_off(cm, c),
+					   code + cs_fn_off(cm, c));
+		if (!c->body) {                     /* its sites are left out */
+			memset(code + cs_body_off(cm, c), 0xcc, TRAMP_SLOT);
+			memset(code + cs_fn_off(cm, c), 0xcc, CS_FN_SLOT);
+		}
 	}
 	cs_plain__emit(cm, code);
 	for (size_t i = 0; i < cm->nsites; i++) {
@@ -133,11 +141,12 @@ static int write_area(struct pt_target *pt, const struct ta_maps *maps, struct c
 				cm->skipped_range++;
 			continue;
 		}
-		/* the body's first byte: the trampoline's unprobed nop, then f's instructions; in
-		 * another module's memfd, reached by an absolute jump; a tail call's stub jumps */
-		if (s.len ? !c || !c->body || !cs_tail_stub_emit(stub, cm->area + cs_body_off(cm, c), out) ||
-			    !cs_tail_bytes(s.orig, s.len, s.addr, stub, s.call)
-			  : (c ? !c->body || !cs_stub_emit(stub, s.addr, cm->area + cs_body_off(cm, c), out)
+		/* a call's stub calls f's block, in another module's memfd through absolute
+		 * jumps; a tail call jumps to f's tail entry itself (its stub slot stays int3) */
+		if (s.len ? !c || !c->body ||
+			    !cs_tail_bytes(s.orig, s.len, s.addr, cm->area + cs_fn_off(cm, c) + CS_FN_TAIL,
+					   s.call)
+			  : (c ? !c->body || !cs_stub_emit(stub, s.addr, cm->area + cs_fn_off(cm, c), out)
 			       : !cs_stub_emit_far(stub, s.addr, s.far, out)) ||
 			    !cs_call_bytes(s.addr, stub, s.call)) {
 			memset(code + stubs + (uint64_t)ok * CS_STUB_SLOT, 0xcc, CS_STUB_SLOT);
@@ -157,53 +166,40 @@ cleanup:
 	return err;
 }
 
-/* Step 5: the stubs' probes, then the rel32s. The number of sites redirected, or -errno. */
-static int attach_sites(struct probes *p, struct pt_target *pt, struct cs_mod *cm, pid_t link_pid)
+/* Step 5: the probes of the function blocks @cm's sites reach, then the rel32s. The number of
+ * sites redirected, or -errno. */
+static int attach_sites(struct cs_process *cp, struct probes *p, struct pt_target *pt,
+			struct cs_mod *cm, pid_t link_pid)
 {
-	uint64_t *a = calloc(cm->nsites, sizeof(*a)), *b = calloc(cm->nsites, sizeof(*b));
-	uint64_t *cookies = calloc(cm->nsites, sizeof(*cookies)), *ac = calloc(cm->nsites, sizeof(*ac));
-	uint64_t stubs = cm->stubs;
-	char path[32];
-	size_t n = 0, na = 0;
-	int err = -ENOMEM;
+	size_t n;
+	int err = 0;
 
-	if (!a || !b || !cookies || !ac)
-		goto cleanup;
 	for (size_t i = 0; i < cm->nsites; i++) {
 		const struct cs_site *s = &cm->sites[i];
+		struct cs_mod *tm = cm->caller ? &cp->mods[s->tmod] : cm;
 
-		cookies[i] = cm->caller ? s->cookie : (uint64_t)cm->m->module_id << 32 |
-						      cm->fns[s->fn].f->symbol_index;
-		if (s->len)
-			continue;       /* a tail stub: probe T (cs_tail__attach); a plain tail site: none */
-		a[na] = stubs + i * CS_STUB_SLOT + CS_PROBE_A;
-		b[na] = stubs + i * CS_STUB_SLOT + CS_PROBE_B;
-		ac[na++] = cookies[i];
+		if (s->plain)
+			continue;       /* a tail call to f's plain entry: cs_plain__attach */
+		tm->fns[s->fn].want |= s->len ? CS_PROBE_T : CS_PROBE_E | CS_PROBE_R;
 	}
-	snprintf(path, sizeof(path), "/proc/self/fd/%d", cm->fd);
-	err = cs_plain__attach(p, cm, path, link_pid);
-	if (!err && na)
-		err = probes__attach_call_sites(p, cm, path, a, b, ac, (uint32_t)na, link_pid);
+	for (size_t t = 0; t < cp->nmods && !err; t++)
+		if (!cp->mods[t].caller && cp->mods[t].area)
+			err = cs_mod__probe_fns(p, &cp->mods[t], link_pid);
 	if (!err) {
-		err = cs_tail__attach(p, cm, path, cookies, link_pid);
-		if (err < 0)
-			probes__detach_owner(p, cm);
+		char path[64];
+
+		snprintf(path, sizeof(path), "/proc/self/fd/%d", cm->fd);
+		err = cs_plain__attach(p, cm, path, link_pid);
 	}
 	if (err < 0)
-		goto cleanup;
+		return err;
 	/* each site on its own: a site written is whole and probed, the others stay the file's */
 	for (n = 0; n < cm->nsites; n++)
 		if (pt_write(pt, cm->sites[n].addr, cm->sites[n].call, cs_site_len(&cm->sites[n])))
 			break;
 	cm->nsites = n;
 	cs_plain__aim_bodies(pt, cm);
-	err = (int)n;
-cleanup:
-	free(a);
-	free(b);
-	free(cookies);
-	free(ac);
-	return err;
+	return (int)n;
 }
 
 static int cmp_u64(const void *a, const void *b)
@@ -234,8 +230,8 @@ static size_t count_fns(struct cs_mod *cm)
 }
 
 /* Steps 4 and 5 for @cm (its sites found and checked), and its line. Sites redirected or -errno. */
-static int commit_module(struct probes *p, struct pt_target *pt, const struct ta_maps *maps,
-			 struct cs_mod *cm, const struct cs_opts *o, int err)
+static int commit_module(struct cs_process *cp, struct probes *p, struct pt_target *pt,
+			 const struct ta_maps *maps, struct cs_mod *cm, const struct cs_opts *o, int err)
 {
 	const struct sym_module *m = cm->m;
 	size_t nfns, nplt = 0, ntail = 0, nplain = 0, left;
@@ -243,7 +239,7 @@ static int commit_module(struct probes *p, struct pt_target *pt, const struct ta
 	if (!err && !cm->no_bounds)
 		err = write_area(pt, maps, cm);
 	if (!err && cm->nsites)
-		err = attach_sites(p, pt, cm, o->link_pid);
+		err = attach_sites(cp, p, pt, cm, o->link_pid);
 	if (err >= 0 && cm->nisites && cs_ind__attach(p, pt, cm, o->link_pid, o->verbose) > 0)
 		err = (int)(cm->nsites + cm->nisites);
 	if (err < 0)
@@ -278,7 +274,7 @@ static int commit_module(struct probes *p, struct pt_target *pt, const struct ta
 			cm->skipped_elsewhere);
 	if (o->verbose && ntail)
 		fprintf(stderr, "atftrace record: %s: %zu of them tail %s (jmp or jcc) in traced "
-			"functions, to tail stubs\n", m->path, ntail, textfmt_plural(ntail, "call", "calls"));
+			"functions, to their functions' tail entries\n", m->path, ntail, textfmt_plural(ntail, "call", "calls"));
 	if (o->verbose && (nplain || cm->plain_bodies))
 		fprintf(stderr, "atftrace record: %s: %zu of them tail %s (jmp or jcc) to plain entries; "
 			"%zu %s aimed at one\n", m->path, nplain, textfmt_plural(nplain, "call", "calls"),
@@ -354,7 +350,7 @@ static size_t attach_new(struct cs_process *cp, struct probes *p, struct pt_targ
 		}
 		cp->nmods++;
 		if (err < 0) {                      /* said now; no body for the others */
-			commit_module(p, pt, maps, cm, o, err);
+			commit_module(cp, p, pt, maps, cm, o, err);
 			cm->nfns = 0;
 			cm->committed = true;
 		}
@@ -371,7 +367,7 @@ static size_t attach_new(struct cs_process *cp, struct probes *p, struct pt_targ
 			continue;
 		if (i >= first && !cm->committed) {
 			cm->committed = true;
-			if (commit_module(p, pt, maps, cm, o, 0) > 0)
+			if (commit_module(cp, p, pt, maps, cm, o, 0) > 0)
 				n += cm->nsites + cm->nisites;
 		} else if (cm->wanted && !cm->area && write_area(pt, maps, cm) < 0) {
 			cm->area = 0;               /* its callers' sites are left out */
@@ -380,7 +376,7 @@ static size_t attach_new(struct cs_process *cp, struct probes *p, struct pt_targ
 	}
 	for (size_t i = callers; i < cp->nmods; i++) {
 		cs_far_sites(cp, &cp->mods[i]);
-		if (commit_module(p, pt, maps, &cp->mods[i], o, 0) > 0)
+		if (commit_module(cp, p, pt, maps, &cp->mods[i], o, 0) > 0)
 			n += cp->mods[i].nsites;
 		cs_refresh_maps(cp, maps, &cp->mods[i]);
 	}

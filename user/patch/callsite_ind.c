@@ -3,7 +3,8 @@
  * Indirect call sites in a traced process (user/patch/callsite_ind.h has the code and the
  * layout): each `call *mem` of at least 5 bytes in a traced module's functions jumps to a stub
  * that looks the target up in the module's table of traced entries and calls a traced function
- * through its indirect entry (probed, then its relocated body), any other target as before.
+ * through its entry block E_f (probed, then its relocated body: the one the direct sites use),
+ * any other target as before.
  *
  * The steps follow the direct sites' (callsite.c), all while every thread is stopped:
  *   find   decode every function of the module (cs_find_ind_calls()), by .symtab or, in a
@@ -12,10 +13,11 @@
  *          is inside (a stack word cannot point inside one instruction; site+L, the pending
  *          return of a call already made, is unchanged by the redirection);
  *   emit   after the direct stubs in the memfd: the table (the module's functions with a body
- *          that are not handed back), the lookup routine, the indirect entries, the stubs;
+ *          that are not handed back), the lookup routine, the shared return block R, the stubs;
  *   log    one PATCH_KIND_CALL_IND record per site in the memfd's patch log (callsite.c);
- *   attach the indirect entries' probes (atf_site_ind_entry) and the stubs' probes B
- *          (atf_site_return), then each site's `jmp stub`;
+ *   attach R's probe (atf_site_fn_return, cookie 0) and the table's functions' E_f probes
+ *          (atf_site_fn_entry, those not probed for direct sites yet), then each site's `jmp
+ *          stub`;
  *   end    the file's call back where our jmp still is.
  * A handed-back function's key becomes a tombstone: its calls miss and reach its first bytes.
  * The table holds the module's own functions: a pointer to another module's function misses
@@ -46,14 +48,14 @@ static uint64_t lookup_off(const struct cs_mod *cm)
 	return cm->ind_off + table_bytes(cm);
 }
 
-static uint64_t entry_off(const struct cs_mod *cm, size_t fn)
+static uint64_t ret_off(const struct cs_mod *cm)
 {
-	return lookup_off(cm) + CS_IND_LOOKUP_SIZE + (uint64_t)fn * CS_IND_ENTRY_SLOT;
+	return lookup_off(cm) + CS_IND_LOOKUP_SIZE;
 }
 
 static uint64_t stub_off(const struct cs_mod *cm, size_t k)
 {
-	uint64_t first = (entry_off(cm, cm->nfns) + 15) & ~15ull;
+	uint64_t first = (ret_off(cm) + CS_IND_RET_SIZE + 15) & ~15ull;
 
 	return first + (uint64_t)k * CS_IND_STUB_SLOT;
 }
@@ -208,26 +210,27 @@ void cs_ind__emit(struct cs_mod *cm, uint8_t *code)
 	cm->ind_entries = 0;
 	for (size_t i = 0; i < cm->nfns; i++) {
 		struct cs_fn *c = &cm->fns[i];
-		uint64_t at = base + entry_off(cm, i);
 
 		c->ind_slot = -1;
-		if (!c->body || c->handed_back ||
-		    !cs_ind_entry_emit(at, base + cs_body_off(cm, c), code + entry_off(cm, i)))
+		if (!c->body || c->handed_back)
 			continue;
-		/* the key: what a pointer to f holds, its entry (the endbr64, if any) */
+		/* the key: what a pointer to f holds, its entry (the endbr64, if any); the value: its
+		 * entry block (callsite.c wrote it with the body) */
 		c->ind_slot = cs_ind_table_put(table, cm->ind_bits,
-					       c->patch_addr - (c->f->endbr64 ? 4 : 0), at);
+					       c->patch_addr - (c->f->endbr64 ? 4 : 0),
+					       base + cs_fn_off(cm, c) + CS_FN_ENTRY);
 		cm->ind_entries += c->ind_slot >= 0;
 	}
 	cs_ind_lookup_emit(base + cm->ind_off, cm->ind_bits, code + lookup_off(cm));
+	cs_ind_ret_emit(code + ret_off(cm));
 	for (size_t k = 0; k < cm->nisites; k++) {
 		struct patch_record r = cm->isites[k];
 		uint8_t *out = code + stub_off(cm, ok);
 		uint32_t b, miss;
 
 		if (!cm->ind_entries ||
-		    !cs_ind_stub_emit(base + stub_off(cm, ok), r.addr, r.orig, r.len, lookup, out, &b,
-				      &miss) ||
+		    !cs_ind_stub_emit(base + stub_off(cm, ok), r.addr, r.orig, r.len, lookup,
+				      base + ret_off(cm), out, &b, &miss) ||
 		    !cs_ind_site_bytes(r.addr, r.len, base + stub_off(cm, ok), r.written)) {
 			memset(out, 0xcc, CS_IND_STUB_SLOT);
 			cm->ind_range++;
@@ -236,18 +239,6 @@ void cs_ind__emit(struct cs_mod *cm, uint8_t *code)
 		cm->isites[ok++] = r;
 	}
 	cm->nisites = ok;
-}
-
-/* Probe B's offset in site @k's stub. */
-static uint64_t probe_b_off(const struct cs_mod *cm, size_t k)
-{
-	const struct patch_record *r = &cm->isites[k];
-	uint8_t scratch[CS_IND_STUB_SLOT];
-	uint32_t b = 0, miss = 0;
-
-	cs_ind_stub_emit(cm->area + stub_off(cm, k), r->addr, r->orig, r->len,
-			 cm->area + lookup_off(cm), scratch, &b, &miss);
-	return stub_off(cm, k) + b;
 }
 
 static void say(const struct cs_mod *cm, int err)
@@ -267,32 +258,24 @@ static void say(const struct cs_mod *cm, int err)
 int cs_ind__attach(struct probes *p, struct pt_target *pt, struct cs_mod *cm, pid_t link_pid,
 		   bool verbose)
 {
-	uint64_t *eo = calloc(cm->nfns ? cm->nfns : 1, sizeof(*eo));
-	uint64_t *ec = calloc(cm->nfns ? cm->nfns : 1, sizeof(*ec));
-	uint64_t *ro = calloc(cm->nisites ? cm->nisites : 1, sizeof(*ro));
-	uint64_t *rc = calloc(cm->nisites ? cm->nisites : 1, sizeof(*rc));
-	uint32_t ne = 0;
+	const uint64_t ro = ret_off(cm), rc = 0;
 	size_t n = 0;
 	char path[32];
-	int err = -ENOMEM;
+	int err = 0;
 
-	if (!eo || !ec || !ro || !rc)
-		goto cleanup;
-	err = 0;
 	if (!cm->nisites)
 		goto cleanup;
-	for (size_t i = 0; i < cm->nfns; i++) {
-		if (cm->fns[i].ind_slot < 0)
-			continue;
-		eo[ne] = entry_off(cm, i);
-		ec[ne++] = (uint64_t)cm->m->module_id << 32 | cm->fns[i].f->symbol_index;
-	}
-	/* probe B's cookie is read only past the shadow stack's depth: the target is not known */
-	for (size_t k = 0; k < cm->nisites; k++)
-		ro[k] = probe_b_off(cm, k);
+	/* R's cookie is read only past the shadow stack's depth: the function is not known there */
 	snprintf(path, sizeof(path), "/proc/self/fd/%d", cm->fd);
-	err = probes__attach_ind_sites(p, cm->isites, path, eo, ec, ne, ro, rc,
-				       (uint32_t)cm->nisites, link_pid);
+	if (!cm->ind_ret_probed) {
+		err = probes__attach_site_probes(p, cm, path, PROBE_SITE_RETURN, &ro, &rc, 1, link_pid);
+		cm->ind_ret_probed = !err;
+	}
+	for (size_t i = 0; !err && i < cm->nfns; i++)
+		if (cm->fns[i].ind_slot >= 0)
+			cm->fns[i].want |= CS_PROBE_E;
+	if (!err)
+		err = cs_mod__probe_fns(p, cm, link_pid);
 	if (err < 0)
 		goto cleanup;
 	/* each site on its own: a site written is whole and probed, the others stay the file's */
@@ -306,10 +289,6 @@ cleanup:
 		cm->nisites = 0;
 	if (verbose || err < 0)
 		say(cm, err);
-	free(eo);
-	free(ec);
-	free(ro);
-	free(rc);
 	return err;
 }
 

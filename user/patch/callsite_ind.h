@@ -8,20 +8,22 @@
  *   - a lookup table of its traced entries: open addressing with linear probing and no wrap
  *     (a tail of CS_IND_TAIL slots past the hashed range; the last slot always stays empty),
  *     16-byte slots { key: f's entry address in the process (what a function pointer holds),
- *     value: f's indirect entry }; key 0 is empty, key CS_IND_TOMBSTONE a function handed back
+ *     value: f's entry block E_f }; key 0 is empty, key CS_IND_TOMBSTONE a function handed back
  *     (never an address, and not empty: the chains through it stay intact);
- *   - the lookup routine: in %r11 the target; out, on a hit, %r11 = the indirect entry and
+ *   - the lookup routine: in %r11 the target; out, on a hit, %r11 = the entry block and
  *     ZF=1, on a miss %r11 unchanged and ZF=0; it pushes and pops %rax and %rcx below %rsp
  *     (nothing below %rsp is live at a call site) and clobbers the flags (dead across a call);
- *   - one indirect entry per function with a body: `nop` (probed by atf_site_ind_entry, the
- *     cookie f's function id; the registers and %rsp are f's entry state) then `jmp body`;
+ *   - one return block R for all of the module's indirect stubs: `nop` (probed by
+ *     atf_site_fn_return, cookie 0: the function is taken from the thread's shadow stack) then
+ *     `ret`;
  *   - one stub per redirected site `call *OP` (L >= 5 bytes), which the site now jumps to:
  *         mov  OP, %r11          OP relocated if rip-relative; %rsp-relative as it was (the
  *                                site reaches the stub by jmp, which pushes nothing)
  *         call lookup
  *         jne  miss
- *         call *%r11             the traced function, through its indirect entry
- *         nop                    probe B (atf_site_return)
+ *         call *%r11             the traced function, through its entry block E_f (the
+ *                                table's value: user/patch/callsite_plan.h)
+ *         call R                 the return, seen at f's entry sp (the frame's return point)
  *         jmp  site+L
  *   miss: call *%r11             any other target, called exactly as before
  *         jmp  site+L
@@ -41,8 +43,8 @@
 #define CS_IND_MIN_LEN      5       /* the jmp that replaces the call */
 #define CS_IND_MAX_LEN      15
 #define CS_IND_STUB_SLOT    48      /* bytes per stub (the rest int3) */
-#define CS_IND_ENTRY_SLOT   8       /* bytes per indirect entry */
 #define CS_IND_LOOKUP_SIZE  96      /* bytes reserved for the lookup routine */
+#define CS_IND_RET_SIZE     16      /* bytes reserved for the return block R */
 #define CS_IND_TAIL         64      /* table slots past the hashed range */
 #define CS_IND_TOMBSTONE    1ull    /* a handed-back function's key: never an address */
 #define CS_IND_HASH_MUL     0x9e3779b97f4a7c15ull
@@ -100,18 +102,19 @@ uint64_t cs_ind_table_find(const uint64_t (*table)[2], uint32_t bits, uint64_t k
  */
 void cs_ind_lookup_emit(uint64_t table, uint32_t bits, uint8_t out[CS_IND_LOOKUP_SIZE]);
 
-/** cs_ind_entry_emit - the indirect entry at @at: `nop; jmp @body`. False when out of reach. */
-bool cs_ind_entry_emit(uint64_t at, uint64_t body, uint8_t out[CS_IND_ENTRY_SLOT]);
+/** cs_ind_ret_emit - the return block R: `nop; ret` (the rest int3). */
+void cs_ind_ret_emit(uint8_t out[CS_IND_RET_SIZE]);
 
 /**
  * cs_ind_stub_emit - the stub at @stub for the call `@insn` (@len bytes, accepted by
- * cs_ind_call_ok()) at @site, calling the lookup routine at @lookup, into @out
- * (CS_IND_STUB_SLOT bytes, the rest int3); *@probe_b its probe B's offset in the stub, *@miss_ret
- * the offset its miss path's call returns to. False when something is out of rel32 reach.
+ * cs_ind_call_ok()) at @site, calling the lookup routine at @lookup and the return block at
+ * @ret, into @out (CS_IND_STUB_SLOT bytes, the rest int3); *@ret_point the offset in the stub
+ * where a traced function returns (its `call R`), *@miss_ret the offset its miss path's call
+ * returns to. False when something is out of rel32 reach.
  */
 bool cs_ind_stub_emit(uint64_t stub, uint64_t site, const uint8_t *insn, uint32_t len,
-		      uint64_t lookup, uint8_t out[CS_IND_STUB_SLOT], uint32_t *probe_b,
-		      uint32_t *miss_ret);
+		      uint64_t lookup, uint64_t ret, uint8_t out[CS_IND_STUB_SLOT],
+		      uint32_t *ret_point, uint32_t *miss_ret);
 
 /** cs_ind_site_bytes - what the site gets: `jmp @stub`, the rest of its @len bytes int3. */
 bool cs_ind_site_bytes(uint64_t site, uint32_t len, uint64_t stub, uint8_t *out);

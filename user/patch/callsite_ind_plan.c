@@ -148,12 +148,11 @@ void cs_ind_lookup_emit(uint64_t table, uint32_t bits, uint8_t out[CS_IND_LOOKUP
 	put(out, &o, loop, sizeof(loop));
 }
 
-bool cs_ind_entry_emit(uint64_t at, uint64_t body, uint8_t out[CS_IND_ENTRY_SLOT])
+void cs_ind_ret_emit(uint8_t out[CS_IND_RET_SIZE])
 {
-	memset(out, 0xcc, CS_IND_ENTRY_SLOT);
-	out[0] = 0x90;                          /* the indirect entry's probe */
-	out[1] = 0xe9;                          /* jmp body */
-	return rel32_at(out + 2, at + 6, body);
+	memset(out, 0xcc, CS_IND_RET_SIZE);
+	out[0] = 0x90;                          /* the return block's probe */
+	out[1] = 0xc3;                          /* ret */
 }
 
 /* `mov OP,%r11` from `call *OP` (@insn, @len bytes) at @site, placed at @at; its length or 0. */
@@ -179,8 +178,8 @@ static uint32_t mov_r11(const uint8_t *insn, uint32_t len, uint64_t site, uint64
 }
 
 bool cs_ind_stub_emit(uint64_t stub, uint64_t site, const uint8_t *insn, uint32_t len,
-		      uint64_t lookup, uint8_t out[CS_IND_STUB_SLOT], uint32_t *probe_b,
-		      uint32_t *miss_ret)
+		      uint64_t lookup, uint64_t ret, uint8_t out[CS_IND_STUB_SLOT],
+		      uint32_t *ret_point, uint32_t *miss_ret)
 {
 	static const uint8_t call_r11[] = { 0x41, 0xff, 0xd3 };        /* call *%r11 */
 	uint32_t o, jne;
@@ -199,8 +198,11 @@ bool cs_ind_stub_emit(uint64_t stub, uint64_t site, const uint8_t *insn, uint32_
 	out[o] = 0x75;                                          /* jne miss */
 	o += 2;
 	put(out, &o, call_r11, sizeof(call_r11));
-	*probe_b = o;
-	out[o++] = 0x90;                                        /* probe B */
+	*ret_point = o;
+	out[o] = 0xe8;                                          /* call R */
+	if (!rel32_at(out + o + 1, stub + o + 5, ret))
+		return false;
+	o += 5;
 	out[o] = 0xe9;                                          /* jmp site+L */
 	if (!rel32_at(out + o + 1, stub + o + 5, site + len))
 		return false;

@@ -20,6 +20,11 @@
 
 struct probes;
 
+/* A function's probes in its block (user/patch/callsite_plan.h): cs_fn.want, cs_fn.probed. */
+#define CS_PROBE_E 1u               /* E_f: a direct, PLT or indirect site calls it */
+#define CS_PROBE_R 2u               /* R_f: a direct or PLT site calls it */
+#define CS_PROBE_T 4u               /* T_f: a tail site jumps to it */
+
 /* One traced function that its redirected calls enter through a body in the memfd. */
 struct cs_fn {
 	const struct sym_func *f;
@@ -40,6 +45,7 @@ struct cs_fn {
 	uint64_t jmp_rel;                   /* the body's rel32 aimed at that plain entry, in the
 					     * process; 0: the body's own target */
 	uint8_t jmp_orig[4];                /* the rel32 as emitted (the function's own target) */
+	uint8_t want, probed;               /* CS_PROBE_*: its block's probes needed, attached */
 };
 
 /* One redirected call, or tail call (@len set: user/patch/callsite_tail.c). */
@@ -51,7 +57,8 @@ struct cs_site {
 	uint64_t entry;                     /* a PLT site: f's entry in the process */
 	uint32_t tmod;                      /* another module's site: f's cs_mod in cs_process.mods */
 	uint64_t cookie;                    /* another module's site: f's link cookie */
-	uint64_t far;                       /* another module's site: f's body, jumped to absolutely */
+	uint64_t far;                       /* another module's site: f's function block, reached
+					     * through absolute jumps */
 	uint8_t orig[CS_SITE_MAX_LEN];      /* the file's call (or jmp, jcc) */
 	uint8_t call[CS_SITE_MAX_LEN];      /* ours: call stub (or jmp, jcc tail stub) */
 	uint8_t len;                        /* a tail call: its length (its stub a tail stub); 0: a
@@ -79,6 +86,7 @@ struct cs_mod {
 	uint64_t lo, hi;                    /* the module's span in the process */
 	uint64_t area;
 	uint32_t code_off;                  /* the bodies start after the patch log's pages */
+	uint64_t fnblocks;                  /* offset of the first function block in the memfd */
 	uint64_t stubs;                     /* offset of the first stub in the memfd */
 	int fd;                             /* our copy of the memfd, or -1 */
 	uint8_t *log;                       /* the patch log as written (code_off bytes) */
@@ -101,6 +109,7 @@ struct cs_mod {
 	uint64_t plain_off;                 /* the block in the memfd */
 	uint32_t nplain;                    /* plain entries in it */
 	size_t plain_bodies;                /* bodies whose first jump is aimed at one */
+	bool ind_ret_probed;                /* the indirect stubs' shared return block's probe */
 };
 
 struct cs_process {
@@ -159,11 +168,12 @@ int cs_tail__add(struct cs_mod *cm, size_t *cap, const struct cs_tail_call *tc,
 		 const uint8_t *code, const struct ta_maps *maps);
 
 /**
- * cs_tail__attach - step 5's probes of @cm's tail stubs (probe T at each; its call stubs'
- * probes are attached apart). 0 or a negative errno (nothing attached for them).
+ * cs_mod__probe_fns - the probes of traced module @tm's function blocks that are wanted and not
+ * attached yet (cs_fn.want & ~probed), one uprobe_multi link per kind, returns first: so the
+ * session holds one probe per function and kind, however many sites call it. 0 or a negative
+ * errno (what was attached stays, and is marked).
  */
-int cs_tail__attach(struct probes *p, const struct cs_mod *cm, const char *path,
-		    const uint64_t *cookies, pid_t link_pid);
+int cs_mod__probe_fns(struct probes *p, struct cs_mod *tm, pid_t link_pid);
 
 /**
  * cs_mod__check_sites - step 3: keep the sites whose bytes in the stopped process @pt are the
@@ -178,13 +188,19 @@ static inline uint64_t cs_body_off(const struct cs_mod *cm, const struct cs_fn *
 	return cm->code_off + (uint64_t)c->slot * TRAMP_SLOT;
 }
 
+/* Where @c's function block (E_f, R_f, T_f) is in @cm's memfd. */
+static inline uint64_t cs_fn_off(const struct cs_mod *cm, const struct cs_fn *c)
+{
+	return cm->fnblocks + (uint64_t)c->slot * CS_FN_SLOT;
+}
+
 /** cs_maps_signature - @maps' executable files and where, as one number; @exe: the program's. */
 uint64_t cs_maps_signature(const struct ta_maps *maps, uint64_t exe[2]);
 
 /** cs_refresh_maps - @maps read again once @cm's memfd is mapped (the next must not take its place). */
 void cs_refresh_maps(const struct cs_process *cp, struct ta_maps *maps, const struct cs_mod *cm);
 
-/** cs_far_sites - each caller site of @cm gets f's body in its module's memfd, or is left out. */
+/** cs_far_sites - each caller site of @cm gets f's block in its module's memfd, or is left out. */
 void cs_far_sites(struct cs_process *cp, struct cs_mod *cm);
 
 /** cs_read_at - @size bytes of the file @fd at @off into *@buf (grown as needed, *@cap bytes). */
@@ -210,7 +226,7 @@ bool cs_site__write_back(struct pt_target *pt, const struct ta_maps *maps, const
 
 /**
  * cs_stacks_to_sites - in the stopped process, each stack word that holds one of @cp's stubs'
- * return addresses (probe B) gets that stub's site + 5 (user/patch/callsite_stacks.c). Returns
+ * return points (its `call R_f`) gets that stub's site + 5 (user/patch/callsite_stacks.c). Returns
  * the number of words written, or a negative errno.
  */
 int cs_stacks_to_sites(struct pt_target *pt, const struct cs_process *cp);

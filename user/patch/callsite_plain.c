@@ -35,7 +35,15 @@
 #include "trampoline_plan.h"
 #include "callsite_int.h"
 
-#define CS_PLAIN_SLOT CS_IND_ENTRY_SLOT     /* nop; jmp rel32: the indirect entry's bytes */
+#define CS_PLAIN_SLOT 8      /* nop; jmp rel32 (the rest int3) */
+
+/* The plain entry at @at: `nop` (its probe), then `jmp @body`. False when out of reach. */
+static bool plain_emit(uint64_t at, uint64_t body, uint8_t out[CS_PLAIN_SLOT])
+{
+	memset(out, 0xcc, CS_PLAIN_SLOT);
+	out[0] = 0x90;
+	return tramp_jmp(at + 1, body, out + 1);
+}
 
 static int cmp_u64(const void *a, const void *b)
 {
@@ -187,9 +195,9 @@ void cs_plain__emit(struct cs_mod *cm, uint8_t *code)
 	for (size_t i = 0; i < cm->nfns; i++) {
 		struct cs_fn *c = &cm->fns[i];
 
-		if (c->plain && (!c->body || !cs_ind_entry_emit(cm->area + plain_off(cm, c),
-								 cm->area + cs_body_off(cm, c),
-								 code + plain_off(cm, c)))) {
+		if (c->plain && (!c->body || !plain_emit(cm->area + plain_off(cm, c),
+							  cm->area + cs_body_off(cm, c),
+							  code + plain_off(cm, c)))) {
 			memset(code + plain_off(cm, c), 0xcc, CS_PLAIN_SLOT);
 			c->plain = 0;       /* its jumps keep their targets */
 		}

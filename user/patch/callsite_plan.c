@@ -6,13 +6,10 @@
 #include <Zydis/Zydis.h>
 #include "callsite_plan.h"
 
-static const uint8_t probe_nop[] = { 0x90 };
 static const uint8_t lea_rsp8[] = { 0x48, 0x8d, 0x64, 0x24, 0x08 };   /* lea 8(%rsp),%rsp */
 
-_Static_assert(sizeof(lea_rsp8) == CS_PROBE_A, "probe A follows the lea");
-_Static_assert(ATF_SITE_RET_FROM_PROBE_A == sizeof(probe_nop) + CS_CALL_LEN,
-	       "probe B is where the stub's call returns");
-_Static_assert(ATF_SITE_JMP_FROM_RET == sizeof(probe_nop), "the jmp back follows probe B");
+_Static_assert(CS_STUB_RET == sizeof(lea_rsp8) + CS_CALL_LEN, "f returns to the stub's call R_f");
+_Static_assert(ATF_SITE_JMP_FROM_RET == CS_CALL_LEN, "the jmp back follows the call R_f");
 
 int cs_target_index(uint64_t v, const uint64_t *t, size_t n)
 {
@@ -76,35 +73,63 @@ bool cs_call_bytes(uint64_t from, uint64_t to, uint8_t out[CS_CALL_LEN])
 	return rel32(from + CS_CALL_LEN, to, out + 1);
 }
 
-bool cs_stub_emit(uint64_t stub, uint64_t site, uint64_t body, uint8_t out[CS_STUB_SLOT])
+/* `jmp @to` (e9 rel32) at @from into @out; false when out of reach. */
+static bool jmp_bytes(uint64_t from, uint64_t to, uint8_t out[5])
+{
+	out[0] = 0xe9;
+	return rel32(from + 5, to, out + 1);
+}
+
+bool cs_fn_block_emit(uint64_t at, uint64_t body, uint8_t out[CS_FN_SLOT])
+{
+	_Static_assert(CS_FN_RET == CS_FN_ENTRY + 6 && CS_FN_TAIL == CS_FN_RET + 2 &&
+		       CS_FN_TAIL + 6 <= CS_FN_SLOT, "the block's layout");
+	memset(out, 0xcc, CS_FN_SLOT);
+	out[CS_FN_ENTRY] = 0x90;                                /* E_f's probe */
+	out[CS_FN_RET] = 0x90;                                  /* R_f's probe */
+	out[CS_FN_RET + 1] = 0xc3;                              /* ret */
+	out[CS_FN_TAIL] = 0x90;                                 /* T_f's probe */
+	return jmp_bytes(at + CS_FN_ENTRY + 1, body, out + CS_FN_ENTRY + 1) &&
+	       jmp_bytes(at + CS_FN_TAIL + 1, body, out + CS_FN_TAIL + 1);
+}
+
+/* The stub's layout, its calls aimed at @entry and @ret. */
+static bool stub_emit(uint64_t stub, uint64_t site, uint64_t entry, uint64_t ret,
+		      uint8_t out[CS_STUB_SLOT])
 {
 	uint32_t o = 0;
 
 	memset(out, 0xcc, CS_STUB_SLOT);
 	memcpy(out + o, lea_rsp8, sizeof(lea_rsp8));
 	o += sizeof(lea_rsp8);
-	memcpy(out + o, probe_nop, sizeof(probe_nop));          /* probe A */
-	o += sizeof(probe_nop);
-	if (!cs_call_bytes(stub + o, body, out + o))
+	if (!cs_call_bytes(stub + o, entry, out + o))            /* call E_f */
 		return false;
 	o += CS_CALL_LEN;
-	memcpy(out + o, probe_nop, sizeof(probe_nop));          /* probe B */
-	o += sizeof(probe_nop);
-	out[o] = 0xe9;                                          /* jmp site+5 */
-	return rel32(stub + o + 5, site + CS_CALL_LEN, out + o + 1);
+	if (!cs_call_bytes(stub + o, ret, out + o))              /* call R_f */
+		return false;
+	o += CS_CALL_LEN;
+	return jmp_bytes(stub + o, site + CS_CALL_LEN, out + o);  /* jmp site+5 */
 }
 
-bool cs_stub_emit_far(uint64_t stub, uint64_t site, uint64_t body, uint8_t out[CS_STUB_SLOT])
+bool cs_stub_emit(uint64_t stub, uint64_t site, uint64_t fn, uint8_t out[CS_STUB_SLOT])
+{
+	return stub_emit(stub, site, fn + CS_FN_ENTRY, fn + CS_FN_RET, out);
+}
+
+bool cs_stub_emit_far(uint64_t stub, uint64_t site, uint64_t fn, uint8_t out[CS_STUB_SLOT])
 {
 	static const uint8_t jmp_abs[] = { 0xff, 0x25, 0, 0, 0, 0 };    /* jmp *0(%rip) */
-	const uint64_t thunk = CS_PROBE_B + sizeof(probe_nop) + CS_CALL_LEN;
+	const uint64_t thunk = CS_STUB_RET + CS_CALL_LEN + 5, size = sizeof(jmp_abs) + 8;
+	const uint64_t to[2] = { fn + CS_FN_ENTRY, fn + CS_FN_RET };
 
-	_Static_assert(CS_PROBE_B + 1 + CS_CALL_LEN + 6 + 8 <= CS_STUB_SLOT, "the thunk fits");
-	/* the near stub's layout, its call aimed at the thunk after it */
-	if (!cs_stub_emit(stub, site, stub + thunk, out))
+	_Static_assert(CS_STUB_RET + CS_CALL_LEN + 5 + 2 * (6 + 8) <= CS_STUB_SLOT, "the thunks fit");
+	/* the near stub's layout, its calls aimed at the thunks after it */
+	if (!stub_emit(stub, site, stub + thunk, stub + thunk + size, out))
 		return false;
-	memcpy(out + thunk, jmp_abs, sizeof(jmp_abs));
-	memcpy(out + thunk + sizeof(jmp_abs), &body, sizeof(body));    /* x86: little-endian */
+	for (int i = 0; i < 2; i++) {
+		memcpy(out + thunk + i * size, jmp_abs, sizeof(jmp_abs));
+		memcpy(out + thunk + i * size + sizeof(jmp_abs), &to[i], 8);  /* x86: little-endian */
+	}
 	return true;
 }
 

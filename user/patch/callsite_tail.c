@@ -1,11 +1,11 @@
 // SPDX-License-Identifier: MIT
 /*
- * Tail-call sites (user/patch/callsite_tail.h has the stub): a `jmp f`, `jmp f@plt` or
- * `jcc f` to a traced function f with a body gets its rel32 aimed at a tail stub, probe T then
- * `jmp body_f`, in the module's memfd after the call stubs' (stub k is site k's, as for calls).
+ * Tail-call sites (user/patch/callsite_tail.h): a `jmp f`, `jmp f@plt` or `jcc f` to a traced
+ * function f with a body gets its rel32 aimed at f's tail entry T_f in the module's memfd
+ * (one per function, user/patch/callsite_plan.h): probe T, then `jmp body_f`.
  *
  * A tail-called f returns where its tail-caller g would have, through g's return slot, so f's
- * frame is closed by g's return capture (g's stub's probe B, or the uretprobe of g's plain
+ * frame is closed by g's return capture (g's stub's `call R_g`, or the uretprobe of g's plain
  * probe), and only that. So a tail site is redirected only where that return is always seen:
  * - it lies inside a function g of the module (its .symtab or .eh_frame bounds) that is
  *   selected in this session, hence probed, entered through a stub or its plain probe;
@@ -21,7 +21,6 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include "probes.h"
 #include "symbols.h"
 #include "trampoline_area.h"
 #include "trampoline_plan.h"
@@ -109,28 +108,5 @@ cleanup:
 	free(addrs);
 	free(tails);
 	free(code);
-	return err;
-}
-
-int cs_tail__attach(struct probes *p, const struct cs_mod *cm, const char *path,
-		    const uint64_t *cookies, pid_t link_pid)
-{
-	uint64_t *t = calloc(cm->nsites ? cm->nsites : 1, sizeof(*t));
-	uint64_t *c = calloc(cm->nsites ? cm->nsites : 1, sizeof(*c));
-	uint32_t n = 0;
-	int err = -ENOMEM;
-
-	if (!t || !c)
-		goto cleanup;
-	for (size_t i = 0; i < cm->nsites; i++) {
-		if (!cm->sites[i].len || cm->sites[i].plain)
-			continue;       /* a call stub, or a plain tail site (no stub) */
-		t[n] = cm->stubs + i * CS_STUB_SLOT + CS_PROBE_T;
-		c[n++] = cookies[i];
-	}
-	err = n ? probes__attach_tail_sites(p, cm, path, t, c, n, link_pid) : 0;
-cleanup:
-	free(t);
-	free(c);
 	return err;
 }

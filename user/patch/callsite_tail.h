@@ -2,18 +2,19 @@
 /*
  * Tail-call sites, the pure part (user/patch/callsite_tail_plan.c): find the tail calls
  * (`jmp rel32`, e9, and `jcc rel32`, 0f 80..8f) of a function's code that target traced
- * functions, and encode the per-site tail stub they are redirected to. Unit-tested
+ * functions, and aim them at the function's tail entry. Unit-tested
  * (tests/unit/test_callsite_tail.c).
  *
- * The tail stub of one site, in the module's trampoline memfd (a CS_STUB_SLOT slot):
+ * A tail site's rel32 points at f's tail entry T_f in the module's memfd, one per function
+ * (its function block, user/patch/callsite_plan.h):
  *     nop                    probe T, entry: the link cookie is the function id; the jmp
  *                            pushed nothing, so the entry sp is the tail-caller's
  *     jmp  body              the function's first instructions, relocated, then jmp f+len
  * No return probe of its own: f returns where its tail-caller would have, through that
- * caller's return slot, which holds the caller's own return capture (its stub's probe B, or
- * the uretprobe trampoline of its plain probe); that return closes both frames
+ * caller's return slot, which holds the caller's own return capture (its stub's return point,
+ * or the uretprobe trampoline of its plain probe); that return closes both frames
  * (bpf/atftrace.bpf.c, on_return). The site keeps its kind and length (e9 stays e9, 0f 8x
- * stays 0f 8x); only its rel32 points at the stub.
+ * stays 0f 8x); only its rel32 changes.
  */
 #ifndef ATFTRACE_CALLSITE_TAIL_H
 #define ATFTRACE_CALLSITE_TAIL_H
@@ -26,7 +27,6 @@
 #define CS_TAIL_JMP_LEN  5          /* e9 rel32 */
 #define CS_TAIL_JCC_LEN  6          /* 0f 8x rel32 */
 #define CS_SITE_MAX_LEN  6          /* the longest site instruction redirected */
-#define CS_PROBE_T       0          /* offset of probe T in a tail stub */
 
 /* One tail call whose target is a traced function. */
 struct cs_tail_call {
@@ -50,13 +50,6 @@ size_t cs_find_tails(const uint8_t *code, uint64_t size, uint64_t addr, const ui
  * rel32 reach.
  */
 bool cs_tail_bytes(const uint8_t *orig, uint32_t len, uint64_t from, uint64_t to, uint8_t *out);
-
-/**
- * cs_tail_stub_emit - the tail stub at @stub whose function's relocated first instructions
- * start at @body, into @out (CS_STUB_SLOT bytes, the rest int3). False when @body is out of
- * rel32 reach.
- */
-bool cs_tail_stub_emit(uint64_t stub, uint64_t body, uint8_t out[CS_STUB_SLOT]);
 
 /**
  * cs_jump_form - is the instruction at @p (@len bytes available) a relative jump: `jmp rel32`

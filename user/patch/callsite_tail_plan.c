@@ -58,15 +58,6 @@ bool cs_tail_bytes(const uint8_t *orig, uint32_t len, uint64_t from, uint64_t to
 	return true;
 }
 
-bool cs_tail_stub_emit(uint64_t stub, uint64_t body, uint8_t out[CS_STUB_SLOT])
-{
-	static const uint8_t jmp[CS_TAIL_JMP_LEN] = { 0xe9 };
-
-	memset(out, 0xcc, CS_STUB_SLOT);
-	out[CS_PROBE_T] = 0x90;                                  /* probe T */
-	return cs_tail_bytes(jmp, sizeof(jmp), stub + CS_PROBE_T + 1, body, out + CS_PROBE_T + 1);
-}
-
 bool cs_jump_form(const uint8_t *p, uint32_t len, int64_t *rel, uint32_t *n, bool *jcc)
 {
 	int32_t v;

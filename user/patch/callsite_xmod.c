@@ -4,8 +4,9 @@
  * program calling `sqlite3_step@plt` in libsqlite3), steps 1 to 3 of callsite.c for them.
  *
  * Such a site's stub is in a memfd near the calling module (its rel32 must reach it); f's body
- * is in the traced module's memfd, which may be out of rel32 reach from there, so the stub
- * continues in the body through an absolute jump (cs_stub_emit_far()), never through the GOT:
+ * and its entry and return blocks are in the traced module's memfd, which may be out of rel32
+ * reach from there, so the stub calls them through absolute jumps (cs_stub_emit_far()), never
+ * through the GOT:
  * that would reach f's plain probe and count the call twice. A site is redirected only when the
  * calling module's GOT slot holds f's address in the stopped process; no GOT entry is written.
  * The calling module's text is decoded function by function, from its .symtab or, stripped,
@@ -277,7 +278,7 @@ void cs_refresh_maps(const struct cs_process *cp, struct ta_maps *maps, const st
 	}
 }
 
-/* Each caller site of @cm: f's body in its module's memfd, or left out (none there). */
+/* Each caller site of @cm: f's function block in its module's memfd, or left out (none there). */
 void cs_far_sites(struct cs_process *cp, struct cs_mod *cm)
 {
 	size_t ok = 0;
@@ -291,7 +292,7 @@ void cs_far_sites(struct cs_process *cp, struct cs_mod *cm)
 			cm->skipped_range++;
 			continue;
 		}
-		s.far = tm->area + cs_body_off(tm, c);
+		s.far = tm->area + cs_fn_off(tm, c);
 		cm->sites[ok++] = s;
 	}
 	cm->nsites = ok;

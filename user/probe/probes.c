@@ -162,9 +162,8 @@ static int configure(struct probes *p, const struct probe_opts *opts)
 	bpf_program__set_autoload(s->progs.atf_multi_entry, p->kind == PROBE_LINK_MULTI);
 	bpf_program__set_autoload(s->progs.atf_multi_return, p->kind == PROBE_LINK_MULTI);
 	p->call_sites = opts->call_sites && p->kind != PROBE_LINK_PERF;
-	bpf_program__set_autoload(s->progs.atf_site_entry, p->call_sites);
-	bpf_program__set_autoload(s->progs.atf_site_return, p->call_sites);
-	bpf_program__set_autoload(s->progs.atf_site_ind_entry, p->call_sites);
+	bpf_program__set_autoload(s->progs.atf_site_fn_entry, p->call_sites);
+	bpf_program__set_autoload(s->progs.atf_site_fn_return, p->call_sites);
 	bpf_program__set_autoload(s->progs.atf_site_tail, p->call_sites);
 	bpf_program__set_autoload(s->progs.atf_site_plain, p->call_sites && p->kind == PROBE_LINK_SESSION);
 	bpf_program__set_autoload(s->progs.atf_site_plain_entry, p->call_sites && p->kind == PROBE_LINK_MULTI);
@@ -206,9 +205,8 @@ static int configure(struct probes *p, const struct probe_opts *opts)
 	bpf_program__set_expected_attach_type(s->progs.atf_session, ATF_BPF_TRACE_UPROBE_SESSION);
 	bpf_program__set_expected_attach_type(s->progs.atf_multi_entry, ATF_BPF_TRACE_UPROBE_MULTI);
 	bpf_program__set_expected_attach_type(s->progs.atf_multi_return, ATF_BPF_TRACE_UPROBE_MULTI);
-	bpf_program__set_expected_attach_type(s->progs.atf_site_entry, ATF_BPF_TRACE_UPROBE_MULTI);
-	bpf_program__set_expected_attach_type(s->progs.atf_site_return, ATF_BPF_TRACE_UPROBE_MULTI);
-	bpf_program__set_expected_attach_type(s->progs.atf_site_ind_entry, ATF_BPF_TRACE_UPROBE_MULTI);
+	bpf_program__set_expected_attach_type(s->progs.atf_site_fn_entry, ATF_BPF_TRACE_UPROBE_MULTI);
+	bpf_program__set_expected_attach_type(s->progs.atf_site_fn_return, ATF_BPF_TRACE_UPROBE_MULTI);
 	bpf_program__set_expected_attach_type(s->progs.atf_site_tail, ATF_BPF_TRACE_UPROBE_MULTI);
 	bpf_program__set_expected_attach_type(s->progs.atf_site_plain, ATF_BPF_TRACE_UPROBE_SESSION);
 	bpf_program__set_expected_attach_type(s->progs.atf_site_plain_entry, ATF_BPF_TRACE_UPROBE_MULTI);
@@ -393,59 +391,18 @@ int probes__attach_sites(struct probes *p, const void *owner, const char *path,
 	return attach_offsets(p, owner, path, offsets, cookies, n, pid);
 }
 
-int probes__attach_call_sites(struct probes *p, const void *owner, const char *path,
-			      const uint64_t *entry_offs, const uint64_t *return_offs,
-			      const uint64_t *cookies, uint32_t n, pid_t pid)
+int probes__attach_site_probes(struct probes *p, const void *owner, const char *path,
+				enum probe_site_kind kind, const uint64_t *offs,
+				const uint64_t *cookies, uint32_t n, pid_t pid)
 {
 	struct atftrace_bpf *s = p->skel;
-	int err;
+	struct bpf_program *prog = kind == PROBE_SITE_ENTRY ? s->progs.atf_site_fn_entry :
+				   kind == PROBE_SITE_RETURN ? s->progs.atf_site_fn_return :
+							       s->progs.atf_site_tail;
 
 	if (!p->call_sites || !n)
 		return -EOPNOTSUPP;
-	/* the return probes first: no entry is seen before its return can be */
-	err = probes_attach_multi_link(&p->function_fds, owner, bpf_program__fd(s->progs.atf_site_return),
-				       ATF_BPF_TRACE_UPROBE_MULTI, path, return_offs, cookies, n, 0, pid);
-	if (!err)
-		err = probes_attach_multi_link(&p->function_fds, owner,
-					       bpf_program__fd(s->progs.atf_site_entry),
-					       ATF_BPF_TRACE_UPROBE_MULTI, path, entry_offs, cookies,
-					       n, 0, pid);
-	if (err)
-		probes__detach_owner(p, owner);
-	return err;
-}
-
-int probes__attach_ind_sites(struct probes *p, const void *owner, const char *path,
-			     const uint64_t *entry_offs, const uint64_t *entry_cookies, uint32_t nentries,
-			     const uint64_t *return_offs, const uint64_t *return_cookies,
-			     uint32_t nreturns, pid_t pid)
-{
-	struct atftrace_bpf *s = p->skel;
-	int err = 0;
-
-	if (!p->call_sites || !nentries || !nreturns)
-		return -EOPNOTSUPP;
-	/* the return probes first: no entry is seen before its return can be */
-	err = probes_attach_multi_link(&p->function_fds, owner, bpf_program__fd(s->progs.atf_site_return),
-				       ATF_BPF_TRACE_UPROBE_MULTI, path, return_offs, return_cookies,
-				       nreturns, 0, pid);
-	if (!err)
-		err = probes_attach_multi_link(&p->function_fds, owner,
-					       bpf_program__fd(s->progs.atf_site_ind_entry),
-					       ATF_BPF_TRACE_UPROBE_MULTI, path, entry_offs,
-					       entry_cookies, nentries, 0, pid);
-	if (err)
-		probes__detach_owner(p, owner);
-	return err;
-}
-
-int probes__attach_tail_sites(struct probes *p, const void *owner, const char *path,
-			      const uint64_t *offs, const uint64_t *cookies, uint32_t n, pid_t pid)
-{
-	if (!p->call_sites || !n)
-		return -EOPNOTSUPP;
-	return probes_attach_multi_link(&p->function_fds, owner,
-					bpf_program__fd(p->skel->progs.atf_site_tail),
+	return probes_attach_multi_link(&p->function_fds, owner, bpf_program__fd(prog),
 					ATF_BPF_TRACE_UPROBE_MULTI, path, offs, cookies, n, 0, pid);
 }
 

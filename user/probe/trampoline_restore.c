@@ -27,6 +27,7 @@
 #include <string.h>
 #include <unistd.h>
 #include <sys/stat.h>
+#include "atftrace.h"
 #include "proc.h"
 #include "ptrace_target.h"
 #include "tramp_restore.h"
@@ -237,7 +238,7 @@ static int check_all(pid_t pid, struct pt_target *pt, struct tramp_areas *a, boo
 	return err;
 }
 
-/* The return address of the stub of call site @r (its probe B), or 0. */
+/* The return address of the stub of call site @r (its return point, `call R_f`), or 0. */
 static uint64_t stub_return(struct pt_target *pt, const struct patch_record *r)
 {
 	uint8_t code[32];
@@ -250,13 +251,14 @@ static uint64_t stub_return(struct pt_target *pt, const struct patch_record *r)
 	stub = r->addr + 5 + (uint64_t)(int64_t)rel;
 	if (pt_read(pt, stub, code, sizeof(code)))
 		return 0;
-	/* probe B is the byte before the stub's `jmp site+5`, where the stub's own call returns */
-	for (size_t p = 1; p + 5 <= sizeof(code); p++) {
-		if (code[p] != 0xe9)
+	/* the return point is the `call R_f` just before the stub's `jmp site+5`
+	 * (user/patch/callsite_plan.h) */
+	for (size_t p = ATF_SITE_JMP_FROM_RET; p + 5 <= sizeof(code); p++) {
+		if (code[p] != 0xe9 || code[p - ATF_SITE_JMP_FROM_RET] != 0xe8)
 			continue;
 		memcpy(&rel, code + p + 1, sizeof(rel));
 		if (stub + p + 5 + (uint64_t)(int64_t)rel == r->addr + 5)
-			return stub + p - 1;
+			return stub + p - ATF_SITE_JMP_FROM_RET;
 	}
 	return 0;
 }
