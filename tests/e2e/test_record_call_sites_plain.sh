@@ -126,7 +126,7 @@ rec.stdout.read()
 rec.wait(timeout=120)
 print(line.strip())
 for k in ("atf_session", "atf_multi_entry", "atf_multi_return", "atf_site_plain", "atf_site_plain_entry",
-          "atf_site_entry", "atf_site_tail"):
+          "atf_site_fn_entry", "atf_site_tail"):
     print(k, counts.get(k, 0))
 PY
 }
@@ -137,7 +137,7 @@ assert_eq 0 "$(awk '$1 == "atf_session" { print $2 }' "$T/rc_session")" \
 	"session link: runs of the plain probes at the functions' entries"
 assert_eq $((2 * CALLS_F)) "$(awk '$1 == "atf_site_plain" { print $2 }' "$T/rc_session")" \
 	"session link: runs of the plain entries' program (an entry and a return per call of tp_f)"
-assert_eq $((2 * N)) "$(awk '$1 == "atf_site_entry" { print $2 }' "$T/rc_session")" \
+assert_eq $((2 * N)) "$(awk '$1 == "atf_site_fn_entry" { print $2 }' "$T/rc_session")" \
 	"session link: calls through the stubs (tp_j, tp_outer)"
 run_counts multi >"$T/rc_multi" || fail "run counts, multi links"
 assert_eq "done $N $SUM" "$(head -1 "$T/rc_multi")" "multi links: the gated rounds"
