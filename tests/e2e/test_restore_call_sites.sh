@@ -43,7 +43,7 @@ diff1=$(text_diff $target "$CS")
 [ "$diff1" -gt 0 ] || fail "no byte of the text differs from the file while recording"
 rc=0; "$ATF" restore -p $target >"$T/alive.out" 2>"$T/alive.err" || rc=$?
 assert_eq 1 $rc "restore while the session runs: exit status"
-assert_contains "$T/alive.err" "^atftrace restore: process $target: its trampolines \(.*callsites\) belong to a running atftrace session \(process $rec\)" "restore refused while the session runs"
+assert_contains "$T/alive.err" "^atftrace restore: process $target: its trampolines or call-site stubs \(.*callsites\) belong to a running atftrace session \(process $rec\)" "restore refused while the session runs"
 assert_eq 1 "$(wc -l <"$T/alive.err")" "one line"
 assert_eq "$diff1" "$(text_diff $target "$CS")" "text after the refused restore"
 

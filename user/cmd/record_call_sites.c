@@ -131,8 +131,8 @@ int record_call_sites_attach(struct recorder *rec, struct rm_modules *mods, stru
 	size_t nsites = 0;
 	int err;
 
-	if (filters && mods->unwinders_hooked)
-		fprintf(stderr, "atftrace record: --call-sites with record-time filters: a C++ process "
+	if (filters && mods->unwinders_hooked && verbose)
+		fprintf(stderr, "atftrace record: call sites with record-time filters: a C++ process "
 			"keeps plain probes (a throw could unwind through a hidden call's stub)\n");
 
 	record_call_sites_arm(mods, probes);
