@@ -1,0 +1,75 @@
+#!/usr/bin/env bash
+# The way in by default: call sites (include/callsite.h) for a launched command and for -p, with
+# no entry trampoline and no registration guard; entry trampolines (and their guard) only with
+# --trampolines; -a keeps plain probes unless --call-sites. On tests/targets/callsites:
+#   - launched, no option: -v says "call sites redirected", nothing through trampolines, no
+#     guard; the output is the untraced run's, the calls per function those of plain probes;
+#   - -p, no option: the stubs' calls are in the text during the session, and the text is byte
+#     for byte the file's after it;
+#   - --trampolines: functions entered through trampolines, the guard armed, no call site;
+#   - -a, no option: plain probes (nothing redirected, no guard).
+source "$(dirname "$0")/lib.sh"
+need_bpf
+kill_on_exit
+CS=$TARGETS/callsites
+[ -x "$CS" ] || fail "build first: make OUTPUT=$OUTPUT targets"
+[ -x "$TOOLS/atf_raw" ] || fail "build first: make OUTPUT=$OUTPUT tools"
+N=300
+"$CS" all $N >"$T/plain.out" || fail "the untraced run failed"
+
+# no_trampolines ERR WHAT: ERR names no entry trampoline and no registration guard
+no_trampolines() {
+	if grep -q "through trampolines\|registration guard" "$1"; then
+		fail "$2: $(grep 'through trampolines\|registration guard' "$1" | head -3)"
+	fi
+}
+
+# ---- a launched command ------------------------------------------------------------------------
+"$ATF" record -v -o "$T/def" -f 'tr_*' -f 'cs_*' -- "$CS" all $N >"$T/def.out" 2>"$T/def.err" \
+	|| { cat "$T/def.err" >&2; fail "record (default) failed"; }
+assert_contains "$T/def.err" "^atftrace record: [1-9][0-9]* call sites redirected$" "launched: call sites by default"
+no_trampolines "$T/def.err" "launched: the default wrote an entry trampoline or armed the guard"
+cmp -s "$T/plain.out" "$T/def.out" || fail "launched: the output differs from the untraced run's"
+"$ATF" verify "$T/def" >/dev/null || fail "verify the default session"
+"$ATF" record --no-trampolines -o "$T/plain" -f 'tr_*' -f 'cs_*' -- "$CS" all $N >/dev/null 2>"$T/plain.err" \
+	|| { cat "$T/plain.err" >&2; fail "record --no-trampolines failed"; }
+# (plain probes end the frames of cs_rec past the kernel's 64 uretprobes as unwound: not compared)
+call_summary "$T/def" | grep -v '^unwound' >"$T/def.sum"
+call_summary "$T/plain" | grep -v '^unwound' >"$T/plain.sum"
+diff "$T/plain.sum" "$T/def.sum" >&2 || fail "launched: calls and parents differ from plain probes'"
+
+# ---- -p ------------------------------------------------------------------------------------------
+mkfifo "$T/served" "$T/ready"
+"$CS" serve "$T/served" >"$T/serve.out" &
+target=$!
+timeout 60 cat "$T/served" >/dev/null || fail "the serving target never became ready"
+assert_eq 0 "$(text_diff $target "$CS")" "-p: bytes of the text that differ from the file before the session"
+"$ATF" attach $target -v -o "$T/p" -f 'tr_*' -f 'cs_*' --ready-file "$T/ready" 2>"$T/p.err" &
+rec=$!
+timeout 60 cat "$T/ready" >/dev/null || { cat "$T/p.err" >&2; fail "attach never became ready"; }
+during=$(text_diff $target "$CS")
+[ "$during" -gt 0 ] || fail "-p: no redirected call in the text during the session"
+kill -INT $rec
+wait $rec || { cat "$T/p.err" >&2; fail "attach (default) failed"; }
+assert_contains "$T/p.err" "^atftrace record: [1-9][0-9]* call sites redirected$" "-p: call sites by default"
+no_trampolines "$T/p.err" "-p: the default wrote an entry trampoline or armed the guard"
+assert_eq 0 "$(text_diff $target "$CS")" "-p: bytes of the text that differ from the file after the session"
+kill -TERM $target
+wait $target || fail "the served target failed: $(cat "$T/serve.out")"
+assert_contains "$T/serve.out" "^served [1-9][0-9]*$" "the served target's count"
+
+# ---- --trampolines: entry trampolines and their guard --------------------------------------------
+"$ATF" record --trampolines -v -o "$T/tr" -f 'tr_*' -f 'cs_*' -- "$CS" all $N >"$T/tr.out" 2>"$T/tr.err" \
+	|| { cat "$T/tr.err" >&2; fail "record --trampolines failed"; }
+assert_contains "$T/tr.err" "^atftrace record: [1-9][0-9]* functions? entered through trampolines$" \
+	"--trampolines: entry trampolines"
+assert_contains "$T/tr.err" "registration guard on the" "--trampolines: the guard armed"
+if grep -q "call sites\? redirected" "$T/tr.err"; then fail "--trampolines redirected call sites"; fi
+cmp -s "$T/plain.out" "$T/tr.out" || fail "--trampolines: the output differs from the untraced run's"
+
+# ---- -a: plain probes unless --call-sites -------------------------------------------------------
+"$ATF" record -a -v -o "$T/all" -f "$CS:tr_sub" --duration 0.3 2>"$T/all.err" \
+	|| { cat "$T/all.err" >&2; fail "record -a failed"; }
+if grep -q "redirected" "$T/all.err"; then fail "-a redirected calls without --call-sites"; fi
+no_trampolines "$T/all.err" "-a: an entry trampoline or the guard"
+echo "ok: call sites by default (launched and -p, text the file's after), --trampolines on request, -a plain"
