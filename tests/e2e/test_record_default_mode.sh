@@ -5,7 +5,7 @@
 #   - launched, no option: -v says "call sites redirected", nothing through trampolines, no
 #     guard; the output is the untraced run's, the calls per function those of plain probes;
 #   - -p, no option: the stubs' calls are in the text during the session, and the text is byte
-#     for byte the file's after it;
+#     for byte the file's after it, in a child forked during the session too (bash);
 #   - --trampolines: functions entered through trampolines, the guard armed, no call site;
 #   - -a, no option: plain probes (nothing redirected, no guard).
 source "$(dirname "$0")/lib.sh"
@@ -57,6 +57,31 @@ assert_eq 0 "$(text_diff $target "$CS")" "-p: bytes of the text that differ from
 kill -TERM $target
 wait $target || fail "the served target failed: $(cat "$T/serve.out")"
 assert_contains "$T/serve.out" "^served [1-9][0-9]*$" "the served target's count"
+
+# ---- -p, a child forked during the session: its inherited calls written back at the end too -----
+# (bash, every function of it traced; the child is a subshell looping on builtins: bash's image)
+mkfifo "$T/go" "$T/idle"
+bash -c 'read -r _ <"$1"; ( while [ ! -e "$2" ]; do read -r -t 0.05 _ <>"$3" || :; done ) & echo $! >"$4"; wait' \
+	_ "$T/go" "$T/stop" "$T/idle" "$T/child" &
+shell=$!
+EXIT_PIDS+=($shell)
+"$ATF" record -v -p $shell -o "$T/fk" --ready-file "$T/fk.ready" 2>"$T/fk.err" &
+rec=$!
+wait_for "$T/fk.err" "^atftrace record: [1-9][0-9]* call sites redirected$" "-p bash: call sites by default"
+timeout 60 bash -c 'until [ -e "$1" ]; do sleep 0.05; done' _ "$T/fk.ready" || fail "-p bash never became ready"
+echo go >"$T/go"
+timeout 60 bash -c 'until [ -s "$1" ]; do sleep 0.05; done' _ "$T/child" || fail "the shell never forked its child"
+child=$(cat "$T/child")
+EXIT_PIDS+=($child)
+BASH_BIN=$(readlink -f /bin/bash)
+[ "$(text_diff $child "$BASH_BIN")" -gt 0 ] || fail "the forked child has no redirected call during the session"
+kill -INT $rec
+wait $rec || { cat "$T/fk.err" >&2; fail "record -p bash failed"; }
+assert_contains "$T/fk.err" "call sites inherited by 1 forked process written back" "-v: the child's calls written back"
+assert_eq 0 "$(text_diff $child "$BASH_BIN")" "the forked child: bytes of the text that differ from the file after the session"
+assert_eq 0 "$(text_diff $shell "$BASH_BIN")" "the shell: bytes of the text that differ from the file after the session"
+touch "$T/stop"
+wait $shell || fail "the shell failed"
 
 # ---- --trampolines: entry trampolines and their guard --------------------------------------------
 "$ATF" record --trampolines -v -o "$T/tr" -f 'tr_*' -f 'cs_*' -- "$CS" all $N >"$T/tr.out" 2>"$T/tr.err" \

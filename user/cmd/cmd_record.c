@@ -506,6 +506,7 @@ static int record_main(struct record_args *a)
 	/* the target's text is the file's again before the session ends */
 	record_trampolines_restore(tp);
 	record_call_sites_restore(rec, cp);
+	record_call_sites_restore_forked(cp, a->verbose);      /* and in the children it forked */
 	record_call_sites_all_restore(cs_all);
 	err = recorder__finish(rec, reason ? reason : "recorder error");
 	if (!reason || err < 0)

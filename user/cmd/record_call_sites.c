@@ -16,6 +16,7 @@
  * map, or whose file BPF could not read, hands back every redirected function: the safe side,
  * the plain entry probes count exactly.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -28,6 +29,7 @@
 #include "cs_handback.h"
 #include "record_call_sites.h"
 #include "recorder.h"
+#include "tramp_restore.h"
 
 #define HB_BATCH 256
 
@@ -165,6 +167,94 @@ void record_call_sites_restore(struct recorder *rec, struct cs_process *cp)
 		fprintf(stderr, "atftrace record: cannot write the target's original calls back (%s); "
 			"it goes on correctly through the call-site stubs; 'atftrace restore -p %d' writes "
 			"them back later\n", strerror(-n), (int)cs_process__pid(cp));
+}
+
+/*
+ * A child forked by a redirected process inherits its redirected calls and its stubs' memfds
+ * (their links, without a pid filter with --follow-fork or -a, trace it on): its own
+ * cs_process, if it has one, knows only the sites it redirected itself, so the inherited calls
+ * are written back from the patch logs of the areas this session made (include/tramp_restore.h),
+ * as `atftrace restore -p` would; another session's areas, live or dead, are left alone.
+ */
+bool record_call_sites_restore_inherited(pid_t pid, bool verbose)
+{
+	struct tramp_areas areas = { 0 };
+	bool ours = false;
+	int err;
+
+	if (tramp_areas__read(pid, &areas) < 0)
+		return false;
+	for (size_t i = 0; i < areas.n; i++) {
+		struct tramp_area *ar = &areas.v[i];
+		bool mine = !ar->err && ar->owner == getpid();
+
+		ar->owner = mine ? 0 : ar->owner ? ar->owner : -1;     /* restore skips an owned one */
+		ours |= mine;
+	}
+	if (ours && (err = tramp_areas__restore(pid, &areas, false)) < 0 && err != -ESRCH)
+		fprintf(stderr, "atftrace record: process %d (a child of a redirected process): cannot "
+			"write its original calls back (%s); it goes on correctly through the call-site "
+			"stubs; 'atftrace restore -p %d' writes them back later\n", (int)pid,
+			strerror(-err), (int)pid);
+	else if (ours && verbose)
+		fprintf(stderr, "atftrace record: process %d: the call sites it inherited written "
+			"back\n", (int)pid);
+	tramp_areas__free(&areas);
+	return ours;
+}
+
+/* The pids in the children file of each thread of @pid, appended to *@v (*@n of *@cap). */
+static void add_children(pid_t pid, pid_t **v, size_t *n, size_t *cap)
+{
+	char path[64];
+	DIR *d;
+	struct dirent *de;
+
+	snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
+	d = opendir(path);
+	while (d && (de = readdir(d))) {
+		FILE *f;
+		int child;
+
+		if (de->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "/proc/%d/task/%.16s/children", (int)pid, de->d_name);
+		f = fopen(path, "re");
+		while (f && fscanf(f, "%d", &child) == 1) {
+			if (*n == *cap) {
+				pid_t *nv = realloc(*v, (*cap ? *cap * 2 : 64) * sizeof(**v));
+
+				if (!nv)
+					break;
+				*v = nv;
+				*cap = *cap ? *cap * 2 : 64;
+			}
+			(*v)[(*n)++] = child;
+		}
+		if (f)
+			fclose(f);
+	}
+	if (d)
+		closedir(d);
+}
+
+void record_call_sites_restore_forked(struct cs_process *cp, bool verbose)
+{
+	pid_t *v = NULL;
+	size_t n = 0, cap = 0, restored = 0;
+
+	if (!cp)
+		return;
+	/* every live descendant (a child's children too: each inherits what its parent had) */
+	add_children(cs_process__pid(cp), &v, &n, &cap);
+	for (size_t i = 0; i < n && i < 65536; i++) {
+		restored += record_call_sites_restore_inherited(v[i], false);
+		add_children(v[i], &v, &n, &cap);
+	}
+	if (verbose && restored)
+		fprintf(stderr, "atftrace record: the call sites inherited by %zu forked %s written "
+			"back\n", restored, restored == 1 ? "process" : "processes");
+	free(v);
 }
 
 /*
