@@ -4,6 +4,7 @@
 # --trampolines; -a keeps plain probes unless --call-sites. On tests/targets/callsites:
 #   - launched, no option: -v says "call sites redirected", nothing through trampolines, no
 #     guard; the output is the untraced run's, the calls per function those of plain probes;
+#     with --detail=always plain probes (-v says why);
 #   - -p, no option: the stubs' calls are in the text during the session, and the text is byte
 #     for byte the file's after it, in a child forked during the session too (bash);
 #   - --trampolines: functions entered through trampolines, the guard armed, no call site;
@@ -37,6 +38,13 @@ cmp -s "$T/plain.out" "$T/def.out" || fail "launched: the output differs from th
 call_summary "$T/def" | grep -v '^unwound' >"$T/def.sum"
 call_summary "$T/plain" | grep -v '^unwound' >"$T/plain.sum"
 diff "$T/plain.sum" "$T/def.sum" >&2 || fail "launched: calls and parents differ from plain probes'"
+
+# detail (its return address and stack arguments are read at the entry) keeps plain probes
+"$ATF" record -v --detail=always -o "$T/det" -f 'tr_*' -f 'cs_*' -- "$CS" all 10 >/dev/null 2>"$T/det.err" \
+	|| { cat "$T/det.err" >&2; fail "record --detail=always (default) failed"; }
+assert_contains "$T/det.err" "^atftrace record: detail and typed arguments read the entry's stack, which a call-site stub moves: plain probes" \
+	"detail: plain probes, said with -v"
+if grep -q "redirected\|through trampolines" "$T/det.err"; then fail "detail: the text was written"; fi
 
 # ---- -p ------------------------------------------------------------------------------------------
 mkfifo "$T/served" "$T/ready"

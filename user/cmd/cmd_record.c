@@ -377,6 +377,22 @@ static int record_main(struct record_args *a)
 	po.announce_tasks = po.exclude_self = a->sys.all;
 	po.verbose = a->verbose;
 	po.unwind_hooks = mods.unwind_hooks;
+	/*
+	 * A call through a stub reaches probe A with the call's return address dropped: detail's
+	 * return address, stack arguments 7 and 8 (typed arguments too) and snapshot would be
+	 * read a word off. So a session that may take them keeps plain probes, unless call sites
+	 * were asked for (their snapshot as README says).
+	 */
+	if (a->call_sites && !a->call_sites_asked &&
+	    (a->detail.always || a->detail.non_globs || a->detail.after_s >= 0 ||
+	     a->detail.stack_bytes_given || po.args_wanted)) {
+		if (a->verbose)
+			fprintf(stderr, "atftrace record: detail and typed arguments read the entry's "
+				"stack, which a call-site stub moves: plain probes (--call-sites or "
+				"--trampolines to choose)\n");
+		a->call_sites = false;
+		a->no_trampolines = true;
+	}
 	/* only entry trampolines write a function's entry: the guard protects them alone */
 	po.reg_guard = a->trampolines;
 	po.call_sites = a->call_sites;
