@@ -7,6 +7,8 @@
 #     with --detail=always plain probes (-v says why);
 #   - -p, no option: the stubs' calls are in the text during the session, and the text is byte
 #     for byte the file's after it, in a child forked during the session too (bash);
+#   - -p on a process that a running session redirected: plain probes (one line), the first
+#     session hands the function back, and both count its call exactly;
 #   - --trampolines: functions entered through trampolines, the guard armed, no call site;
 #   - -a, no option: plain probes (nothing redirected, no guard).
 source "$(dirname "$0")/lib.sh"
@@ -90,6 +92,38 @@ assert_eq 0 "$(text_diff $child "$BASH_BIN")" "the forked child: bytes of the te
 assert_eq 0 "$(text_diff $shell "$BASH_BIN")" "the shell: bytes of the text that differ from the file after the session"
 touch "$T/stop"
 wait $shell || fail "the shell failed"
+
+# ---- -p on a process a running session redirected: plain probes, and the first hands back ----
+mkfifo "$T/two.cmd" "$T/two.out" "$T/A.ready" "$T/B.ready"
+"$TARGETS/attach_loop" "$T/two.cmd" >"$T/two.out" &
+loop=$!
+exec 4<"$T/two.out"
+read -r -t 60 -u 4 _ _ || fail "no pid from attach_loop"
+exec 3>"$T/two.cmd"
+"$ATF" record -p $loop -o "$T/A" -f loop_wait --ready-file "$T/A.ready" 2>"$T/A.err" &
+recA=$!
+timeout 60 cat "$T/A.ready" >/dev/null || { cat "$T/A.err" >&2; fail "session A never became ready"; }
+"$ATF" record -v -p $loop -o "$T/B" -f loop_wait --ready-file "$T/B.ready" 2>"$T/B.err" &
+recB=$!
+timeout 60 cat "$T/B.ready" >/dev/null || { cat "$T/B.err" >&2; fail "session B never became ready"; }
+assert_contains "$T/B.err" "^atftrace record: process $loop has the call-site stubs or trampolines of a running atftrace session \(process [0-9]+\): plain probes$" \
+	"B: plain probes beside A"
+if grep -q "redirected" "$T/B.err"; then fail "B redirected calls beside A"; fi
+wait_for "$T/A.err" "^atftrace record: loop_wait \(attach_loop\) handed back" "A hands loop_wait back to B's probe"
+echo w >&3
+read -r -t 60 -u 4 line && [ "$line" = waiting ] || fail "attach_loop did not enter loop_wait: '$line'"
+echo go >&3
+read -r -t 60 -u 4 line && [ "$line" = "done w" ] || fail "attach_loop did not return: '$line'"
+kill -INT $recB $recA
+wait $recB || { cat "$T/B.err" >&2; fail "session B failed"; }
+wait $recA || { cat "$T/A.err" >&2; fail "session A failed"; }
+echo q >&3
+exec 3>&- 4<&-
+wait $loop || fail "attach_loop failed"
+for s in A B; do
+	"$TOOLS/record_stats" "$T/$s" >"$T/$s.stats"
+	assert_eq "1 1" "$(awk '$1 == "process" { print $8, $10 }' "$T/$s.stats")" "$s: calls and returns"
+done
 
 # ---- --trampolines: entry trampolines and their guard --------------------------------------------
 "$ATF" record --trampolines -v -o "$T/tr" -f 'tr_*' -f 'cs_*' -- "$CS" all $N >"$T/tr.out" 2>"$T/tr.err" \

@@ -318,7 +318,7 @@ static int record_main(struct record_args *a)
 	const char *reason = NULL, *ready;
 	sigset_t sigs;
 	int sigfd = -1, err, ret = 1, status;
-	pid_t target, link_pid;
+	pid_t target, link_pid, other;
 	struct tramp_process *tp = NULL;
 	struct cs_process *cp = NULL;
 	struct cs_watch *cs_watch = NULL;
@@ -390,6 +390,16 @@ static int record_main(struct record_args *a)
 			fprintf(stderr, "atftrace record: detail and typed arguments read the entry's "
 				"stack, which a call-site stub moves: plain probes (--call-sites or "
 				"--trampolines to choose)\n");
+		a->call_sites = false;
+		a->no_trampolines = true;
+	}
+	/* a -p target that another live session redirected or patched: plain probes, which that
+	 * session's hand-back (or its guard) sees, so that neither takes the other's calls */
+	if (a->call_sites && !a->call_sites_asked && a->pid &&
+	    (other = record_call_sites_other_session(a->pid))) {
+		fprintf(stderr, "atftrace record: process %d has the call-site stubs or trampolines of "
+			"a running atftrace session (process %d): plain probes\n", (int)a->pid,
+			(int)other);
 		a->call_sites = false;
 		a->no_trampolines = true;
 	}

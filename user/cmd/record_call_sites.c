@@ -48,7 +48,10 @@ struct cs_watch {
 	struct cs_hb_note *noted;   /* every registration noted so far: a module or process
 				     * redirected later hands the same functions back at once */
 	size_t nnoted;
+	unsigned retries;           /* drains left to retry a hand-back another tracer blocked */
 };
+
+#define HB_RETRIES 2000         /* a drain every few ms: some seconds of another tracer's hold */
 
 #define CS_NOTED_MAX 4096      /* more: one note for any file and offset (hand back everything) */
 
@@ -201,6 +204,20 @@ bool record_call_sites_restore_inherited(pid_t pid, bool verbose)
 			"back\n", (int)pid);
 	tramp_areas__free(&areas);
 	return ours;
+}
+
+pid_t record_call_sites_other_session(pid_t pid)
+{
+	struct tramp_areas areas = { 0 };
+	pid_t owner = 0;
+
+	if (tramp_areas__read(pid, &areas) < 0)
+		return 0;
+	for (size_t i = 0; i < areas.n && !owner; i++)
+		if (areas.v[i].owner > 0 && areas.v[i].owner != getpid())
+			owner = areas.v[i].owner;
+	tramp_areas__free(&areas);
+	return owner;
 }
 
 /* The pids in the children file of each thread of @pid, appended to *@v (*@n of *@cap). */
@@ -359,6 +376,24 @@ void record_call_sites_watch_poll(void *ctx)
 	uint64_t t0;
 	int got, err;
 
+	if (w->retries) {
+		/* a hand-back that EPERM stopped (another tracer, such as a second session placing
+		 * its stubs, held the process): all that was noted, again, until it goes through */
+		unsigned left = w->retries - 1;
+
+		w->retries = 0;
+		for (size_t i = 0; i < *w->ncps; i++) {
+			err = cs_process__hand_back(w->cps[i], w->noted, w->nnoted, report_handed,
+						    (void *)why);
+			if (err == -EPERM && left)
+				w->retries = left;
+			else if (err < 0)
+				fprintf(stderr, "atftrace record: cannot hand functions back to another "
+					"tool's uprobe in process %d (%s): its count misses their "
+					"redirected calls\n", (int)cs_process__pid(w->cps[i]),
+					strerror(-err));
+		}
+	}
 	tracefs = tracefs_written(w) || !w->tracefs_read;
 	/* the map's batch, leaving room for what tracefs defines */
 	got = probes__handback_take(w->probes, notes, HB_BATCH / 2, &overflowed);
@@ -385,10 +420,17 @@ void record_call_sites_watch_poll(void *ctx)
 			fprintf(stderr, "atftrace record: %d %s handed back in %.1f ms (process %d "
 				"stopped)\n", err, err == 1 ? "function" : "functions",
 				(double)(clock_mono_ns() - t0) / 1e6, (int)cs_process__pid(w->cps[i]));
-		if (err < 0)
+		if (err == -EPERM && w->nnoted) {
+			if (w->verbose)
+				fprintf(stderr, "atftrace record: process %d is held by another tracer: "
+					"the hand-back is tried again at the next drains\n",
+					(int)cs_process__pid(w->cps[i]));
+			w->retries = HB_RETRIES;
+		} else if (err < 0) {
 			fprintf(stderr, "atftrace record: cannot hand functions back to another tool's "
 				"uprobe in process %d (%s): its count misses their redirected calls\n",
 				(int)cs_process__pid(w->cps[i]), strerror(-err));
+		}
 	}
 }
 

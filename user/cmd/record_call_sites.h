@@ -33,6 +33,14 @@ void record_call_sites_restore(struct recorder *rec, struct cs_process *cp);
 bool record_call_sites_restore_inherited(pid_t pid, bool verbose);
 
 /**
+ * record_call_sites_other_session - the recorder of another live atftrace session whose
+ * call-site stubs or entry trampolines process @pid maps, or 0. A second session that
+ * redirected calls there too would take calls from the first one's probes (or its stubs'
+ * calls from its own).
+ */
+pid_t record_call_sites_other_session(pid_t pid);
+
+/**
  * record_call_sites_restore_forked - at the end of a -p or launched session, the calls that
  * every live descendant of @cp's process inherited written back, as entry trampolines are in
  * the children of a patched process (NULL is ignored; with @verbose, how many).
