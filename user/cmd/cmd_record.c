@@ -318,7 +318,7 @@ static int record_main(struct record_args *a)
 	const char *reason = NULL, *ready;
 	sigset_t sigs;
 	int sigfd = -1, err, ret = 1, status;
-	pid_t target, link_pid, other;
+	pid_t target, link_pid;
 	struct tramp_process *tp = NULL;
 	struct cs_process *cp = NULL;
 	struct cs_watch *cs_watch = NULL;
@@ -377,29 +377,11 @@ static int record_main(struct record_args *a)
 	po.announce_tasks = po.exclude_self = a->sys.all;
 	po.verbose = a->verbose;
 	po.unwind_hooks = mods.unwind_hooks;
-	/*
-	 * A call through a stub reaches probe A with the call's return address dropped: detail's
-	 * return address, stack arguments 7 and 8 (typed arguments too) and snapshot would be
-	 * read a word off. So a session that may take them keeps plain probes, unless call sites
-	 * were asked for (their snapshot as README says).
-	 */
+	/* the default's call sites give way to plain probes where they would record less */
 	if (a->call_sites && !a->call_sites_asked &&
-	    (a->detail.always || a->detail.non_globs || a->detail.after_s >= 0 ||
-	     a->detail.stack_bytes_given || po.args_wanted)) {
-		if (a->verbose)
-			fprintf(stderr, "atftrace record: detail and typed arguments read the entry's "
-				"stack, which a call-site stub moves: plain probes (--call-sites or "
-				"--trampolines to choose)\n");
-		a->call_sites = false;
-		a->no_trampolines = true;
-	}
-	/* a -p target that another live session redirected or patched: plain probes, which that
-	 * session's hand-back (or its guard) sees, so that neither takes the other's calls */
-	if (a->call_sites && !a->call_sites_asked && a->pid &&
-	    (other = record_call_sites_other_session(a->pid))) {
-		fprintf(stderr, "atftrace record: process %d has the call-site stubs or trampolines of "
-			"a running atftrace session (process %d): plain probes\n", (int)a->pid,
-			(int)other);
+	    record_call_sites_unsuited(a->pid, a->detail.always || a->detail.non_globs ||
+				       a->detail.after_s >= 0 || a->detail.stack_bytes_given ||
+				       po.args_wanted, a->verbose)) {
 		a->call_sites = false;
 		a->no_trampolines = true;
 	}

@@ -206,7 +206,8 @@ bool record_call_sites_restore_inherited(pid_t pid, bool verbose)
 	return ours;
 }
 
-pid_t record_call_sites_other_session(pid_t pid)
+/* The recorder of another live session whose stubs or trampolines @pid maps, or 0. */
+static pid_t other_session(pid_t pid)
 {
 	struct tramp_areas areas = { 0 };
 	pid_t owner = 0;
@@ -218,6 +219,33 @@ pid_t record_call_sites_other_session(pid_t pid)
 			owner = areas.v[i].owner;
 	tramp_areas__free(&areas);
 	return owner;
+}
+
+bool record_call_sites_unsuited(pid_t pid, bool detail, bool verbose)
+{
+	pid_t other;
+
+	/*
+	 * A call through a stub reaches probe A with the call's return address dropped: detail's
+	 * return address, stack arguments 7 and 8 (typed arguments too) and snapshot would be
+	 * read a word off.
+	 */
+	if (detail) {
+		if (verbose)
+			fprintf(stderr, "atftrace record: detail and typed arguments read the entry's "
+				"stack, which a call-site stub moves: plain probes (--call-sites or "
+				"--trampolines to choose)\n");
+		return true;
+	}
+	/* a second redirection would take the calls of the first session's probes, or the first
+	 * its; with plain probes that session's hand-back (or its guard) sees ours */
+	if (pid && (other = other_session(pid))) {
+		fprintf(stderr, "atftrace record: process %d has the call-site stubs or trampolines of "
+			"a running atftrace session (process %d): plain probes\n", (int)pid,
+			(int)other);
+		return true;
+	}
+	return false;
 }
 
 /* The pids in the children file of each thread of @pid, appended to *@v (*@n of *@cap). */

@@ -33,12 +33,12 @@ void record_call_sites_restore(struct recorder *rec, struct cs_process *cp);
 bool record_call_sites_restore_inherited(pid_t pid, bool verbose);
 
 /**
- * record_call_sites_other_session - the recorder of another live atftrace session whose
- * call-site stubs or entry trampolines process @pid maps, or 0. A second session that
- * redirected calls there too would take calls from the first one's probes (or its stubs'
- * calls from its own).
+ * record_call_sites_unsuited - should a session that did not ask for call sites keep plain
+ * probes instead (one line says why: with @verbose for @detail): @detail, detail or typed
+ * arguments may be taken (a stub moves the entry's stack by the return address it drops); or
+ * the -p process @pid (0: launched) has the stubs or trampolines of another running session.
  */
-pid_t record_call_sites_other_session(pid_t pid);
+bool record_call_sites_unsuited(pid_t pid, bool detail, bool verbose);
 
 /**
  * record_call_sites_restore_forked - at the end of a -p or launched session, the calls that
