@@ -58,8 +58,9 @@ int cs_process__attach(struct cs_process **out, struct probes *p, struct sym_mod
  * cs_process__attach_late - after the process mapped a module (dlopen): stop it and redirect
  * the sites of the modules of @mods (all the session's, its plain probes attached) that were
  * not mapped so far, and the PLT calls of the modules not searched so far into the traced ones,
- * as cs_process__attach() does; nothing in a process it refused. @nsites: sites redirected now.
- * 0 or a negative errno.
+ * as cs_process__attach() does; nothing in a process it refused. One that maps a C++ unwinder
+ * now has every redirected call written back at once, as at the session's end (one line).
+ * @nsites: sites redirected now. 0 or a negative errno.
  */
 int cs_process__attach_late(struct cs_process *cp, struct probes *p, struct sym_module **mods,
 			    size_t nmods, const struct cs_opts *o, size_t *nsites);

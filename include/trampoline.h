@@ -65,7 +65,9 @@ int tramp_check_module(struct sym_module *m);
  * bytes in the running process @pid are neither the file's nor the file's with a breakpoint
  * on the first byte: another tool (another atftrace --trampolines session) rewrote them, and a
  * probe there would run the file's instruction over someone else's code. One line per module
- * that has such functions (one per function with @verbose). Returns how many were left out.
+ * that has such functions (one per function with @verbose). A function with a breakpoint of
+ * another tool's at its entry stays selected, its tramp set to TRAMP_TEXT_DIFFERS: call sites
+ * do not redirect its calls (a -v line each). Returns how many were left out.
  */
 int tramp_skip_rewritten(pid_t pid, struct sym_module **mods, size_t nmods, bool verbose);
 

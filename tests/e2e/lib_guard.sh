@@ -10,7 +10,7 @@ command -v bpftrace >/dev/null || fail "bpftrace is missing (scripts/deps.sh ins
 # the target's READY file.
 guard_record() {
 	local name=$1; shift
-	"$ATF" record -v -o "$T/$name" -f 'gl_*' -- "$@" 2>"$T/$name.err" >"$T/$name.out" &
+	"$ATF" record --trampolines -v -o "$T/$name" -f 'gl_*' -- "$@" 2>"$T/$name.err" >"$T/$name.out" &
 	REC=$!
 }
 
@@ -18,7 +18,7 @@ guard_record() {
 guard_record_pid() {
 	local name=$1 pid=$2
 	mkfifo "$T/$name.ready"
-	"$ATF" record -v -p "$pid" -o "$T/$name" -f 'gl_*' --ready-file "$T/$name.ready" \
+	"$ATF" record --trampolines -v -p "$pid" -o "$T/$name" -f 'gl_*' --ready-file "$T/$name.ready" \
 		2>"$T/$name.err" &
 	REC=$!
 	timeout 60 cat "$T/$name.ready" >/dev/null || { cat "$T/$name.err" >&2; fail "$name: record -p never became ready"; }

@@ -5,8 +5,11 @@
 # after the detach (every frame still open then gets its real return address back, so a throw
 # through it later unwinds), and a frame open at the detach returns to its real caller. Every
 # step waits on the target's own answers on a fifo (tests/targets/cxx_attach_throw.cpp).
-# Two rounds: 4 threads throwing every 4 ms, then 8 threads throwing back to back, so that the
-# detach's stop often lands while a thread is held for an unwind fix-up.
+# Two rounds: 4 threads throwing every 4 ms on call sites (the default: the frames entered
+# through stubs get their call sites' return addresses back with the calls), then 8 threads
+# throwing back to back on entry trampolines (--trampolines: the frames open at the detach wait
+# on the kernel's return probes), so that the detach's stop often lands while a thread is held
+# for an unwind fix-up.
 source "$(dirname "$0")/lib.sh"
 need_bpf
 N=200           # throws waited for while recording, and again after the detach
@@ -50,10 +53,11 @@ other_recording() {
 	wait $loop || fail "attach_loop failed"
 }
 
-# round NAME THREADS PAUSE_US: one target, recorded with -p, detached, then left throwing
+# round NAME THREADS PAUSE_US [OPTIONS]: one target, recorded with -p (and OPTIONS), detached,
+# then left throwing
 round() {
 	R=$1
-	local k=$2 word pid c t status=0
+	local k=$2 word pid c t status=0 opts=("${@:4}")
 	mkfifo "$T/$R.cmd" "$T/$R.out" "$T/$R.ready"
 	"$TARGETS/cxx_attach_throw" "$T/$R.cmd" "$k" "$3" >"$T/$R.out" &
 	target=$!
@@ -63,7 +67,7 @@ round() {
 	exec 3<>"$T/$R.cmd"
 
 	assert_eq "throws" "$(ask "wait 20" | cut -d' ' -f1)" "$R: throws before the attach"
-	"$ATF" record -p "$target" -o "$T/$R" -f 'thrower_*' -f 'held_*' -v \
+	"$ATF" record -p "$target" -o "$T/$R" -f 'thrower_*' -f 'held_*' -v "${opts[@]}" \
 		--ready-file "$T/$R.ready" 2>"$T/$R.err" &
 	rec=$!
 	timeout 60 cat "$T/$R.ready" >/dev/null || { cat "$T/$R.err" >&2; fail "$R: recorder not ready"; }
@@ -86,11 +90,17 @@ round() {
 	assert_eq 0 $status "$R: target exit status"
 	assert_eq "caught $t" "$word $c" "$R: every throw caught"
 
-	# the recorder's own account (-v): every thread stopped once, both open frames put back
+	# the recorder's own account (-v): on trampolines every thread stopped once, both open
+	# frames put back; on call sites the calls of held_outer and held_inner were redirected
 	if grep -E "cannot|could not|did not|may terminate" "$T/$R.err" >&2; then fail "$R: errors"; fi
 	local put_back="stopped for [0-9.]+ ms; ([2-9]|[1-9][0-9]+) return addresses put back"
-	assert_contains "$T/$R.err" "detach: $((k + 2)) threads in 1 process $put_back" \
-		"$R: detach line (main, workers, the holder; held_outer, held_inner, any thrower_*)"
+	if [ "${opts[*]}" = --trampolines ]; then
+		assert_contains "$T/$R.err" "detach: $((k + 2)) threads in 1 process $put_back" \
+			"$R: detach line (main, workers, the holder; held_outer, held_inner, any thrower_*)"
+	else
+		assert_contains "$T/$R.err" "^atftrace record: [1-9][0-9]* call sites redirected$" \
+			"$R: call sites by default"
+	fi
 
 	# the session: the holder's two frames open, every throw's frames closed at its catch
 	# except those of the (at most one per worker) throws in flight at the detach
@@ -115,5 +125,5 @@ round() {
 count() { awk -v k="$2" -v f="$3" '$1 == k && index($3, f "(") == 1 { print $4 }' "$T/$1.stats"; }
 
 round paced 4 4000
-round back_to_back 8 0
+round back_to_back 8 0 --trampolines
 echo "ok"

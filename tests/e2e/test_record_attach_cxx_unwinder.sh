@@ -6,8 +6,10 @@
 # The unwind hooks must be on that unwinder before the program can throw through a traced
 # frame (user/record/record_unwinders.c); without them it dies in std::terminate. Each target
 # prints "pid P" and waits on a fifo, so the recorder is attached (--ready-file) before it goes
-# on; each case runs with entry trampolines and with --no-trampolines, and checks the target's
-# exact output (as untraced), its exit status 0, and exact calls and EXCEPTION events.
+# on; each case runs with call sites (the default: a process that maps the unwinder later gets
+# its redirected calls written back first), with --trampolines and with --no-trampolines, and
+# checks the target's exact output (as untraced), its exit status 0, and exact calls and
+# EXCEPTION events.
 source "$(dirname "$0")/lib.sh"
 need_bpf
 N=3
@@ -49,7 +51,7 @@ finish() {
 }
 
 # case NAME "FUNCS" [record options] -- CMD...: record -p CMD with -f FUNCS (the three traced
-# functions of each throw) under both trampoline settings
+# functions of each throw) under each way in
 case_() {
 	local name=$1 funcs=$2 f
 	shift 2
@@ -59,8 +61,8 @@ case_() {
 	for f in $funcs; do fargs+=(-f "$f"); done
 	start "$name.untraced" "$@"
 	finish "$name.untraced"
-	for tr in "" --no-trampolines; do
-		local s=$name${tr:+_plain} st=0
+	for tr in "" --trampolines --no-trampolines; do
+		local s=$name${tr:+_${tr#--}} st=0
 		start "$s" "$@"
 		mkfifo "$T/$s.ready"
 		"$ATF" record -p "$target" -o "$T/$s" $tr "${opts[@]}" "${fargs[@]}" \

@@ -94,7 +94,7 @@ for args in "--trampolines -- $CS all 1" "--no-trampolines -- $CS all 1"; do
 	if "$ATF" record --call-sites -o "$T/r" $args >"$T/r.out" 2>"$T/r.err"; then
 		fail "record --call-sites $args was accepted"
 	fi
-	assert_contains "$T/r.err" "^atftrace record: --call-sites replaces the entry trampolines" \
+	assert_contains "$T/r.err" "^atftrace record: give one of --call-sites, --trampolines and --no-trampolines" \
 		"the refusal of --call-sites $args"
 done
 echo "ok: --call-sites: exact counts and parents, no unwound frame at depth 200 ($unw with plain probes), text restored"

@@ -104,9 +104,9 @@ assert_eq "1 0" "$(for k in call exception; do count busy $k cs_hold; done | pas
 	"busy: calls and exceptions of cs_hold (it returned)"
 check_rounds busy $((N + 2)) $((THROWS + 1))
 # ---- record-time filters hide calls from the shadow stack the hooks read: plain probes then --
-"$ATF" record --call-sites -D 2 -o "$T/d2" -f 'cs_*' -- "$CX" all 8 >"$T/d2.out" 2>"$T/d2.err" \
+"$ATF" record --call-sites -v -D 2 -o "$T/d2" -f 'cs_*' -- "$CX" all 8 >"$T/d2.out" 2>"$T/d2.err" \
 	|| { cat "$T/d2.err" >&2; fail "record --call-sites -D 2 failed"; }
-assert_contains "$T/d2.err" "^atftrace record: --call-sites with record-time filters: a C\+\+ process keeps plain probes" \
+assert_contains "$T/d2.err" "^atftrace record: call sites with record-time filters: a C\+\+ process keeps plain probes" \
 	"-D 2: the line saying why"
 assert_contains "$T/d2.err" "no call sites redirected: it maps a C\+\+ unwinder" "-D 2: nothing redirected"
 "$CX" all 8 >"$T/d2.plain" 2>/dev/null

@@ -5,7 +5,7 @@
 # stays the file's, but for breakpoints, during the session (read through /proc/PID/mem), its
 # plain probes count a window of the parent's calls exactly, and both processes run right to
 # their end. And a process whose main thread is blocked in vfork() (its child alive): neither
-# --call-sites nor the default entry trampolines wait for it to stop (it would not until the
+# call sites (the default) nor entry trampolines (--trampolines) wait for it to stop (it would not until the
 # child execs or exits); both sessions are ready, say why, and leave its text the file's.
 source "$(dirname "$0")/lib.sh"
 need_bpf
@@ -47,13 +47,13 @@ wait_file "$T/v.run.vfork" "the vfork child runs"
 child=$(cat /proc/$target/task/$target/children | tr -d ' ')
 [ -n "$child" ] || fail "no vfork child of $target"
 EXIT_PIDS+=("$child")
-for mode in --call-sites default; do
+for mode in default --trampolines; do
 	args=(); [ $mode = default ] || args=($mode)
 	rm -f "$T/v.ready"; mkfifo "$T/v.ready"
 	"$ATF" record "${args[@]}" -v -p $target -o "$T/v$mode" -f 'tr_*' --ready-file "$T/v.ready" 2>"$T/v.err" &
 	REC=$!
 	timeout 60 cat "$T/v.ready" >/dev/null || { cat "$T/v.err" >&2; fail "$mode: record -p on a parent in vfork never became ready"; }
-	if [ $mode = default ]; then
+	if [ $mode = --trampolines ]; then
 		assert_contains "$T/v.err" "process $target: cannot stop it to place trampolines .*another process shares its memory" \
 			"$mode: the session says why it places no trampolines"
 	else

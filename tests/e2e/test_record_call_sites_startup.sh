@@ -4,7 +4,7 @@
 # The child is run to its entry point (where the call sites are placed) while the recorder drains
 # the ring, so the holds at its exec and at ld.so's hook get libc's probes attached before it
 # runs on: no call of main, nor of libc's own start-up, comes before them. ls is counted with
-# entry trampolines (the default, placed at the same entry point) and by bpftrace too, in a run
+# entry trampolines (--trampolines, placed at the same entry point) and by bpftrace too, in a run
 # of its own (the resolvers ld.so runs while relocating, before libc's
 # probes are attached at its debug-state hook, are left out of that check: see README, Known
 # limits). The environment is pinned (env -i, LC_ALL=C) and each program reads fixed input.
@@ -58,9 +58,9 @@ compare bash 'str*' /usr/bin/bash -c "v=\$(ls $D); w=\${v//a/z}; echo \"\${#w}\"
 # every function of libc: its own start-up (the constructors before main) included
 compare true '*' /usr/bin/true
 
-# entry trampolines (the default) place their jmps at the same entry point: each function the
+# entry trampolines (--trampolines) place their jmps at the same entry point: each function the
 # plain probes count is counted the same (they also trace some that plain probes cannot)
-"${PIN[@]}" "$ATF" record -o "$T/ls.tramp" -f 'libc.so.6:str*' -- /usr/bin/ls "$D" >/dev/null \
+"${PIN[@]}" "$ATF" record --trampolines -o "$T/ls.tramp" -f 'libc.so.6:str*' -- /usr/bin/ls "$D" >/dev/null \
 	2>"$T/ls.tramp.err" </dev/null || { tail -n 5 "$T/ls.tramp.err" >&2; fail "ls: record (trampolines) failed"; }
 counts "$T/ls.tramp" >"$T/ls.tramp.counts"
 join <(sort "$T/ls.no-trampolines.counts") <(sort "$T/ls.tramp.counts") | awk '$2 == $3' | cut -d' ' -f1,2 \

@@ -7,7 +7,9 @@
 #      loop_wait's; A then records loop_wait's RETURN (not an unwound frame), with its duration.
 #   2. bpftrace counts loop_wait's calls and returns while an atftrace session on it ends with
 #      the frame open: bpftrace still counts the return.
-# Each time the target runs on to its exit, status 0.
+# Each time the target runs on to its exit, status 0. The sessions use entry trampolines
+# (--trampolines): their frames wait on the kernel's return probes, which this is about (a
+# function whose calls are redirected returns into its stub's probe instead).
 source "$(dirname "$0")/lib.sh"
 need_bpf
 kill_on_exit
@@ -25,7 +27,7 @@ start_target() {
 # attach NAME FUNCTIONS: record -p $target -f FUNCTIONS -v into $T/NAME, once ready; sets rec
 attach() {
 	mkfifo "$T/$1.ready"
-	"$ATF" record -p "$target" -o "$T/$1" -f "$2" -v --ready-file "$T/$1.ready" 2>"$T/$1.err" &
+	"$ATF" record --trampolines -p "$target" -o "$T/$1" -f "$2" -v --ready-file "$T/$1.ready" 2>"$T/$1.err" &
 	rec=$!
 	timeout 60 cat "$T/$1.ready" >/dev/null || { cat "$T/$1.err" >&2; fail "$1: never ready"; }
 }

@@ -70,7 +70,7 @@ reported() {    # err-file loads what: one -v summary per load, the later ones a
 
 # ---- launched --------------------------------------------------------------------------------
 mkfifo "$T/cmd" "$T/out"
-"$ATF" record -v -o "$T/launched" -f 'libatfplugin.so:plugin_*' -- "$TARGETS/dlopen_user" "$T/cmd" "$PLUGIN" \
+"$ATF" record --trampolines -v -o "$T/launched" -f 'libatfplugin.so:plugin_*' -- "$TARGETS/dlopen_user" "$T/cmd" "$PLUGIN" \
 	>"$T/out" 2>"$T/l.err" &
 rec=$!
 exec 4<"$T/out" 3<>"$T/cmd"
@@ -87,7 +87,7 @@ counts "$T/launched" $((CYCLES * 2 * K)) launched
 # ---- a program the launched command execs: its library, attached at the exec before ld.so
 # mapped it, is patched once it is (lib_leaf starts with a rip-relative mov too) ---------------
 N=1000
-"$ATF" record -v -o "$T/exec" -f 'libatftest.so:lib_*' -- /bin/sh -c "exec '$TARGETS/shlib_user' $N" 2>"$T/x.err" \
+"$ATF" record --trampolines -v -o "$T/exec" -f 'libatftest.so:lib_*' -- /bin/sh -c "exec '$TARGETS/shlib_user' $N" 2>"$T/x.err" \
 	|| { cat "$T/x.err" >&2; fail "record (exec) failed"; }
 if grep -q "the target" "$T/x.err"; then fail "exec: $(grep 'the target' "$T/x.err")"; fi
 assert_contains "$T/x.err" "libatftest.so: 1 function through trampolines, 0 at nop5 sites, 1 emulated$" "exec: -v: lib_leaf through a trampoline"
@@ -101,7 +101,7 @@ rm -f "$T/cmd" "$T/out"; mkfifo "$T/cmd" "$T/out" "$T/ready"
 target=$!
 exec 4<"$T/out" 3<>"$T/cmd"
 read -r -t 120 -u 4 word pid || fail "-p: no pid from dlopen_user"
-"$ATF" record -v -p "$target" -o "$T/attached" -f 'libatfplugin.so:plugin_*' --ready-file "$T/ready" 2>"$T/p.err" &
+"$ATF" record --trampolines -v -p "$target" -o "$T/attached" -f 'libatfplugin.so:plugin_*' --ready-file "$T/ready" 2>"$T/p.err" &
 rec=$!
 timeout 60 cat "$T/ready" >/dev/null || { cat "$T/p.err" >&2; fail "the recorder never became ready"; }
 cycles "$target" -p
@@ -129,7 +129,7 @@ exec 4<"$T/out" 3<>"$T/cmd"
 read -r -t 120 -u 4 word pid || fail "-p (loaded before): no pid from dlopen_user"
 say s spinning "-p (loaded before): a second thread"
 say "l 1" "loaded 1" "-p (loaded before): load before the session"
-"$ATF" record -v -p "$target" -o "$T/before" -f 'libatfplugin.so:plugin_*' --ready-file "$T/ready" 2>"$T/b.err" &
+"$ATF" record --trampolines -v -p "$target" -o "$T/before" -f 'libatfplugin.so:plugin_*' --ready-file "$T/ready" 2>"$T/b.err" &
 rec=$!
 timeout 60 cat "$T/ready" >/dev/null || { cat "$T/b.err" >&2; fail "the recorder never became ready (loaded before)"; }
 loaded_check "$target" "-p (loaded before): attached"
@@ -163,7 +163,7 @@ rm -f "$T/cmd" "$T/out" "$T/ready"; mkfifo "$T/cmd" "$T/out" "$T/ready"
 target=$!
 exec 4<"$T/out" 3<>"$T/cmd"
 read -r -t 120 -u 4 word pid || fail "-p (guard): no pid from dlopen_user"
-"$ATF" record -v -p "$target" -o "$T/guard" -f 'libatfplugin.so:plugin_*' -f 'libatfplugin.so:hot_lea' \
+"$ATF" record --trampolines -v -p "$target" -o "$T/guard" -f 'libatfplugin.so:plugin_*' -f 'libatfplugin.so:hot_lea' \
 	--ready-file "$T/ready" 2>"$T/gd.err" &
 rec=$!
 timeout 60 cat "$T/ready" >/dev/null || { cat "$T/gd.err" >&2; fail "the recorder never became ready (guard)"; }

@@ -57,7 +57,7 @@ finish() {
 }
 
 # 1. trampolines: the children need nothing from the recorder
-start tramp -f fc_lea -f fc_hot
+start tramp --trampolines -f fc_lea -f fc_hot
 assert_contains "$T/tramp.err" "^atftrace record: 2 functions entered through trampolines" \
 	"tramp: fc_lea and fc_hot on trampolines"
 for i in $(seq 0 $((NCHILD - 1))); do

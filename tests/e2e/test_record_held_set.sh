@@ -40,7 +40,7 @@ wait_state() {
 start() {
 	mkfifo "$T/$1.cmd" "$T/$1.out" "$T/$1.ready"
 	exec 4<>"$T/$1.out"
-	"$ATF" record -v -o "$T/$1" -f loop_work --ready-file "$T/$1.ready" -- \
+	"$ATF" record --trampolines -v -o "$T/$1" -f loop_work --ready-file "$T/$1.ready" -- \
 		"$TARGETS/attach_loop" "$T/$1.cmd" >"$T/$1.out" 2>"$T/$1.err" &
 	rec=$!
 	timeout 60 cat "$T/$1.ready" >/dev/null || { cat "$T/$1.err" >&2; fail "$1: never ready"; }

@@ -17,8 +17,8 @@ evex=$("$TR" 1 | sed -n 's/.*evex \([a-z]*\).*/\1/p')
 assert_contains "$T/list" " probe:branch-in +selected +ref_target\$" "ref_target: entered in its first bytes by ref_into"
 assert_contains "$T/list" " evex +trampoline +selected +ref_evex\$" "ref_evex: EVEX, through a trampoline"
 
-# default: trampolines; exact counts, right results
-"$ATF" record -v -o "$T/on" -f 'ref_*' -- "$TR" $N >"$T/on.out" 2>"$T/on.err" \
+# --trampolines: exact counts, right results
+"$ATF" record --trampolines -v -o "$T/on" -f 'ref_*' -- "$TR" $N >"$T/on.out" 2>"$T/on.err" \
 	|| { cat "$T/on.err" >&2; fail "record"; }
 if grep -q "the target" "$T/on.err"; then fail "$(grep 'the target' "$T/on.err")"; fi
 assert_contains "$T/on.out" "wrong 0\$" "results with trampolines"

@@ -23,7 +23,7 @@ mkfifo "$T/hot" "$T/ready"
 "$TS" threads $NT $K "$T/hot" &
 target=$!
 timeout 120 cat "$T/hot" >/dev/null || fail "nothing came through $T/hot in 120 s"
-"$ATF" record -p $target -v -o "$T/h" -f 'tr_*' --ready-file "$T/ready" 2>"$T/h.err" &
+"$ATF" record --trampolines -p $target -v -o "$T/h" -f 'tr_*' --ready-file "$T/ready" 2>"$T/h.err" &
 rec=$!
 timeout 60 cat "$T/ready" >/dev/null || { cat "$T/h.err" >&2; fail "record -p never became ready"; }
 assert_contains "$T/h.err" "tramp_sites: [1-9][0-9]* functions? through trampolines" "tr_sub is patched"
@@ -52,7 +52,7 @@ rm -f "$T/ready"; mkfifo "$T/served" "$T/ready"
 "$TS" serve "$T/served" >"$T/serve.out" &
 target=$!
 timeout 120 cat "$T/served" >/dev/null || fail "nothing came through $T/served in 120 s"
-"$ATF" record -p $target -o "$T/s" -f 'tr_*' --ready-file "$T/ready" 2>"$T/s.err" &
+"$ATF" record --trampolines -p $target -o "$T/s" -f 'tr_*' --ready-file "$T/ready" 2>"$T/s.err" &
 rec=$!
 timeout 60 cat "$T/ready" >/dev/null || { cat "$T/s.err" >&2; fail "record -p (serve) never became ready"; }
 bpftrace -e "uprobe:$TS:tr_lea { @calls = count(); }" >"$T/bt2.out" 2>&1 &
@@ -71,7 +71,7 @@ wait $target || fail "the served target failed: $(cat "$T/serve.out")"
 # have: it is held at its first instruction and given the kernel's int3 back (the trampolines'
 # own sites are emulated nops: nothing to give back); and it is guarded too.
 rm -f "$T/fsready"; mkfifo "$T/fsready"
-"$ATF" record -v -o "$T/fs" -f 'tr_*' -- "$TS" forkserve "$T/fsready" 2>"$T/fs.err" &
+"$ATF" record --trampolines -v -o "$T/fs" -f 'tr_*' -- "$TS" forkserve "$T/fsready" 2>"$T/fs.err" &
 rec=$!
 timeout 120 cat "$T/fsready" >/dev/null || fail "nothing came through $T/fsready in 120 s"     # the child serves
 child=$(pgrep -n -f "tramp_sites forkserve $T/fsready")
@@ -96,7 +96,7 @@ mkfifo served ready
 ./ts serve served >serve.out &
 t=$!
 timeout 120 cat served >/dev/null
-"$ATF" record -v -p $t -o s -f 'tr_*' --ready-file ready 2>rec.err &
+"$ATF" record --trampolines -v -p $t -o s -f 'tr_*' --ready-file ready 2>rec.err &
 r=$!
 timeout 120 cat ready >/dev/null
 echo "$t" >target

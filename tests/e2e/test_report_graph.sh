@@ -172,8 +172,9 @@ protoc --decode=perfetto.protos.Trace -I "$ROOT/tests/data" "$ROOT/tests/data/pe
 assert_eq "$(grep -c 'TYPE_SLICE_BEGIN' "$T/r.txt")" "$(grep -c 'TYPE_SLICE_END' "$T/r.txt")" \
 	"perfetto begins and ends of the range"
 # ---- recursion and unwinding: 3 recursions 100 deep; the kernel reports the returns of the
-# outer 63 levels only, the inner 37 are closed as unwound (test_record_recursion.sh) -------------
-"$ATF" record -o "$T/rec" -f main -f recurse -- "$TARGETS/recursion" 100 3 >/dev/null 2>&1 || fail "record recursion"
+# outer 63 levels only, the inner 37 are closed as unwound (test_record_recursion.sh; plain probes:
+# through call sites, the default, every level returns) ------------------------------------------
+"$ATF" record --no-trampolines -o "$T/rec" -f main -f recurse -- "$TARGETS/recursion" 100 3 >/dev/null 2>&1 || fail "record recursion"
 "$ATF" report "$T/rec" --csv >"$T/rec.csv"
 IFS=, read -r _ calls total self _ min max _ unw open <<<"$(grep '^"recurse"' "$T/rec.csv")"
 assert_eq "300 111 0" "$calls $unw $open" "recurse: calls, unwound, open"

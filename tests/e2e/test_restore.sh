@@ -38,10 +38,10 @@ calls() { awk -v f="$2" '$1 == "call" && $3 == f { print $4 }' "$1"; }
 
 # ---- nothing to restore in a process never patched ---------------------------------------------
 "$ATF" restore -p $target >"$T/none.out" 2>&1 || { cat "$T/none.out" >&2; fail "restore of an unpatched process"; }
-assert_contains "$T/none.out" "^process $target has no atftrace trampolines: nothing to restore$" "nothing to restore"
+assert_contains "$T/none.out" "^process $target has no atftrace trampolines or call-site stubs: nothing to restore$" "nothing to restore"
 
 # ---- a session patches the target; restore is refused while it runs ---------------------------
-"$ATF" record -v -p $target -o "$T/s1" -f 'tr_*' -x tr_nop5 --ready-file "$T/ready1" 2>"$T/s1.err" &
+"$ATF" record --trampolines -v -p $target -o "$T/s1" -f 'tr_*' -x tr_nop5 --ready-file "$T/ready1" 2>"$T/s1.err" &
 rec=$!
 timeout 60 cat "$T/ready1" >/dev/null || { cat "$T/s1.err" >&2; fail "record -p never became ready"; }
 npatched=$(sed -n 's/.*tramp_sites: \([0-9]*\) functions\? through trampolines.*/\1/p' "$T/s1.err")
@@ -50,7 +50,7 @@ diff1=$(text_diff $target "$TS")
 [ "$diff1" -ge $((4 * npatched)) ] || fail "text while recording: only $diff1 bytes differ from the file"
 rc=0; "$ATF" restore -p $target >"$T/alive.out" 2>"$T/alive.err" || rc=$?
 assert_eq 1 $rc "restore while the session runs: exit status"
-assert_contains "$T/alive.err" "^atftrace restore: process $target: its trampolines \(.*tramp_sites\) belong to a running atftrace session \(process $rec\)" "restore refused while the session runs"
+assert_contains "$T/alive.err" "^atftrace restore: process $target: its trampolines or call-site stubs \(.*tramp_sites\) belong to a running atftrace session \(process $rec\)" "restore refused while the session runs"
 assert_eq 1 "$(wc -l <"$T/alive.err")" "one line"
 assert_eq "$diff1" "$(text_diff $target "$TS")" "text after the refused restore"
 
@@ -66,7 +66,7 @@ diff2=$(text_diff $target "$TS")
 [ "$diff2" -ge $((4 * npatched)) ] || fail "text after kill -9: only $diff2 bytes differ from the file"
 
 # ---- a new session says what is left, and how to undo it --------------------------------------
-"$ATF" record -p $target -o "$T/s2" -f 'tr_*' -x tr_nop5 --duration 0.3 2>"$T/s2.err" \
+"$ATF" record --trampolines -p $target -o "$T/s2" -f 'tr_*' -x tr_nop5 --duration 0.3 2>"$T/s2.err" \
 	|| { cat "$T/s2.err" >&2; fail "a session on the unrestored process"; }
 assert_contains "$T/s2.err" "^atftrace record: process $target still has $npatched function entries patched by an atftrace session that ended without restoring them \(killed\?\): not traced; 'atftrace restore -p $target' writes their original bytes back$" "the new session names the leftovers"
 assert_eq "$diff2" "$(text_diff $target "$TS")" "text after the second session"
@@ -117,7 +117,7 @@ kill -0 $target || fail "the target died under bpftrace"
 assert_contains "$T/bt.out" "^@calls: $N$" "bpftrace counts every tr_sub call"
 
 # ---- a new session after restore patches again and counts exactly -----------------------------
-"$ATF" record -v -p $target -o "$T/s3" -f 'tr_*' -x tr_nop5 --ready-file "$T/ready3" 2>"$T/s3.err" &
+"$ATF" record --trampolines -v -p $target -o "$T/s3" -f 'tr_*' -x tr_nop5 --ready-file "$T/ready3" 2>"$T/s3.err" &
 rec=$!
 timeout 60 cat "$T/ready3" >/dev/null || { cat "$T/s3.err" >&2; fail "record -p after restore never became ready"; }
 round $N
@@ -134,7 +134,7 @@ assert_eq $((2 * N)) "$(calls "$T/s3.stats" tr_jcc)" "calls of tr_jcc after rest
 assert_eq 0 "$(text_diff $target "$TS")" "text after the session that followed restore"
 
 # ---- a session that ends while strace holds the target -------------------------------------------
-"$ATF" record -v -p $target -o "$T/s4" -f 'tr_*' -x tr_nop5 --ready-file "$T/ready4" 2>"$T/s4.err" &
+"$ATF" record --trampolines -v -p $target -o "$T/s4" -f 'tr_*' -x tr_nop5 --ready-file "$T/ready4" 2>"$T/s4.err" &
 rec=$!
 timeout 60 cat "$T/ready4" >/dev/null || { cat "$T/s4.err" >&2; fail "record -p (strace) never became ready"; }
 strace -p $target -e trace=none -o /dev/null 2>"$T/strace.err" &

@@ -43,7 +43,7 @@ diff1=$(text_diff $target "$CS")
 [ "$diff1" -gt 0 ] || fail "no byte of the text differs from the file while recording"
 rc=0; "$ATF" restore -p $target >"$T/alive.out" 2>"$T/alive.err" || rc=$?
 assert_eq 1 $rc "restore while the session runs: exit status"
-assert_contains "$T/alive.err" "^atftrace restore: process $target: its trampolines \(.*callsites\) belong to a running atftrace session \(process $rec\)" "restore refused while the session runs"
+assert_contains "$T/alive.err" "^atftrace restore: process $target: its trampolines or call-site stubs \(.*callsites\) belong to a running atftrace session \(process $rec\)" "restore refused while the session runs"
 assert_eq 1 "$(wc -l <"$T/alive.err")" "one line"
 assert_eq "$diff1" "$(text_diff $target "$CS")" "text after the refused restore"
 
@@ -65,7 +65,7 @@ assert_contains "$T/s2.err" "$leftover" "the new --call-sites session names the 
 assert_eq 1 "$(grep -c 'still has' "$T/s2.err")" "one line"
 assert_contains "$T/s2.err" "callsites: 0 call sites of 0 functions redirected \(0 direct, 0 through the PLT; $nsites left out: 0 with a thread inside, $nsites not the file's bytes, 0 out of reach, 0 PLT slots not bound yet, 0 PLT slots bound elsewhere\)" "nothing redirected over the leftovers"
 assert_eq "$diff2" "$(text_diff $target "$CS")" "text after the second --call-sites session"
-"$ATF" record -p $target -o "$T/s2e" -f 'tr_*' --duration 0.3 2>"$T/s2e.err" \
+"$ATF" record --trampolines -p $target -o "$T/s2e" -f 'tr_*' --duration 0.3 2>"$T/s2e.err" \
 	|| { cat "$T/s2e.err" >&2; fail "an entry-trampoline session on the unrestored process"; }
 assert_contains "$T/s2e.err" "$leftover" "the new entry-trampoline session names the leftovers"
 assert_eq "$diff2" "$(text_diff $target "$CS")" "text after the entry-trampoline session"

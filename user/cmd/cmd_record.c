@@ -60,9 +60,10 @@ struct record_args {
 	const char *ready_file;
 	bool force;                 /* -o may name an earlier session: replace its processes */
 	bool kill_at_end;           /* SIGTERM the launched command when the session ends first */
-	bool trampolines;           /* --trampolines: asked for explicitly (the default anyway) */
+	bool trampolines;           /* --trampolines: entry trampolines and their guard */
 	bool no_trampolines;        /* --no-trampolines: plain probes on every function */
-	bool call_sites;            /* --call-sites: redirect direct calls instead (include/callsite.h) */
+	bool call_sites;            /* redirect calls (include/callsite.h): the default but with -a */
+	bool call_sites_asked;      /* --call-sites given (-a's way to them; else the default's name) */
 	char **cmd;
 	int ncmd;
 	struct detail_args detail;  /* --detail* and --stack-bytes (user/record/recorder_detail.c) */
@@ -108,14 +109,17 @@ static const struct argp_option options[] = {
 	  "16M to 256M)", 0 },
 	{ "ready-file", OPT_READY_FILE, "PATH", 0,
 	  "Create PATH once the probes are attached; an existing FIFO of yours is opened and closed instead (without blocking the recorder), so a reader learns it without polling", 0 },
-	{ "trampolines", OPT_TRAMPOLINES, NULL, 0,
-	  "Enter functions the kernel would single-step through entry trampolines in the target "
-	  "(the default for a launched command and -p; see README)", 0 },
-	{ "no-trampolines", OPT_NO_TRAMPOLINES, NULL, 0,
-	  "Probe every function where it starts; the target's text is never written", 0 },
 	{ "call-sites", OPT_CALL_SITES, NULL, 0,
-	  "Instead of entry trampolines, redirect the direct calls to each traced function to stubs "
-	  "that probe its entry and return; no function's first bytes are written (see README)", 0 },
+	  "Redirect the calls to each traced function to stubs that probe its entry and return; no "
+	  "function's first bytes are written (the default for a launched command and -p; with -a, "
+	  "asked for by this option; see README)", 0 },
+	{ "trampolines", OPT_TRAMPOLINES, NULL, 0,
+	  "Instead of call sites, write a jmp to an entry trampoline over the first bytes of each "
+	  "function the kernel would single-step, with the registration guard against other tools' "
+	  "uprobes (see README)", 0 },
+	{ "no-trampolines", OPT_NO_TRAMPOLINES, NULL, 0,
+	  "Probe every function where it starts; the target's text is never written (the default "
+	  "with -a)", 0 },
 	{ "verbose", 'v', NULL, 0, "Say more: skipped functions, processes, libbpf messages", 0 },
 	{ 0 }
 };
@@ -215,7 +219,7 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 		a->no_trampolines = true;
 		break;
 	case OPT_CALL_SITES:
-		a->call_sites = true;
+		a->call_sites_asked = true;
 		break;
 	case 'v':
 		a->verbose = true;
@@ -260,11 +264,14 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 			argp_error(state, "give --trampolines or --no-trampolines, not both");
 		if (a->trampolines && a->sys.all)
 			argp_error(state, "--trampolines patches one process's text: not with -a");
-		if (a->call_sites && (a->trampolines || a->no_trampolines))
-			argp_error(state, "--call-sites replaces the entry trampolines: not with "
-				   "--trampolines or --no-trampolines");
+		if (a->call_sites_asked && (a->trampolines || a->no_trampolines))
+			argp_error(state, "give one of --call-sites, --trampolines and --no-trampolines");
 		if (!a->pid && !a->cmd && !a->sys.all)
 			argp_error(state, "give a command to launch (-- CMD [ARGS...]), -p PID or -a");
+		/* call sites unless another way is asked for; -a writes into every process that
+		 * maps a traced module, so there only when asked */
+		a->call_sites = a->call_sites_asked ||
+				(!a->sys.all && !a->trampolines && !a->no_trampolines);
 		break;
 	default:
 		return ARGP_ERR_UNKNOWN;
@@ -370,8 +377,16 @@ static int record_main(struct record_args *a)
 	po.announce_tasks = po.exclude_self = a->sys.all;
 	po.verbose = a->verbose;
 	po.unwind_hooks = mods.unwind_hooks;
-	/* call sites write no function's entry: nothing for the guard to protect */
-	po.reg_guard = !a->no_trampolines && !a->sys.all && !a->call_sites;
+	/* the default's call sites give way to plain probes where they would record less */
+	if (a->call_sites && !a->call_sites_asked &&
+	    record_call_sites_unsuited(a->pid, a->detail.always || a->detail.non_globs ||
+				       a->detail.after_s >= 0 || a->detail.stack_bytes_given ||
+				       po.args_wanted, a->verbose)) {
+		a->call_sites = false;
+		a->no_trampolines = true;
+	}
+	/* only entry trampolines write a function's entry: the guard protects them alone */
+	po.reg_guard = a->trampolines;
 	po.call_sites = a->call_sites;
 	err = probes__open(&probes, &po);
 	if (err < 0) {
@@ -422,7 +437,11 @@ static int record_main(struct record_args *a)
 		goto cleanup;
 	}
 	link_pid = a->follow_fork || a->sys.all ? 0 : target;
-	tramps = record_trampolines_use(a->no_trampolines || a->sys.all, a->trampolines, probes);
+	/* the text is written (entry trampolines or call sites) where it can be; plain probes
+	 * otherwise, with a line that says why */
+	tramps = record_trampolines_use(a->no_trampolines || a->sys.all,
+					a->trampolines || a->call_sites_asked, a->verbose,
+					a->call_sites ? "call sites" : "entry trampolines", probes);
 	sites = tramps && a->call_sites;
 	tramps = tramps && !sites;
 	if ((tramps || sites) && a->cmd && (err = tramp_seize_child(target)) < 0) {
@@ -495,6 +514,7 @@ static int record_main(struct record_args *a)
 	/* the target's text is the file's again before the session ends */
 	record_trampolines_restore(tp);
 	record_call_sites_restore(rec, cp);
+	record_call_sites_restore_forked(cp, a->verbose);      /* and in the children it forked */
 	record_call_sites_all_restore(cs_all);
 	err = recorder__finish(rec, reason ? reason : "recorder error");
 	if (!reason || err < 0)

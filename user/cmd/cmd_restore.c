@@ -127,9 +127,9 @@ static int refuse(const struct restore_args *o, const struct tramp_areas *areas)
 			return 1;
 		}
 		if (a->owner) {
-			fprintf(stderr, WHO ": process %d: its trampolines (%s) belong to a running "
-				"atftrace session (process %d): end that session, it restores them; "
-				"nothing written\n", (int)o->pid, a->log.path, (int)a->owner);
+			fprintf(stderr, WHO ": process %d: its trampolines or call-site stubs (%s) belong "
+				"to a running atftrace session (process %d): end that session, it restores "
+				"them; nothing written\n", (int)o->pid, a->log.path, (int)a->owner);
 			return 1;
 		}
 	}
@@ -165,7 +165,8 @@ int cmd_restore(int argc, char **argv)
 		return 1;
 	}
 	if (!areas.n) {
-		printf("process %d has no atftrace trampolines: nothing to restore\n", (int)a.pid);
+		printf("process %d has no atftrace trampolines or call-site stubs: nothing to "
+		       "restore\n", (int)a.pid);
 		return 0;
 	}
 	if (refuse(&a, &areas))

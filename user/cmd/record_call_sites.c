@@ -16,6 +16,7 @@
  * map, or whose file BPF could not read, hands back every redirected function: the safe side,
  * the plain entry probes count exactly.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -28,6 +29,7 @@
 #include "cs_handback.h"
 #include "record_call_sites.h"
 #include "recorder.h"
+#include "tramp_restore.h"
 
 #define HB_BATCH 256
 
@@ -46,7 +48,10 @@ struct cs_watch {
 	struct cs_hb_note *noted;   /* every registration noted so far: a module or process
 				     * redirected later hands the same functions back at once */
 	size_t nnoted;
+	unsigned retries;           /* drains left to retry a hand-back another tracer blocked */
 };
+
+#define HB_RETRIES 2000         /* a drain every few ms: some seconds of another tracer's hold */
 
 #define CS_NOTED_MAX 4096      /* more: one note for any file and offset (hand back everything) */
 
@@ -131,8 +136,8 @@ int record_call_sites_attach(struct recorder *rec, struct rm_modules *mods, stru
 	size_t nsites = 0;
 	int err;
 
-	if (filters && mods->unwinders_hooked)
-		fprintf(stderr, "atftrace record: --call-sites with record-time filters: a C++ process "
+	if (filters && mods->unwinders_hooked && verbose)
+		fprintf(stderr, "atftrace record: call sites with record-time filters: a C++ process "
 			"keeps plain probes (a throw could unwind through a hidden call's stub)\n");
 
 	record_call_sites_arm(mods, probes);
@@ -165,6 +170,136 @@ void record_call_sites_restore(struct recorder *rec, struct cs_process *cp)
 		fprintf(stderr, "atftrace record: cannot write the target's original calls back (%s); "
 			"it goes on correctly through the call-site stubs; 'atftrace restore -p %d' writes "
 			"them back later\n", strerror(-n), (int)cs_process__pid(cp));
+}
+
+/*
+ * A child forked by a redirected process inherits its redirected calls and its stubs' memfds
+ * (their links, without a pid filter with --follow-fork or -a, trace it on): its own
+ * cs_process, if it has one, knows only the sites it redirected itself, so the inherited calls
+ * are written back from the patch logs of the areas this session made (include/tramp_restore.h),
+ * as `atftrace restore -p` would; another session's areas, live or dead, are left alone.
+ */
+bool record_call_sites_restore_inherited(pid_t pid, bool verbose)
+{
+	struct tramp_areas areas = { 0 };
+	bool ours = false;
+	int err;
+
+	if (tramp_areas__read(pid, &areas) < 0)
+		return false;
+	for (size_t i = 0; i < areas.n; i++) {
+		struct tramp_area *ar = &areas.v[i];
+		bool mine = !ar->err && ar->owner == getpid();
+
+		ar->owner = mine ? 0 : ar->owner ? ar->owner : -1;     /* restore skips an owned one */
+		ours |= mine;
+	}
+	if (ours && (err = tramp_areas__restore(pid, &areas, false)) < 0 && err != -ESRCH)
+		fprintf(stderr, "atftrace record: process %d (a child of a redirected process): cannot "
+			"write its original calls back (%s); it goes on correctly through the call-site "
+			"stubs; 'atftrace restore -p %d' writes them back later\n", (int)pid,
+			strerror(-err), (int)pid);
+	else if (ours && verbose)
+		fprintf(stderr, "atftrace record: process %d: the call sites it inherited written "
+			"back\n", (int)pid);
+	tramp_areas__free(&areas);
+	return ours;
+}
+
+/* The recorder of another live session whose stubs or trampolines @pid maps, or 0. */
+static pid_t other_session(pid_t pid)
+{
+	struct tramp_areas areas = { 0 };
+	pid_t owner = 0;
+
+	if (tramp_areas__read(pid, &areas) < 0)
+		return 0;
+	for (size_t i = 0; i < areas.n && !owner; i++)
+		if (areas.v[i].owner > 0 && areas.v[i].owner != getpid())
+			owner = areas.v[i].owner;
+	tramp_areas__free(&areas);
+	return owner;
+}
+
+bool record_call_sites_unsuited(pid_t pid, bool detail, bool verbose)
+{
+	pid_t other;
+
+	/*
+	 * A call through a stub reaches probe A with the call's return address dropped: detail's
+	 * return address, stack arguments 7 and 8 (typed arguments too) and snapshot would be
+	 * read a word off.
+	 */
+	if (detail) {
+		if (verbose)
+			fprintf(stderr, "atftrace record: detail and typed arguments read the entry's "
+				"stack, which a call-site stub moves: plain probes (--call-sites or "
+				"--trampolines to choose)\n");
+		return true;
+	}
+	/* a second redirection would take the calls of the first session's probes, or the first
+	 * its; with plain probes that session's hand-back (or its guard) sees ours */
+	if (pid && (other = other_session(pid))) {
+		fprintf(stderr, "atftrace record: process %d has the call-site stubs or trampolines of "
+			"a running atftrace session (process %d): plain probes\n", (int)pid,
+			(int)other);
+		return true;
+	}
+	return false;
+}
+
+/* The pids in the children file of each thread of @pid, appended to *@v (*@n of *@cap). */
+static void add_children(pid_t pid, pid_t **v, size_t *n, size_t *cap)
+{
+	char path[64];
+	DIR *d;
+	struct dirent *de;
+
+	snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
+	d = opendir(path);
+	while (d && (de = readdir(d))) {
+		FILE *f;
+		int child;
+
+		if (de->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "/proc/%d/task/%.16s/children", (int)pid, de->d_name);
+		f = fopen(path, "re");
+		while (f && fscanf(f, "%d", &child) == 1) {
+			if (*n == *cap) {
+				pid_t *nv = realloc(*v, (*cap ? *cap * 2 : 64) * sizeof(**v));
+
+				if (!nv)
+					break;
+				*v = nv;
+				*cap = *cap ? *cap * 2 : 64;
+			}
+			(*v)[(*n)++] = child;
+		}
+		if (f)
+			fclose(f);
+	}
+	if (d)
+		closedir(d);
+}
+
+void record_call_sites_restore_forked(struct cs_process *cp, bool verbose)
+{
+	pid_t *v = NULL;
+	size_t n = 0, cap = 0, restored = 0;
+
+	if (!cp)
+		return;
+	/* every live descendant (a child's children too: each inherits what its parent had) */
+	add_children(cs_process__pid(cp), &v, &n, &cap);
+	for (size_t i = 0; i < n && i < 65536; i++) {
+		restored += record_call_sites_restore_inherited(v[i], false);
+		add_children(v[i], &v, &n, &cap);
+	}
+	if (verbose && restored)
+		fprintf(stderr, "atftrace record: the call sites inherited by %zu forked %s written "
+			"back\n", restored, restored == 1 ? "process" : "processes");
+	free(v);
 }
 
 /*
@@ -269,6 +404,24 @@ void record_call_sites_watch_poll(void *ctx)
 	uint64_t t0;
 	int got, err;
 
+	if (w->retries) {
+		/* a hand-back that EPERM stopped (another tracer, such as a second session placing
+		 * its stubs, held the process): all that was noted, again, until it goes through */
+		unsigned left = w->retries - 1;
+
+		w->retries = 0;
+		for (size_t i = 0; i < *w->ncps; i++) {
+			err = cs_process__hand_back(w->cps[i], w->noted, w->nnoted, report_handed,
+						    (void *)why);
+			if (err == -EPERM && left)
+				w->retries = left;
+			else if (err < 0)
+				fprintf(stderr, "atftrace record: cannot hand functions back to another "
+					"tool's uprobe in process %d (%s): its count misses their "
+					"redirected calls\n", (int)cs_process__pid(w->cps[i]),
+					strerror(-err));
+		}
+	}
 	tracefs = tracefs_written(w) || !w->tracefs_read;
 	/* the map's batch, leaving room for what tracefs defines */
 	got = probes__handback_take(w->probes, notes, HB_BATCH / 2, &overflowed);
@@ -295,10 +448,17 @@ void record_call_sites_watch_poll(void *ctx)
 			fprintf(stderr, "atftrace record: %d %s handed back in %.1f ms (process %d "
 				"stopped)\n", err, err == 1 ? "function" : "functions",
 				(double)(clock_mono_ns() - t0) / 1e6, (int)cs_process__pid(w->cps[i]));
-		if (err < 0)
+		if (err == -EPERM && w->nnoted) {
+			if (w->verbose)
+				fprintf(stderr, "atftrace record: process %d is held by another tracer: "
+					"the hand-back is tried again at the next drains\n",
+					(int)cs_process__pid(w->cps[i]));
+			w->retries = HB_RETRIES;
+		} else if (err < 0) {
 			fprintf(stderr, "atftrace record: cannot hand functions back to another tool's "
 				"uprobe in process %d (%s): its count misses their redirected calls\n",
 				(int)cs_process__pid(w->cps[i]), strerror(-err));
+		}
 	}
 }
 

@@ -24,6 +24,29 @@ int record_call_sites_attach(struct recorder *rec, struct rm_modules *mods, stru
 /** record_call_sites_restore - the original calls back at the session's end (one line on error). */
 void record_call_sites_restore(struct recorder *rec, struct cs_process *cp);
 
+/**
+ * record_call_sites_restore_inherited - write back the redirected calls that process @pid
+ * inherited from a redirected parent (a fork), from the patch logs of the areas this recorder
+ * made; another session's areas are left alone. One line on error, one with @verbose when
+ * written. True when @pid had areas of ours.
+ */
+bool record_call_sites_restore_inherited(pid_t pid, bool verbose);
+
+/**
+ * record_call_sites_unsuited - should a session that did not ask for call sites keep plain
+ * probes instead (one line says why: with @verbose for @detail): @detail, detail or typed
+ * arguments may be taken (a stub moves the entry's stack by the return address it drops); or
+ * the -p process @pid (0: launched) has the stubs or trampolines of another running session.
+ */
+bool record_call_sites_unsuited(pid_t pid, bool detail, bool verbose);
+
+/**
+ * record_call_sites_restore_forked - at the end of a -p or launched session, the calls that
+ * every live descendant of @cp's process inherited written back, as entry trampolines are in
+ * the children of a patched process (NULL is ignored; with @verbose, how many).
+ */
+void record_call_sites_restore_forked(struct cs_process *cp, bool verbose);
+
 struct recorder;
 struct cs_watch;
 

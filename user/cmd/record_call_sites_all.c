@@ -35,7 +35,6 @@
 #include "proc.h"
 #include "record_call_sites.h"
 #include "record_system.h"
-#include "tramp_restore.h"
 
 #define CS_ALL_MAX 256          /* processes redirected at once; the others keep plain probes */
 #define CS_ALL_KEPT (4 * CS_ALL_MAX)    /* cs_processes kept to the end (those that exec'd too) */
@@ -376,39 +375,6 @@ int record_call_sites_all(struct recorder *rec, struct rm_modules *mods, struct 
 	return 0;
 }
 
-/*
- * A child forked by a redirected process inherits its redirected calls and its stubs' memfds
- * (their links, without a pid filter, trace it on): its own cs_process, if it has one, knows
- * only the sites it redirected itself, so the inherited calls are written back from the
- * patch logs of the areas this session made (include/tramp_restore.h), as `atftrace restore -p`
- * would; another session's areas, live or dead, are left alone.
- */
-static void restore_inherited(struct cs_all *a, pid_t pid)
-{
-	struct tramp_areas areas = { 0 };
-	bool ours = false;
-	int err;
-
-	if (tramp_areas__read(pid, &areas) < 0)
-		return;
-	for (size_t i = 0; i < areas.n; i++) {
-		struct tramp_area *ar = &areas.v[i];
-		bool mine = !ar->err && ar->owner == getpid();
-
-		ar->owner = mine ? 0 : ar->owner ? ar->owner : -1;     /* restore skips an owned one */
-		ours |= mine;
-	}
-	if (ours && (err = tramp_areas__restore(pid, &areas, false)) < 0 && err != -ESRCH)
-		fprintf(stderr, "atftrace record: process %d (a child of a redirected process): cannot "
-			"write its original calls back (%s); it goes on correctly through the call-site "
-			"stubs; 'atftrace restore -p %d' writes them back later\n", (int)pid,
-			strerror(-err), (int)pid);
-	else if (ours && a->verbose)
-		fprintf(stderr, "atftrace record: process %d: the call sites it inherited written "
-			"back\n", (int)pid);
-	tramp_areas__free(&areas);
-}
-
 void record_call_sites_all_restore(struct cs_all *a)
 {
 	uint32_t execs;
@@ -424,7 +390,7 @@ void record_call_sites_all_restore(struct cs_all *a)
 	 * its own restore does not know (a no-op where nothing of ours is left) */
 	for (size_t i = 0; recorder__process(a->rec, i, &pid, &execs, &live); i++)
 		if (live)
-			restore_inherited(a, pid);
+			record_call_sites_restore_inherited(pid, a->verbose);
 }
 
 void record_call_sites_all_free(struct cs_all *a)

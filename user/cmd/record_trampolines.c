@@ -12,27 +12,29 @@
 #include "trampoline.h"
 
 /*
- * Entry trampolines (include/trampoline.h), on unless --no-trampolines (@off). Not for -a: the text
- * of a module is shared by every process that maps it, and a process started later would need
- * stopping and patching too. Not with perf links (kernels before 6.6), which cannot be
- * attached per trampoline file. A uprobe that another tool registers later on a patched
- * function is met by the registration guard (bpf/reg_guard.bpf.h).
+ * The target's text is written (call sites by default, entry trampolines with --trampolines)
+ * unless @off (--no-trampolines, or -a, whose call sites record_call_sites_all.c places). Not
+ * with perf links (kernels before 6.6), which cannot be attached per stub or trampoline file,
+ * nor off x86_64: plain probes then, which a session that asked for @way says in any case, the
+ * default's with @verbose. A uprobe that another tool registers later on a function whose
+ * entry the trampolines wrote is met by the registration guard (bpf/reg_guard.bpf.h).
  */
-bool record_trampolines_use(bool off, bool asked, struct probes *probes)
+bool record_trampolines_use(bool off, bool asked, bool verbose, const char *way,
+			    struct probes *probes)
 {
-#if defined(__x86_64__)
+	const char *why = NULL;
+
 	if (off)
 		return false;
-	if (probes__link_kind(probes) == PROBE_LINK_PERF) {
-		if (asked)
-			fprintf(stderr, "atftrace record: --trampolines needs uprobe-multi links "
-				"(kernel 6.6 or later): plain probes\n");
-		return false;
-	}
-	return true;
+#if defined(__x86_64__)
+	if (probes__link_kind(probes) == PROBE_LINK_PERF)
+		why = "need uprobe-multi links (kernel 6.6 or later)";
 #else
-	return false;
+	why = "are built for x86_64 only";
 #endif
+	if (why && (asked || verbose))
+		fprintf(stderr, "atftrace record: %s %s: plain probes\n", way, why);
+	return !why;
 }
 
 int record_trampolines_attach(struct rm_modules *mods, struct probes *probes, pid_t target,

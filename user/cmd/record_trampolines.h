@@ -11,10 +11,12 @@ struct probes;
 struct tramp_process;
 
 /**
- * record_trampolines_use - are entry trampolines used: not when turned off (@off: the
- * --no-trampolines option, or -a), nor with perf links, which say so when they were @asked for.
+ * record_trampolines_use - is the target's text written (@way: "call sites" or
+ * "--trampolines"): not when turned off (@off: the --no-trampolines option, or -a), nor with
+ * perf links or off x86_64, which say so when @way was @asked for, or with @verbose.
  */
-bool record_trampolines_use(bool off, bool asked, struct probes *probes);
+bool record_trampolines_use(bool off, bool asked, bool verbose, const char *way,
+			    struct probes *probes);
 
 /**
  * record_trampolines_attach - patch @mods' functions in @target (include/trampoline.h) into

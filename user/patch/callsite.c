@@ -511,10 +511,15 @@ int cs_process__attach_late(struct cs_process *cp, struct probes *p, struct sym_
 	err = pt_stop_all(&pt, cp->pid, cp->own_child);
 	if (err)
 		return err == -ESRCH ? 0 : err;
-	/* one that maps an unwinder now keeps what it has; nothing more is redirected */
+	/*
+	 * One that maps an unwinder now gets its calls back (below): a throw could unwind through
+	 * a stub frame of the sites redirected without the unwind hooks' view (tail and indirect
+	 * stubs too), so it goes on with the plain probes, every stub frame alive given its site's
+	 * return address (cs_stacks_to_sites), before it can run the unwinder's code.
+	 */
 	if (maps_unwinder(cp->pid, unwinder, sizeof(unwinder))) {
-		fprintf(stderr, "atftrace record: process %d maps a C++ unwinder now (%s): no more call "
-			"sites redirected\n", (int)cp->pid, unwinder);
+		fprintf(stderr, "atftrace record: process %d maps a C++ unwinder now (%s): its redirected "
+			"calls written back, plain probes from now on\n", (int)cp->pid, unwinder);
 		cp->refused = true;
 	} else if (ta_maps_read(cp->pid, &maps) == 0) {
 		cp->maps_sig = cs_maps_signature(&maps, exe);
@@ -527,6 +532,8 @@ int cs_process__attach_late(struct cs_process *cp, struct probes *p, struct sym_
 	}
 	ta_maps_free(&maps);
 	pt_detach_all(&pt);
+	if (cp->refused && (err = cs_process__restore(cp)) < 0)
+		return err;
 	return 0;
 }
 

@@ -92,7 +92,9 @@ int cs_mod__plan(int fd, struct cs_mod *cm, const struct ta_maps *maps, cs_targe
 		const struct sym_func *f = &m->funcs[i];
 		struct cs_fn *c = &cm->fns[cm->nfns];
 
-		if (!tramp_wanted(f) || f->ifunc_impl ||
+		/* TRAMP_TEXT_DIFFERS: another tool's uprobe was at its entry before ours
+		 * (tramp_skip_rewritten): its calls must keep reaching it there */
+		if (!tramp_wanted(f) || f->ifunc_impl || f->tramp == TRAMP_TEXT_DIFFERS ||
 		    tramp_plan_relocation(fd, m, i, &c->plan, c->moved, sizeof(c->moved)) != TRAMP_OK)
 			continue;
 		c->patch_addr = ta_file_addr(maps, cm->dev, cm->ino, f->probe_offset);

@@ -376,9 +376,18 @@ int tramp_skip_rewritten(pid_t pid, struct sym_module **mods, size_t nmods, bool
 			if (len > sizeof(file))
 				len = sizeof(file);
 			if (pread(fd, file, len, (off_t)f->probe_offset) != (ssize_t)len ||
-			    pread(mem, now, len, (off_t)addr) != (ssize_t)len ||
-			    !memcmp(now, file, len) || tramp_only_breakpoint(now, file, len))
+			    pread(mem, now, len, (off_t)addr) != (ssize_t)len || !memcmp(now, file, len))
 				continue;
+			if (tramp_only_breakpoint(now, file, len)) {
+				/* another tool's uprobe, there before ours: call sites leave its calls
+				 * to its entry, where that tool counts them (trampolines check again) */
+				f->tramp = TRAMP_TEXT_DIFFERS;
+				if (verbose)
+					fprintf(stderr, "atftrace record: %s: %s: another tool's breakpoint at "
+						"its entry: its calls are not redirected\n", m->path,
+						f->name);
+				continue;
+			}
 			f->selected = false;
 			f->tramp = TRAMP_REWRITTEN;
 			n++;
