@@ -166,9 +166,6 @@ static __always_inline struct task_state *task_state_of(struct task_struct *task
 /* emit_event(): index events through the thread's batch. */
 #include "batch.bpf.h"
 
-/* Detail lane: emit_traced() = emit_event() plus registers and stack when wanted. */
-#include "detail.bpf.h"
-
 /*
  * frame_at - &st->frames[i] in a form the verifier can bound: the compiler would drop a plain
  * mask it can prove redundant (i < SHADOW_MAX already), and the verifier loses that proof.
@@ -178,6 +175,15 @@ static __always_inline struct shadow_frame *frame_at(struct task_state *st, __u6
 	asm volatile("" : "+r"(i));
 	return &st->frames[i & (SHADOW_MAX - 1)];
 }
+
+#if defined(__TARGET_ARCH_x86)
+/* site_caller_ret(): the return address a call-site stub stands in for (and the C++ unwind
+ * hooks' stub frames, collect_site_slots()). */
+#include "site_unwind.bpf.h"
+#endif
+
+/* Detail lane: emit_traced() = emit_event() plus registers and stack when wanted. */
+#include "detail.bpf.h"
 
 /* Record-time filters (record -D, -t, -F, -N, -T): filter_entry(), filter_end(). */
 #include "callfilter.bpf.h"
@@ -224,7 +230,7 @@ static int close_one_dead_frame(__u32 i, void *data)
 	if (!frame_dead(f, c->sp, c->inclusive))
 		return 1;
 	if (call_filter_on)
-		filter_end(NULL, st, d - 1, KIND_EXCEPTION, f->function_id, c->pid_tgid, c->ts);
+		filter_end(NULL, NULL, st, d - 1, KIND_EXCEPTION, f->function_id, c->pid_tgid, c->ts);
 	else
 		emit_event(st, KIND_EXCEPTION, f->function_id, d - 1, c->pid_tgid, c->ts);
 	st->depth = d - 1;
@@ -279,7 +285,7 @@ static __always_inline bool tail_call(struct task_struct *task, struct task_stat
 		return false;
 	if (site_ret)
 		return slot == site_ret;
-	tramp = BPF_CORE_READ(task, mm, uprobes_state.xol_area, vaddr);
+	tramp = uretprobe_trampoline(task);
 	return tramp && slot == tramp;
 #else
 	return false;
@@ -354,26 +360,29 @@ static __always_inline int on_entry(struct pt_regs *ctx, struct probe_run *run, 
 	announce_task(pid_tgid);        /* record -a: the process's identity, once per thread */
 	__u64 sp = PT_REGS_SP(ctx) - (site == ENTRY_STUB ? 8 : 0);
 	__u64 function_id = hit_cookie(ctx, task, multi);
+	/* a plain probe's tail call: the tail-caller's slot is ours */
+	bool plain_tail = site == ENTRY_PLAIN && tail_call(task, st, sp);
 
 	/* a stub is entered by a call, never by a tail call's jmp (and its slot is not written
 	 * yet); a tail stub only by a tail call's */
 	close_dead_frames(st, sp, site == ENTRY_STUB || site == ENTRY_IND ||
-			  (site == ENTRY_PLAIN && !tail_call(task, st, sp)), pid_tgid, ts);
+			  (site == ENTRY_PLAIN && !plain_tail), pid_tgid, ts);
 
 	__u32 depth = st->depth;
+	struct probe_hit hit = { .sp = sp, .site_ret = site_return(ctx, site, sp) };
 
-	/* before the push (here or in filter_entry): a frame that is not pushed is not read */
-	if (depth < SHADOW_MAX) {
-		__u64 site_ret = site_return(ctx, site, sp);
-
-		if (site == ENTRY_TAIL && depth > 0 && frame_at(st, depth - 1)->entry_sp == sp)
-			site_ret = frame_at(st, depth - 1)->site_ret;
-		frame_at(st, depth)->site_ret = site_ret;
-	}
+	/* a tail call returns through its tail-caller's slot, and so what it holds */
+	if ((site == ENTRY_TAIL || plain_tail) && depth > 0 && depth <= SHADOW_MAX &&
+	    frame_at(st, depth - 1)->entry_sp == sp)
+		hit.site_ret = frame_at(st, depth - 1)->site_ret;
+	/* before the push (here or in filter_entry): a frame that is not pushed is not read; a
+	 * plain probe's frame gets the uretprobe trampoline in its slot (tail_call()) */
+	if (depth < SHADOW_MAX)
+		frame_at(st, depth)->site_ret = site == ENTRY_PLAIN ? 0 : hit.site_ret;
 
 	if (call_filter_on)
-		return filter_entry(ctx, st, depth, function_id, sp, pid_tgid, ts);
-	if (!emit_traced(ctx, st, KIND_CALL, function_id, depth, pid_tgid, ts))
+		return filter_entry(ctx, &hit, st, depth, function_id, sp, pid_tgid, ts);
+	if (!emit_traced(ctx, &hit, st, KIND_CALL, function_id, depth, pid_tgid, ts))
 		return 1;
 	if (depth < SHADOW_MAX) {
 		struct shadow_frame *f = frame_at(st, depth);
@@ -388,6 +397,7 @@ static __always_inline int on_entry(struct pt_regs *ctx, struct probe_run *run, 
 /* What close_one_tail_frame hands to the loop body. */
 struct tail_ctx {
 	struct pt_regs *ctx;
+	struct probe_hit hit;
 	struct task_state *st;
 	__u64 entry_sp;
 	__u64 pid_tgid;
@@ -412,9 +422,10 @@ static int close_one_tail_frame(__u32 i, void *data)
 	if (f->entry_sp != c->entry_sp)
 		return 1;
 	if (call_filter_on)
-		filter_end(c->ctx, st, d - 1, KIND_RETURN, f->function_id, c->pid_tgid, c->ts);
+		filter_end(c->ctx, &c->hit, st, d - 1, KIND_RETURN, f->function_id, c->pid_tgid, c->ts);
 	else
-		emit_traced(c->ctx, st, KIND_RETURN, f->function_id, d - 1, c->pid_tgid, c->ts);
+		emit_traced(c->ctx, &c->hit, st, KIND_RETURN, f->function_id, d - 1, c->pid_tgid,
+			    c->ts);
 	st->depth = d - 1;
 	return 0;
 }
@@ -428,8 +439,10 @@ static int close_one_tail_frame(__u32 i, void *data)
  * return probe of its own, nor has a plain probe's past the kernel's 64 pending uretprobes),
  * so one return closes the whole tail chain. A plain tail call's second return run (the kernel
  * chains the two uretprobes' instances) then finds no frame of that sp: a no-op.
+ * @at_stub: the hit is a stub's probe B (its ip is the stub's return point, probe_hit.site_ret).
  */
-static __always_inline void on_return(struct pt_regs *ctx, struct probe_run *run, bool multi)
+static __always_inline void on_return(struct pt_regs *ctx, struct probe_run *run, bool multi,
+				      bool at_stub)
 {
 	struct task_struct *task = run->task;
 	struct task_state *st = thread_state(run, ctx, false);
@@ -440,6 +453,7 @@ static __always_inline void on_return(struct pt_regs *ctx, struct probe_run *run
 	__u64 pid_tgid = st->pid_tgid;      /* set with the depth's first frame (on_entry) */
 	__u64 ts = atf_now();
 	__u64 entry_sp = PT_REGS_SP(ctx) - RET_SP_ADJUST;
+	struct probe_hit hit = { .site_ret = at_stub ? PT_REGS_IP(ctx) : 0 };
 
 	close_dead_frames(st, entry_sp, false, pid_tgid, ts);
 
@@ -448,7 +462,8 @@ static __always_inline void on_return(struct pt_regs *ctx, struct probe_run *run
 	if (d == 0)
 		return;
 	if (d > SHADOW_MAX && !call_filter_on) {   /* not remembered: trust the cookie and the count */
-		emit_traced(ctx, st, KIND_RETURN, hit_cookie(ctx, task, multi), d - 1, pid_tgid, ts);
+		emit_traced(ctx, &hit, st, KIND_RETURN, hit_cookie(ctx, task, multi), d - 1, pid_tgid,
+			    ts);
 		st->depth = d - 1;
 		return;
 	}
@@ -457,16 +472,16 @@ static __always_inline void on_return(struct pt_regs *ctx, struct probe_run *run
 	if (f->entry_sp != entry_sp)    /* its CALL was not recorded (lost): no RETURN either */
 		return;
 	if (call_filter_on)
-		filter_end(ctx, st, d - 1, KIND_RETURN, f->function_id, pid_tgid, ts);
+		filter_end(ctx, &hit, st, d - 1, KIND_RETURN, f->function_id, pid_tgid, ts);
 	else
-		emit_traced(ctx, st, KIND_RETURN, f->function_id, d - 1, pid_tgid, ts);
+		emit_traced(ctx, &hit, st, KIND_RETURN, f->function_id, d - 1, pid_tgid, ts);
 	st->depth = d - 1;
 	/* its tail-callers: rare, so the loop only when the next frame is one */
 	if (d < 2 || frame_at(st, d - 2)->entry_sp != entry_sp)
 		return;
 
-	struct tail_ctx c = { .ctx = ctx, .st = st, .entry_sp = entry_sp, .pid_tgid = pid_tgid,
-			      .ts = ts };
+	struct tail_ctx c = { .ctx = ctx, .hit = hit, .st = st, .entry_sp = entry_sp,
+			      .pid_tgid = pid_tgid, .ts = ts };
 
 	bpf_loop(MAX_POPS, close_one_tail_frame, &c, 0);
 }
@@ -480,12 +495,12 @@ static __always_inline void probe_entry(struct pt_regs *ctx, bool multi, int sit
 	on_entry(ctx, &run, multi, site);
 }
 
-static __always_inline void probe_return(struct pt_regs *ctx, bool multi)
+static __always_inline void probe_return(struct pt_regs *ctx, bool multi, bool at_stub)
 {
 	struct probe_run run;
 
 	run_begin(&run, ctx);
-	on_return(ctx, &run, multi);
+	on_return(ctx, &run, multi, at_stub);
 }
 
 /* ---- programs --------------------------------------------------------------------------- */
@@ -498,7 +513,7 @@ int atf_session(struct pt_regs *ctx)
 
 	run_begin(&run, ctx);
 	if (hit_is_return(run.task)) {
-		on_return(ctx, &run, true);
+		on_return(ctx, &run, true, false);
 		return 0;
 	}
 	return on_entry(ctx, &run, true, ENTRY_PLAIN);
@@ -515,7 +530,7 @@ int atf_multi_entry(struct pt_regs *ctx)
 SEC("uprobe")
 int atf_multi_return(struct pt_regs *ctx)
 {
-	probe_return(ctx, true);
+	probe_return(ctx, true, false);
 	return 0;
 }
 
@@ -549,7 +564,7 @@ int atf_site_tail(struct pt_regs *ctx)
 SEC("uprobe")
 int atf_site_return(struct pt_regs *ctx)
 {
-	probe_return(ctx, true);
+	probe_return(ctx, true, true);
 	return 0;
 }
 
@@ -564,7 +579,7 @@ int atf_uprobe(struct pt_regs *ctx)
 SEC("uretprobe")
 int atf_uretprobe(struct pt_regs *ctx)
 {
-	probe_return(ctx, false);
+	probe_return(ctx, false, false);
 	return 0;
 }
 
