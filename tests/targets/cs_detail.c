@@ -5,7 +5,8 @@
  * (tests/e2e/test_record_call_sites_detail.sh). The arguments of each call differ: argument i
  * of the call through the PLT is 0x1i, directly 0x2i, through the pointer 0x3i, through the
  * tail call 0x4i (its first + 0x100), each plus 0x100 * round.
- *   cs_detail N    N rounds; prints the sum
+ *   cs_detail N    prints "main ADDR cd_f8 ADDR" (where the program and the library run, for
+ *                  return addresses as module offsets), then N rounds; prints the sum
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -21,6 +22,7 @@ int main(int argc, char **argv)
 	int n = argc > 1 ? atoi(argv[1]) : 1;
 	u64 s = 0;
 
+	printf("main %p cd_f8 %p\n", (void *)main, (void *)cd_f8);
 	for (int i = 0; i < n; i++) {
 		u64 b = 0x1000 * (u64)i;
 
