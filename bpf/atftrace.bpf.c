@@ -324,6 +324,8 @@ static __always_inline __u64 site_return(struct pt_regs *ctx, int site, __u64 sp
  * nothing, so this sp is the entry sp, the open frame with the same entry sp is the tail-caller
  * (never dead), and the return slot is the tail-caller's: the new frame takes its site_ret, so
  * that tail_call() still tells the next tail call.
+ * The detail lane gets the entry sp and the stub's return point (struct probe_hit), so that it
+ * shows what a plain probe at the function's entry shows.
  * Returns 0 when a CALL was recorded (its return must be seen), 1 otherwise (a session
  * program returns this to skip the return run).
  */

@@ -298,7 +298,8 @@ static __always_inline bool emit_detail(struct pt_regs *ctx, const struct probe_
 
 /*
  * emit_traced - record a CALL or RETURN of a probe hit, with detail when it is wanted
- * @hit: where the hit stands (struct probe_hit). Returns false when nothing could be recorded (counted in lost_events), like emit_event().
+ * @hit: where the hit stands (struct probe_hit). Returns false when nothing could be recorded
+ * (counted in lost_events), like emit_event().
  */
 static __always_inline bool emit_traced(struct pt_regs *ctx, const struct probe_hit *hit,
 					struct task_state *st, __u32 kind, __u64 function_id,
