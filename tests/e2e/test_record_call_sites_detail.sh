@@ -12,8 +12,9 @@
 #     return address in the program, checked as a module offset against the call sites in the
 #     disassembly (the tail-called cd_f8's: its tail-caller's), also with plain probes, where
 #     the tail-caller's uretprobe put its trampoline in the slot; the snapshot's first word is lr;
-#   - -A cd_f8@arg1/x,...,arg8/x -R cd_f8@retval/x: dump prints the same calls with the same
-#     arguments as plain probes, and the ones the target passed.
+#   - -A cd_f8@arg1/x,...,arg8/x -R cd_f8@retval/x, and --auto-args (cd_f8 is C, typed from
+#     DWARF): dump prints the same calls with the same arguments as plain probes, and the ones the
+#     target passed.
 source "$(dirname "$0")/lib.sh"
 need_bpf
 [ "$(uname -m)" = x86_64 ] || skip "call-site stubs are x86_64's"
@@ -117,7 +118,7 @@ for s in cs plain; do
 	done
 done
 
-# ---- typed arguments (-A/-R): the same calls and values as plain probes -----------------------------
+# ---- typed arguments (-A/-R, --auto-args): the same calls and values as plain probes -----------------------------
 A=(-A 'cd_f8@arg1/x,arg2/x,arg3/x,arg4/x,arg5/x,arg6/x,arg7/x,arg8/x' -R 'cd_f8@retval/x')
 record acs --call-sites "${A[@]}"
 record aplain --no-trampolines "${A[@]}"
@@ -130,5 +131,16 @@ for want in '\| cd_f8\(0x11, 0x12, 0x13, 0x14, 0x15, 0x16, 0x17, 0x18\) = 0xa4;$
 	    '\|     cd_f8\(0x141, 0x42, 0x43, 0x44, 0x45, 0x46, 0x47, 0x48\) = 0x324;$' \
 	    '\|     cd_f8\(0x2141, 0x2042, 0x2043, 0x2044, 0x2045, 0x2046, 0x2047, 0x2048\) = 0x10324;$'; do
 	assert_contains "$T/acs.tree" "$want" "-A/-R with --call-sites"
+done
+record autocs --call-sites --auto-args
+record autoplain --no-trampolines --auto-args
+"$ATF" dump "$T/autocs" | normalise_dump >"$T/autocs.tree"
+"$ATF" dump "$T/autoplain" | normalise_dump >"$T/autoplain.tree"
+diff "$T/autoplain.tree" "$T/autocs.tree" >&2 || fail "--auto-args output differs between --call-sites and plain probes"
+for want in '\| cd_f8\(17, 18, 19, 20, 21, 22, 23, 24\) = 164;$' \
+	    '\|   cd_f8\(33, 34, 35, 36, 37, 38, 39, 40\) = 292;$' \
+	    '\|   cd_f8\(49, 50, 51, 52, 53, 54, 55, 56\) = 420;$' \
+	    '\|     cd_f8\(321, 66, 67, 68, 69, 70, 71, 72\) = 804;$'; do
+	assert_contains "$T/autocs.tree" "$want" "--auto-args with --call-sites"
 done
 echo "ok: registers, stack arguments, lr, sp and snapshots through PLT, direct, indirect and tail stubs equal plain probes'"

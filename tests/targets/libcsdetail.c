@@ -5,7 +5,7 @@
  * (tests/e2e/test_record_call_sites_detail.sh). Linked -Bsymbolic-functions and -z now: the
  * library's calls of its own functions are direct (e8), and the program's calls through its
  * PLT find bound slots.
- *   cd_f8      mov; add ...: the sum of its eight arguments (single-stepped first instruction)
+ *   cd_f8      the sum of its eight arguments (in C: --auto-args types them from DWARF)
  *   cd_tail8   mov; add $0x100,%rdi; jmp cd_f8 (e9 rel32, after its first 5 bytes): a tail
  *              call with the same stack arguments
  *   cd_run     cd_f8 called directly, through a pointer (`call *cd_ptr(%rip)`), and cd_tail8
@@ -15,14 +15,14 @@
 
 typedef uint64_t u64;
 
-u64 cd_f8(u64 a, u64 b, u64 c, u64 d, u64 e, u64 f, u64 g, u64 h);
 u64 cd_tail8(u64 a, u64 b, u64 c, u64 d, u64 e, u64 f, u64 g, u64 h);
 
+__attribute__((noinline)) u64 cd_f8(u64 a, u64 b, u64 c, u64 d, u64 e, u64 f, u64 g, u64 h)
+{
+	return a + b + c + d + e + f + g + h;
+}
+
 __asm__(".text\n"
-	".globl cd_f8\n.type cd_f8,@function\ncd_f8:\n"
-	"	mov %rdi, %rax\n	add %rsi, %rax\n	add %rdx, %rax\n	add %rcx, %rax\n"
-	"	add %r8, %rax\n	add %r9, %rax\n	add 8(%rsp), %rax\n	add 16(%rsp), %rax\n"
-	"	ret\n.size cd_f8, .-cd_f8\n"
 	".globl cd_tail8\n.type cd_tail8,@function\ncd_tail8:\n"
 	"	mov %rdi, %rax\n	add $0x100, %rdi\n	jmp cd_f8@PLT\n"
 	".size cd_tail8, .-cd_tail8\n");
