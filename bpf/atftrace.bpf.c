@@ -310,6 +310,30 @@ static __always_inline __u64 site_return(struct pt_regs *ctx, int site, __u64 sp
 	return ret;
 }
 
+/* Frames of a tail chain looked at for its call through a stub (tail_chain_site_ret). */
+#define TAIL_CHAIN_LOOKED_AT 4
+
+/*
+ * tail_chain_site_ret - the stub return point (shadow_frame.site_ret) of the tail chain that a
+ * tail call at entry sp @sp extends: the first one, innermost first, of its open frames with
+ * that entry sp, at most @frames of them (1: the tail-caller's); 0 if none came through a stub.
+ */
+static __always_inline __u64 tail_chain_site_ret(struct task_state *st, __u32 depth, __u64 sp,
+						 __u32 frames)
+{
+	for (__u32 i = 1; i <= TAIL_CHAIN_LOOKED_AT; i++) {
+		if (i > frames || i > depth || depth - i >= SHADOW_MAX)
+			return 0;
+		struct shadow_frame *f = frame_at(st, depth - i);
+
+		if (f->entry_sp != sp)
+			return 0;
+		if (f->site_ret)
+			return f->site_ret;
+	}
+	return 0;
+}
+
 /*
  * on_entry - a traced function was called
  * @run: run_begin()'s (the current task, this CPU's state slot); @multi: on a uprobe_multi or
@@ -371,16 +395,23 @@ static __always_inline int on_entry(struct pt_regs *ctx, struct probe_run *run, 
 			  (site == ENTRY_PLAIN && !plain_tail), pid_tgid, ts);
 
 	__u32 depth = st->depth;
-	struct probe_hit hit = { .sp = sp, .site_ret = site_return(ctx, site, sp) };
+	__u64 site_ret = site_return(ctx, site, sp);
+	struct probe_hit hit = { .sp = sp, .site_ret = site_ret };
 
-	/* a tail call returns through its tail-caller's slot, and so what it holds */
-	if ((site == ENTRY_TAIL || plain_tail) && depth > 0 && depth <= SHADOW_MAX &&
-	    frame_at(st, depth - 1)->entry_sp == sp)
-		hit.site_ret = frame_at(st, depth - 1)->site_ret;
+	/*
+	 * A tail call returns through its tail-caller's slot, and so what it holds: a tail stub's
+	 * frame takes the tail-caller's site_ret (tail_call()). The program's return address is
+	 * that of the chain's call through a stub, if it had one, even where a plain probe's
+	 * uretprobe in the chain has since put its trampoline in the slot.
+	 */
+	if (site == ENTRY_TAIL || plain_tail) {
+		site_ret = tail_chain_site_ret(st, depth, sp, 1);
+		hit.site_ret = tail_chain_site_ret(st, depth, sp, TAIL_CHAIN_LOOKED_AT);
+	}
 	/* before the push (here or in filter_entry): a frame that is not pushed is not read; a
 	 * plain probe's frame gets the uretprobe trampoline in its slot (tail_call()) */
 	if (depth < SHADOW_MAX)
-		frame_at(st, depth)->site_ret = site == ENTRY_PLAIN ? 0 : hit.site_ret;
+		frame_at(st, depth)->site_ret = site == ENTRY_PLAIN ? 0 : site_ret;
 
 	if (call_filter_on)
 		return filter_entry(ctx, &hit, st, depth, function_id, sp, pid_tgid, ts);
@@ -473,6 +504,14 @@ static __always_inline void on_return(struct pt_regs *ctx, struct probe_run *run
 
 	if (f->entry_sp != entry_sp)    /* its CALL was not recorded (lost): no RETURN either */
 		return;
+	/* a return probe of a tail chain that began with a call through a stub (a plain probe's
+	 * uretprobe took the slot after it): it returns into that stub's probe B */
+	if (!at_stub) {
+		__u64 chain = tail_chain_site_ret(st, d, entry_sp, TAIL_CHAIN_LOOKED_AT);
+
+		if (chain && chain == PT_REGS_IP(ctx))
+			hit.site_ret = chain;
+	}
 	if (call_filter_on)
 		filter_end(ctx, &hit, st, d - 1, KIND_RETURN, f->function_id, pid_tgid, ts);
 	else

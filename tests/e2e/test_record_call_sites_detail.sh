@@ -3,7 +3,8 @@
 # registers, stack arguments, sp, lr and stack snapshot a plain probe sees (bpf/detail.bpf.h,
 # struct probe_hit). On tests/targets/cs_detail, which calls libcsdetail.so's cd_f8 (eight
 # integer arguments: the 7th and 8th on the stack) through its PLT, and in the library
-# directly, through a pointer (`call *cd_ptr(%rip)`) and by a tail call (cd_tail8's `jmp`):
+# directly, through a pointer (`call *cd_ptr(%rip)`) and by a tail call (cd_tail8's `jmp`), and
+# calls cd_chain8 directly, which reaches cd_leaf8 by two short tail calls that no stub takes:
 #   - the -v lines: each of the four ways is redirected (a PLT stub in the program, a direct
 #     stub, an indirect site, a tail stub);
 #   - --detail=always: every CALL's and RETURN's registers (gp[0..7], the stack-argument flag),
@@ -11,7 +12,8 @@
 #     exactly (address-space randomisation off, so sp and fp compare as they are); lr is the
 #     return address in the program, checked as a module offset against the call sites in the
 #     disassembly (the tail-called cd_f8's: its tail-caller's), also with plain probes, where
-#     the tail-caller's uretprobe put its trampoline in the slot; the snapshot's first word is lr;
+#     the tail-caller's uretprobe put its trampoline in the slot (and in the chain after a stub:
+#     there cd_mid8's uretprobe returns into cd_chain8's stub); the snapshot's first word is lr;
 #   - -A cd_f8@arg1/x,...,arg8/x -R cd_f8@retval/x, and --auto-args (cd_f8 is C, typed from
 #     DWARF): dump prints the same calls with the same arguments as plain probes, and the ones the
 #     target passed.
@@ -41,10 +43,12 @@ RET_RUN=$(after_call "$T/prog.dis" main 'call.*<cd_run@plt>')
 RET_DIRECT=$(after_call "$T/lib.dis" cd_run 'e8 .*call.*<cd_f8>')
 RET_PTR=$(after_call "$T/lib.dis" cd_run 'ff 15 .*call.*<cd_ptr>')
 RET_TAIL=$(after_call "$T/lib.dis" cd_run 'e8 .*call.*<cd_tail8>')
-for v in RET_PLT RET_RUN RET_DIRECT RET_PTR RET_TAIL; do
+RET_CHAIN=$(after_call "$T/lib.dis" cd_run 'e8 .*call.*<cd_chain8>')
+for v in RET_PLT RET_RUN RET_DIRECT RET_PTR RET_TAIL RET_CHAIN; do
 	[ -n "${!v}" ] || fail "no call site for $v in the disassembly"
 done
 grep -qE "e9 .*jmp +[0-9a-f]+ <cd_f8>" "$T/lib.dis" || fail "libcsdetail.so has no jmp cd_f8 (rel32)"
+grep -qE "eb .*jmp +[0-9a-f]+ <cd_leaf8>" "$T/lib.dis" || fail "libcsdetail.so has no jmp cd_leaf8 (rel8)"
 MAIN_VA=$(sym "$T/prog.dis" main) F8_VA=$(sym "$T/lib.dis" cd_f8)
 
 # ---- the two sessions ---------------------------------------------------------------------------
@@ -57,8 +61,8 @@ record() {   # name, record options...
 record cs --call-sites -v --detail=always
 assert_contains "$T/cs.err" "cs_detail \(its calls into the traced modules\): 2 call sites of 2 functions redirected \(0 direct, 2 through the PLT; 0 left out" \
 	"main's calls of cd_f8 and cd_run through the PLT"
-assert_contains "$T/cs.err" "libcsdetail.so: 3 call sites of 2 functions redirected \(3 direct, 0 through the PLT; 0 left out" \
-	"cd_run's calls of cd_f8 and cd_tail8, and cd_tail8's tail call"
+assert_contains "$T/cs.err" "libcsdetail.so: 4 call sites of 3 functions redirected \(4 direct, 0 through the PLT; 0 left out" \
+	"cd_run's calls of cd_f8, cd_tail8 and cd_chain8, and cd_tail8's tail call"
 assert_contains "$T/cs.err" "libcsdetail.so: 1 of them tail call \(jmp or jcc\) in traced functions, to tail stubs$" "the tail call"
 assert_contains "$T/cs.err" "libcsdetail.so: 1 indirect call site redirected" "the call through cd_ptr"
 record plain --no-trampolines --detail=always
@@ -83,7 +87,7 @@ norm() {
 }
 norm cs >"$T/cs.regs"
 norm plain >"$T/plain.regs"
-assert_eq $((12 * N)) "$(wc -l <"$T/cs.regs")" "detail records with --call-sites"
+assert_eq $((18 * N)) "$(wc -l <"$T/cs.regs")" "detail records with --call-sites"
 diff "$T/plain.regs" "$T/cs.regs" >&2 || fail "registers, lr, fp or sp differ between --call-sites and plain probes"
 
 # the values themselves: round i's arguments are 0x1000 * i + 0xWJ (W the way, J the argument)
@@ -107,6 +111,18 @@ for s in cs plain; do
 		"$s: cd_tail8's CALL lr"
 	assert_eq "$N prog+$RET_RUN" "$(awk '$1 == "C" && $2 == "cd_run" { n++; l = $8 } END { print n, l }' "$T/$s.regs")" \
 		"$s: cd_run's CALL lr"
+	# the chain cd_chain8 -> cd_mid8 -> cd_leaf8: one return address, each with its arguments
+	for i in $(seq 0 $((N - 1))); do
+		b=$((0x1000 * i))
+		for f in cd_chain8:0 cd_mid8:0x200 cd_leaf8:0x600; do
+			IFS=: read -r fn add <<<"$f"
+			want=$(printf %x $((b + 0x51 + add)))
+			for j in 2 3 4 5 6 7 8; do want+=,$(printf %x $((b + 0x50 + j))); done
+			assert_eq "1 $want lib+$RET_CHAIN" \
+				"$(awk -v f=$fn -v a1=$(printf %x $((b + 0x51 + add))) '$1 == "C" && $2 == f && $6 ~ "^" a1 "," {
+					print $4, $6, $8 }' "$T/$s.regs")" "$s: round $i, $fn's CALL: flags, gp[0..7], lr"
+		done
+	done
 	assert_eq "$(awk '$1 == "C" { print $2, $8 }' "$T/$s.regs" | sort | uniq -c)" \
 		"$(awk '$1 == "R" { print $2, $8 }' "$T/$s.regs" | sort | uniq -c)" "$s: lr at the RETURNs"
 	# the snapshot starts at the entry sp, with the return address in its first word

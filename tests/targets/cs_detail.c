@@ -1,10 +1,11 @@
 // SPDX-License-Identifier: MIT
 /*
  * cs_detail: calls libcsdetail.so's cd_f8 (eight integer arguments) through this program's PLT,
- * then cd_run, which calls it directly, through a pointer and by a tail call
+ * then cd_run, which calls it directly, through a pointer and by a tail call, and cd_chain8
  * (tests/e2e/test_record_call_sites_detail.sh). The arguments of each call differ: argument i
  * of the call through the PLT is 0x1i, directly 0x2i, through the pointer 0x3i, through the
- * tail call 0x4i (its first + 0x100), each plus 0x100 * round.
+ * tail call 0x4i (its first + 0x100), each plus 0x1000 * round; cd_chain8's 0x5i reach
+ * cd_leaf8 (the first + 0x600).
  *   cs_detail N    prints "main ADDR cd_f8 ADDR" (where the program and the library run, for
  *                  return addresses as module offsets), then N rounds; prints the sum
  */
