@@ -140,8 +140,10 @@ static __always_inline __u32 detail_read_stack(__u8 *dst, __u64 sp)
  *      after `ret` in every case);
  * @site_ret: the return point of the call-site stub the call came through, or 0. At a CALL,
  *      what the return-address slot holds (or, at probe A, will hold): the stub's probe B (a
- *      direct, PLT or indirect stub), or for a tail call its tail-caller's. At a RETURN, the
- *      probe B the hit is at (its ip).
+ *      direct, PLT or indirect stub); for a tail call, that of the tail chain's call through a
+ *      stub (tail_chain_site_ret()), which a plain probe's uretprobe in the chain may have
+ *      replaced in the slot by its trampoline since. At a RETURN, the probe B the hit is at or
+ *      that a return probe returns into (its ip).
  * The program's own return address is then read from the stub (site_caller_ret()).
  */
 struct probe_hit {
