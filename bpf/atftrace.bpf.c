@@ -328,7 +328,7 @@ static __always_inline int on_entry(struct pt_regs *ctx, struct probe_run *run, 
 	struct probe_hit hit = { .sp = sp, .site_ret = site_ret };
 
 	/*
-	 * A tail call returns through its tail-caller's slot, and so what it holds: a tail stub's
+	 * A tail call returns through its tail-caller's slot, and so what it holds: a tail entry's
 	 * frame takes the tail-caller's site_ret (tail_call()). The program's return address is
 	 * that of the chain's call through a stub, if it had one, even where a plain probe's
 	 * uretprobe in the chain has since put its trampoline in the slot.

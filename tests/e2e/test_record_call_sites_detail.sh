@@ -6,7 +6,7 @@
 # directly, through a pointer (`call *cd_ptr(%rip)`) and by a tail call (cd_tail8's `jmp`), and
 # calls cd_chain8 directly, which reaches cd_leaf8 by two short tail calls that no stub takes:
 #   - the -v lines: each of the four ways is redirected (a PLT stub in the program, a direct
-#     stub, an indirect site, a tail stub);
+#     stub, an indirect site, a tail call to its function's tail entry);
 #   - --detail=always: every CALL's and RETURN's registers (gp[0..7], the stack-argument flag),
 #     lr, fp, sp and snapshot size equal those of a --no-trampolines session of the same run,
 #     exactly (address-space randomisation off, so sp and fp compare as they are); lr is the
