@@ -166,9 +166,6 @@ static __always_inline struct task_state *task_state_of(struct task_struct *task
 /* emit_event(): index events through the thread's batch. */
 #include "batch.bpf.h"
 
-/* Detail lane: emit_traced() = emit_event() plus registers and stack when wanted. */
-#include "detail.bpf.h"
-
 /*
  * frame_at - &st->frames[i] in a form the verifier can bound: the compiler would drop a plain
  * mask it can prove redundant (i < SHADOW_MAX already), and the verifier loses that proof.
@@ -179,76 +176,20 @@ static __always_inline struct shadow_frame *frame_at(struct task_state *st, __u6
 	return &st->frames[i & (SHADOW_MAX - 1)];
 }
 
+#if defined(__TARGET_ARCH_x86)
+/* site_caller_ret(): the return address a call-site stub stands in for (and the C++ unwind
+ * hooks' stub frames, collect_site_slots()). */
+#include "site_unwind.bpf.h"
+#endif
+
+/* Detail lane: emit_traced() = emit_event() plus registers and stack when wanted. */
+#include "detail.bpf.h"
+
 /* Record-time filters (record -D, -t, -F, -N, -T): filter_entry(), filter_end(). */
 #include "callfilter.bpf.h"
 
-/* What close_dead_frames hands to the loop body. */
-struct pop_ctx {
-	struct task_state *st;
-	__u64 sp;
-	__u64 pid_tgid;
-	__u64 ts;
-	bool inclusive;
-};
-
-/* A frame whose entry sp is below @sp (or equal, when @inclusive) is dead. */
-static __always_inline bool frame_dead(const struct shadow_frame *f, __u64 sp, bool inclusive)
-{
-	return inclusive ? f->entry_sp <= sp : f->entry_sp < sp;
-}
-
-/*
- * close_one_dead_frame - bpf_loop body: close the innermost frame if it is dead; 1 stops.
- * A loop body is verified once, where an unrolled loop of 32 copies made the verifier walk
- * about 280,000 instructions (0.3-1 s of start-up) for the session program.
- */
-static int close_one_dead_frame(__u32 i, void *data)
-{
-	struct pop_ctx *c = data;
-	struct task_state *st = c->st;
-	__u32 d = st->depth;
-
-	if (d == 0)
-		return 1;
-	if (d > SHADOW_MAX) {
-		/*
-		 * Frames above SHADOW_MAX are not remembered. If the deepest remembered one is
-		 * dead, so are they: forget them and go on with the remembered ones.
-		 */
-		if (!frame_dead(frame_at(st, SHADOW_MAX - 1), c->sp, c->inclusive))
-			return 1;
-		st->depth = d = SHADOW_MAX;
-	}
-	struct shadow_frame *f = frame_at(st, d - 1);
-
-	if (!frame_dead(f, c->sp, c->inclusive))
-		return 1;
-	if (call_filter_on)
-		filter_end(NULL, st, d - 1, KIND_EXCEPTION, f->function_id, c->pid_tgid, c->ts);
-	else
-		emit_event(st, KIND_EXCEPTION, f->function_id, d - 1, c->pid_tgid, c->ts);
-	st->depth = d - 1;
-	return 0;
-}
-
-/*
- * close_dead_frames - close frames that unwinding left behind, innermost first
- * @sp: a live stack pointer; frames with entry sp below it (or equal, when @inclusive) are dead.
- * The usual case, a live innermost frame, is decided here without entering the loop.
- */
-static __always_inline void close_dead_frames(struct task_state *st, __u64 sp, bool inclusive,
-					      __u64 pid_tgid, __u64 ts)
-{
-	__u32 d = st->depth;
-
-	if (d == 0 || (d <= SHADOW_MAX && !frame_dead(frame_at(st, d - 1), sp, inclusive)))
-		return;
-
-	struct pop_ctx c = { .st = st, .sp = sp, .pid_tgid = pid_tgid, .ts = ts,
-			     .inclusive = inclusive };
-
-	bpf_loop(MAX_POPS, close_one_dead_frame, &c, 0);
-}
+/* Frames that unwinding left behind: close_dead_frames(). */
+#include "dead_frames.bpf.h"
 
 /*
  * tail_call - is this entry a tail call from the innermost open frame?
@@ -279,7 +220,7 @@ static __always_inline bool tail_call(struct task_struct *task, struct task_stat
 		return false;
 	if (site_ret)
 		return slot == site_ret;
-	tramp = BPF_CORE_READ(task, mm, uprobes_state.xol_area, vaddr);
+	tramp = uretprobe_trampoline(task);
 	return tramp && slot == tramp;
 #else
 	return false;
@@ -301,6 +242,30 @@ static __always_inline __u64 site_return(int site, __u64 sp)
 	return ret;
 }
 
+/* Frames of a tail chain looked at for its call through a stub (tail_chain_site_ret). */
+#define TAIL_CHAIN_LOOKED_AT 4
+
+/*
+ * tail_chain_site_ret - the stub return point (shadow_frame.site_ret) of the tail chain that a
+ * tail call at entry sp @sp extends: the first one, innermost first, of its open frames with
+ * that entry sp, at most @frames of them (1: the tail-caller's); 0 if none came through a stub.
+ */
+static __always_inline __u64 tail_chain_site_ret(struct task_state *st, __u32 depth, __u64 sp,
+						 __u32 frames)
+{
+	for (__u32 i = 1; i <= TAIL_CHAIN_LOOKED_AT; i++) {
+		if (i > frames || i > depth || depth - i >= SHADOW_MAX)
+			return 0;
+		struct shadow_frame *f = frame_at(st, depth - i);
+
+		if (f->entry_sp != sp)
+			return 0;
+		if (f->site_ret)
+			return f->site_ret;
+	}
+	return 0;
+}
+
 /*
  * on_entry - a traced function was called
  * @run: run_begin()'s (the current task, this CPU's state slot); @multi: on a uprobe_multi or
@@ -312,6 +277,8 @@ static __always_inline __u64 site_return(int site, __u64 sp)
  * tail-caller's `jmp`, which pushed nothing, so this sp is the entry sp, the open frame with
  * the same entry sp is the tail-caller (never dead), and the return slot is the tail-caller's:
  * the new frame takes its site_ret, so that tail_call() still tells the next tail call.
+ * The detail lane gets the entry sp and the stub's return point (struct probe_hit), so that it
+ * shows what a plain probe at the function's entry shows.
  * Returns 0 when a CALL was recorded (its return must be seen), 1 otherwise (a session
  * program returns this to skip the return run).
  */
@@ -348,26 +315,36 @@ static __always_inline int on_entry(struct pt_regs *ctx, struct probe_run *run, 
 	announce_task(pid_tgid);        /* record -a: the process's identity, once per thread */
 	__u64 sp = PT_REGS_SP(ctx);
 	__u64 function_id = hit_cookie(ctx, task, multi);
+	/* a plain probe's tail call: the tail-caller's slot is ours */
+	bool plain_tail = site == ENTRY_PLAIN && tail_call(task, st, sp);
 
 	/* an entry block is entered by a stub's call, never by a tail call's jmp; a tail entry
 	 * only by a tail call's */
-	close_dead_frames(st, sp, site == ENTRY_FN ||
-			  (site == ENTRY_PLAIN && !tail_call(task, st, sp)), pid_tgid, ts);
+	close_dead_frames(st, sp, site == ENTRY_FN || (site == ENTRY_PLAIN && !plain_tail),
+			  pid_tgid, ts);
 
 	__u32 depth = st->depth;
+	__u64 site_ret = site_return(site, sp);
+	struct probe_hit hit = { .sp = sp, .site_ret = site_ret };
 
-	/* before the push (here or in filter_entry): a frame that is not pushed is not read */
-	if (depth < SHADOW_MAX) {
-		__u64 site_ret = site_return(site, sp);
-
-		if (site == ENTRY_TAIL && depth > 0 && frame_at(st, depth - 1)->entry_sp == sp)
-			site_ret = frame_at(st, depth - 1)->site_ret;
-		frame_at(st, depth)->site_ret = site_ret;
+	/*
+	 * A tail call returns through its tail-caller's slot, and so what it holds: a tail entry's
+	 * frame takes the tail-caller's site_ret (tail_call()). The program's return address is
+	 * that of the chain's call through a stub, if it had one, even where a plain probe's
+	 * uretprobe in the chain has since put its trampoline in the slot.
+	 */
+	if (site == ENTRY_TAIL || plain_tail) {
+		site_ret = tail_chain_site_ret(st, depth, sp, 1);
+		hit.site_ret = tail_chain_site_ret(st, depth, sp, TAIL_CHAIN_LOOKED_AT);
 	}
+	/* before the push (here or in filter_entry): a frame that is not pushed is not read; a
+	 * plain probe's frame gets the uretprobe trampoline in its slot (tail_call()) */
+	if (depth < SHADOW_MAX)
+		frame_at(st, depth)->site_ret = site == ENTRY_PLAIN ? 0 : site_ret;
 
 	if (call_filter_on)
-		return filter_entry(ctx, st, depth, function_id, sp, pid_tgid, ts);
-	if (!emit_traced(ctx, st, KIND_CALL, function_id, depth, pid_tgid, ts))
+		return filter_entry(ctx, &hit, st, depth, function_id, sp, pid_tgid, ts);
+	if (!emit_traced(ctx, &hit, st, KIND_CALL, function_id, depth, pid_tgid, ts))
 		return 1;
 	if (depth < SHADOW_MAX) {
 		struct shadow_frame *f = frame_at(st, depth);
@@ -382,6 +359,7 @@ static __always_inline int on_entry(struct pt_regs *ctx, struct probe_run *run, 
 /* What close_one_tail_frame hands to the loop body. */
 struct tail_ctx {
 	struct pt_regs *ctx;
+	struct probe_hit hit;
 	struct task_state *st;
 	__u64 entry_sp;
 	__u64 pid_tgid;
@@ -406,9 +384,10 @@ static int close_one_tail_frame(__u32 i, void *data)
 	if (f->entry_sp != c->entry_sp)
 		return 1;
 	if (call_filter_on)
-		filter_end(c->ctx, st, d - 1, KIND_RETURN, f->function_id, c->pid_tgid, c->ts);
+		filter_end(c->ctx, &c->hit, st, d - 1, KIND_RETURN, f->function_id, c->pid_tgid, c->ts);
 	else
-		emit_traced(c->ctx, st, KIND_RETURN, f->function_id, d - 1, c->pid_tgid, c->ts);
+		emit_traced(c->ctx, &c->hit, st, KIND_RETURN, f->function_id, d - 1, c->pid_tgid,
+			    c->ts);
 	st->depth = d - 1;
 	return 0;
 }
@@ -425,6 +404,10 @@ static int close_one_tail_frame(__u32 i, void *data)
  * return probe of its own, nor has a plain probe's past the kernel's 64 pending uretprobes),
  * so one return closes the whole tail chain. A plain tail call's second return run (the kernel
  * chains the two uretprobes' instances) then finds no frame of that sp: a no-op.
+ * The detail lane gets the sp a plain probe's return run has and the return point of the stub
+ * the frame came through (struct probe_hit): at R, the frame's (or its tail chain's) site_ret,
+ * recorded at E_f; at a return probe, only when it returns into that stub (a tail chain that
+ * began through a stub, whose slot a plain probe's uretprobe took after it).
  */
 static __always_inline void on_return(struct pt_regs *ctx, struct probe_run *run, bool multi,
 				      bool at_entry_sp)
@@ -438,6 +421,8 @@ static __always_inline void on_return(struct pt_regs *ctx, struct probe_run *run
 	__u64 pid_tgid = st->pid_tgid;      /* set with the depth's first frame (on_entry) */
 	__u64 ts = atf_now();
 	__u64 entry_sp = PT_REGS_SP(ctx) - (at_entry_sp ? 0 : RET_SP_ADJUST);
+	/* the sp a plain probe's return run has (after `ret`), also at R */
+	struct probe_hit hit = { .sp = entry_sp + RET_SP_ADJUST };
 
 	close_dead_frames(st, entry_sp, false, pid_tgid, ts);
 
@@ -446,7 +431,12 @@ static __always_inline void on_return(struct pt_regs *ctx, struct probe_run *run
 	if (d == 0)
 		return;
 	if (d > SHADOW_MAX && !call_filter_on) {   /* not remembered: trust the cookie and the count */
-		emit_traced(ctx, st, KIND_RETURN, hit_cookie(ctx, task, multi), d - 1, pid_tgid, ts);
+		/* at R, [sp] is what the stub's `call R` pushed: the address of its `jmp site+L` */
+		if (at_entry_sp && !bpf_probe_read_user(&hit.site_ret, sizeof(hit.site_ret),
+							(void *)entry_sp))
+			hit.site_ret -= ATF_SITE_JMP_FROM_RET;
+		emit_traced(ctx, &hit, st, KIND_RETURN, hit_cookie(ctx, task, multi), d - 1, pid_tgid,
+			    ts);
 		st->depth = d - 1;
 		return;
 	}
@@ -454,17 +444,21 @@ static __always_inline void on_return(struct pt_regs *ctx, struct probe_run *run
 
 	if (f->entry_sp != entry_sp)    /* its CALL was not recorded (lost): no RETURN either */
 		return;
+	__u64 chain = tail_chain_site_ret(st, d, entry_sp, TAIL_CHAIN_LOOKED_AT);
+
+	if (at_entry_sp || chain == PT_REGS_IP(ctx))
+		hit.site_ret = chain;
 	if (call_filter_on)
-		filter_end(ctx, st, d - 1, KIND_RETURN, f->function_id, pid_tgid, ts);
+		filter_end(ctx, &hit, st, d - 1, KIND_RETURN, f->function_id, pid_tgid, ts);
 	else
-		emit_traced(ctx, st, KIND_RETURN, f->function_id, d - 1, pid_tgid, ts);
+		emit_traced(ctx, &hit, st, KIND_RETURN, f->function_id, d - 1, pid_tgid, ts);
 	st->depth = d - 1;
 	/* its tail-callers: rare, so the loop only when the next frame is one */
 	if (d < 2 || frame_at(st, d - 2)->entry_sp != entry_sp)
 		return;
 
-	struct tail_ctx c = { .ctx = ctx, .st = st, .entry_sp = entry_sp, .pid_tgid = pid_tgid,
-			      .ts = ts };
+	struct tail_ctx c = { .ctx = ctx, .hit = hit, .st = st, .entry_sp = entry_sp,
+			      .pid_tgid = pid_tgid, .ts = ts };
 
 	bpf_loop(MAX_POPS, close_one_tail_frame, &c, 0);
 }

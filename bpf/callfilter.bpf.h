@@ -185,8 +185,9 @@ static __always_inline void filter_pop(struct filter_state *fs, __u32 i)
  * filter_entry - on_entry's part when filters are on: decide, record or not, push or not.
  * @d: the new frame's index on the shadow stack. Returns on_entry's value (1: no return run).
  */
-static __always_inline int filter_entry(struct pt_regs *ctx, struct task_state *st, __u32 d,
-					__u64 function_id, __u64 sp, __u64 pid_tgid, __u64 ts)
+static __always_inline int filter_entry(struct pt_regs *ctx, const struct probe_hit *hit,
+					struct task_state *st, __u32 d, __u64 function_id, __u64 sp,
+					__u64 pid_tgid, __u64 ts)
 {
 	struct filter_state *fs = filter_state_get(true);
 	__u32 mode, limit, kdepth, state, reason = FILTERED_FUNCTION;
@@ -259,7 +260,7 @@ static __always_inline int filter_entry(struct pt_regs *ctx, struct task_state *
 	if (filter_min_ns) {
 		state = FRAME_PENDING;
 	} else {
-		if (!emit_traced(ctx, st, KIND_CALL, function_id, kdepth, pid_tgid, ts))
+		if (!emit_traced(ctx, hit, st, KIND_CALL, function_id, kdepth, pid_tgid, ts))
 			return 1;       /* lost, counted; not pushed (as without filters) */
 		state = FRAME_WRITTEN;
 	}
@@ -290,10 +291,12 @@ hidden:
 
 /*
  * filter_end - frame @i (the innermost) ends with @kind (RETURN, or EXCEPTION when unwound) at
- * @ts: record its end if it is kept. @ctx is NULL for an unwound frame (no registers of its own).
+ * @ts: record its end if it is kept. @ctx (and @hit) are NULL for an unwound frame (no
+ * registers of its own).
  */
-static __always_inline void filter_end(struct pt_regs *ctx, struct task_state *st, __u32 i,
-				       __u32 kind, __u64 function_id, __u64 pid_tgid, __u64 ts)
+static __always_inline void filter_end(struct pt_regs *ctx, const struct probe_hit *hit,
+				       struct task_state *st, __u32 i, __u32 kind,
+				       __u64 function_id, __u64 pid_tgid, __u64 ts)
 {
 	struct filter_state *fs = filter_state_get(false);
 	struct filter_frame *ff;
@@ -312,8 +315,8 @@ static __always_inline void filter_end(struct pt_regs *ctx, struct task_state *s
 		ff->state = FRAME_WRITTEN;
 	}
 	if (ff->state == FRAME_WRITTEN) {
-		if (ctx)
-			emit_traced(ctx, st, kind, function_id, ff->kdepth, pid_tgid, ts);
+		if (ctx && hit)
+			emit_traced(ctx, hit, st, kind, function_id, ff->kdepth, pid_tgid, ts);
 		else
 			emit_event(st, kind, function_id, ff->kdepth, pid_tgid, ts);
 	}

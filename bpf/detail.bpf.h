@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: (MIT OR GPL-2.0) */
 /*
  * The detail lane: registers and a stack snapshot next to an index event.
- * Included by bpf/atftrace.bpf.c after emit_event() (bpf/batch.bpf.h), which it builds on; nothing else includes it.
+ * Included by bpf/atftrace.bpf.c after emit_event() (bpf/batch.bpf.h), which it builds on, and
+ * site_caller_ret() (bpf/site_unwind.bpf.h); nothing else includes it.
  *
  * When is an event recorded with detail?
  *   - detail_switch (.bss) is on: every event of every traced thread. The recorder writes it
@@ -130,12 +131,80 @@ static __always_inline __u32 detail_read_stack(__u8 *dst, __u64 sp)
 }
 
 /*
- * Registers into @r->d per NOTES.md §6 (x86_64) or the spec's DetailFunctionPayload (arm64), and
- * the stack snapshot. Returns the detail flags. On x86_64 a CALL's return address and stack
- * arguments 7 and 8 are [sp], [sp+8], [sp+16]: taken from the snapshot when it holds them (one
- * read of user memory instead of two), else read on their own.
+ * struct probe_hit - where a probe hit stands against the function it records, so that the
+ * detail lane shows what a plain probe at the function's entry (or after its `ret`) would see,
+ * whichever way the call came in (bpf/atftrace.bpf.c, on_entry's ENTRY_* and on_return):
+ * @sp: at a CALL, the function's entry sp (its return-address slot): the probe's sp at a
+ *      plain probe and at a stub's entry block E_f or tail entry T_f alike; at a RETURN, the
+ *      sp after `ret` (entry sp + 8), which is the probe's sp at a return probe but not at a
+ *      stub's return block R (one word lower: the stub's `call R` pushed its return);
+ * @site_ret: the return point of the call-site stub the call came through (its `call R`), or
+ *      0. At a CALL, what the return-address slot holds at E_f (a direct, PLT or indirect
+ *      stub); for a tail call, that of the tail chain's call through a stub
+ *      (tail_chain_site_ret()), which a plain probe's uretprobe in the chain may have replaced
+ *      in the slot by its trampoline since. At a RETURN, the returning frame's (recorded at
+ *      E_f) at R, and at a return probe the one it returns into (its ip), if any.
+ * The program's own return address is then read from the stub (site_caller_ret()).
  */
-static __always_inline __u32 detail_fill(struct pt_regs *ctx, __u32 kind, struct rec_event_detail *r)
+struct probe_hit {
+	__u64 sp;
+	__u64 site_ret;
+};
+
+#if defined(__TARGET_ARCH_x86)
+/* The kernel's uretprobe trampoline: what a slot hijacked by a return probe holds (0: none). */
+static __always_inline __u64 uretprobe_trampoline(struct task_struct *task)
+{
+	return BPF_CORE_READ(task, mm, uprobes_state.xol_area, vaddr);
+}
+
+/* Return instances looked at for a hijacked slot: the newest ones (see program_return). */
+#define RET_INSTANCES_LOOKED_AT 4
+
+/*
+ * program_return - the address a call returns to in the program, as its caller pushed it
+ * @slot_addr: the call's return-address slot (its entry sp); @slot: what the slot holds now;
+ * @site_ret: probe_hit.site_ret.
+ * Through a stub: the constant the stub jumps back to (site + 5, site + L). A slot that a
+ * return probe hijacked (a tail call out of a function with a plain probe: its uretprobe
+ * replaced the address before the tail-called function's entry): the address the kernel saved
+ * in the return instance of that slot, one of the newest (the hijack is that of the frame the
+ * tail call replaces; the instances of the calls it made before have returned). Else @slot.
+ * Not inlined: one copy for every caller of emit_traced().
+ */
+static __noinline __u64 program_return(__u64 slot_addr, __u64 slot, __u64 site_ret)
+{
+	struct task_struct *task = bpf_get_current_task_btf();
+	struct return_instance *ri;
+	__u64 ret;
+
+	if (site_ret) {
+		ret = site_caller_ret(site_ret);
+		return ret ? ret : slot;
+	}
+	if (!slot || slot != uretprobe_trampoline(task))
+		return slot;
+	ri = BPF_CORE_READ(task, utask, return_instances);
+	for (int i = 0; i < RET_INSTANCES_LOOKED_AT && ri; i++) {
+		if (BPF_CORE_READ(ri, stack) == slot_addr)
+			return BPF_CORE_READ(ri, orig_ret_vaddr);
+		ri = BPF_CORE_READ(ri, next);
+	}
+	return slot;
+}
+#endif
+
+/*
+ * Registers into @r->d per NOTES.md §6 (x86_64) or the spec's DetailFunctionPayload (arm64), and
+ * the stack snapshot. Returns the detail flags. On x86_64 a CALL's stack is read from the
+ * function's entry sp (@hit->sp): the return address and stack arguments 7 and 8 are [sp],
+ * [sp+8], [sp+16], taken from the snapshot when it holds them (one read of user memory instead
+ * of two), else read on their own. lr is the program's return address (program_return()), at
+ * a CALL and at a RETURN alike, and the snapshot's first word is that address too: what a
+ * plain probe sees, also where the slot holds a stub's return point or the uretprobe trampoline.
+ */
+static __always_inline __u32 detail_fill(struct pt_regs *ctx, const struct probe_hit *hit,
+					 __u32 kind, struct rec_event_detail *r)
 {
 	struct rec_detail *d = &r->d;
 	__u32 flags = 0;
@@ -150,13 +219,13 @@ static __always_inline __u32 detail_fill(struct pt_regs *ctx, __u32 kind, struct
 	d->sp = u->sp;
 	d->stack_size = detail_read_stack(r->stack, d->sp);
 #else
-	__u64 sp = PT_REGS_SP(ctx);
+	__u64 sp = hit->sp;
 
 	d->fp = PT_REGS_FP(ctx);
 	d->sp = sp;
 	d->stack_size = detail_read_stack(r->stack, sp);
 	if (kind == KIND_CALL) {
-		__u64 top[3];   /* return address, then integer arguments 7 and 8 */
+		__u64 top[3] = {};      /* return address, then integer arguments 7 and 8 */
 
 		d->gp[0] = PT_REGS_PARM1(ctx);
 		d->gp[1] = PT_REGS_PARM2(ctx);
@@ -166,22 +235,25 @@ static __always_inline __u32 detail_fill(struct pt_regs *ctx, __u32 kind, struct
 		d->gp[5] = ctx->r9;     /* libbpf 1.1 has no PT_REGS_PARM6 */
 		if (stack_bytes >= sizeof(top) && d->stack_size >= sizeof(top)) {
 			__builtin_memcpy(top, r->stack, sizeof(top));
-		} else if (bpf_probe_read_user(top, sizeof(top), (const void *)sp)) {
-			d->gp[6] = d->gp[7] = 0;
-			if (bpf_probe_read_user(&d->lr, sizeof(d->lr), (const void *)sp))
-				d->lr = 0;
-			return flags;
+			flags |= DETAIL_F_STACK_ARGS;
+		} else if (!bpf_probe_read_user(top, sizeof(top), (const void *)sp)) {
+			flags |= DETAIL_F_STACK_ARGS;
+		} else if (bpf_probe_read_user(&top[0], sizeof(top[0]), (const void *)sp)) {
+			top[0] = 0;
 		}
-		d->lr = top[0];
+		d->lr = program_return(sp, top[0], hit->site_ret);
 		d->gp[6] = top[1];
 		d->gp[7] = top[2];
-		flags |= DETAIL_F_STACK_ARGS;
+		if (stack_bytes >= sizeof(d->lr) && d->stack_size >= sizeof(d->lr))
+			__builtin_memcpy(r->stack, &d->lr, sizeof(d->lr));
 	} else {
 		d->gp[0] = PT_REGS_RC(ctx);
 		d->gp[1] = ctx->dx;     /* the high half of a 128-bit INTEGER return */
 		for (int i = 2; i < 8; i++)
 			d->gp[i] = 0;
-		d->lr = PT_REGS_IP(ctx);        /* a uretprobe sees the address returned to */
+		/* a uretprobe sees the address returned to; through a stub, R's ip is R's own */
+		d->lr = hit->site_ret ? program_return(0, PT_REGS_IP(ctx), hit->site_ret)
+				      : PT_REGS_IP(ctx);
 	}
 #endif
 	return flags;
@@ -193,8 +265,9 @@ static __always_inline __u32 detail_fill(struct pt_regs *ctx, __u32 kind, struct
  * One index event with its detail record (and, with @spec, its argument strings); falls back to
  * a plain event when the ring is full.
  */
-static __always_inline bool emit_detail(struct pt_regs *ctx, struct task_state *st, __u32 kind,
-					__u64 function_id, __u32 depth, __u64 pid_tgid, __u64 ts,
+static __always_inline bool emit_detail(struct pt_regs *ctx, const struct probe_hit *hit,
+					struct task_state *st, __u32 kind, __u64 function_id,
+					__u32 depth, __u64 pid_tgid, __u64 ts,
 					const struct arg_fn_spec *spec)
 {
 	struct rec_event_detail *r = NULL;
@@ -219,7 +292,7 @@ static __always_inline bool emit_detail(struct pt_regs *ctx, struct task_state *
 	r->ev.ts = ts;
 	r->ev.function_id = function_id;
 	r->ev.depth = depth;
-	r->ev.flags = detail_fill(ctx, kind, r);
+	r->ev.flags = detail_fill(ctx, hit, kind, r);
 	r->d.args_off = spec ? args_fill(spec, kind, &r->d, r->stack) : 0;
 	bpf_ringbuf_submit(r, wakeup_flag());
 	return true;
@@ -227,10 +300,12 @@ static __always_inline bool emit_detail(struct pt_regs *ctx, struct task_state *
 
 /*
  * emit_traced - record a CALL or RETURN of a probe hit, with detail when it is wanted
- * Returns false when nothing could be recorded (counted in lost_events), like emit_event().
+ * @hit: where the hit stands (struct probe_hit). Returns false when nothing could be recorded
+ * (counted in lost_events), like emit_event().
  */
-static __always_inline bool emit_traced(struct pt_regs *ctx, struct task_state *st, __u32 kind,
-					__u64 function_id, __u32 depth, __u64 pid_tgid, __u64 ts)
+static __always_inline bool emit_traced(struct pt_regs *ctx, const struct probe_hit *hit,
+					struct task_state *st, __u32 kind, __u64 function_id,
+					__u32 depth, __u64 pid_tgid, __u64 ts)
 {
 	bool want = *(volatile bool *)&detail_switch;
 	const struct arg_fn_spec *spec = args_lookup(function_id);   /* -A/-R/--auto-args */
@@ -241,7 +316,7 @@ static __always_inline bool emit_traced(struct pt_regs *ctx, struct task_state *
 		want = true;
 	if (!want && !spec)
 		return emit_event(st, kind, function_id, depth, pid_tgid, ts);
-	return emit_detail(ctx, st, kind, function_id, depth, pid_tgid, ts, spec);
+	return emit_detail(ctx, hit, st, kind, function_id, depth, pid_tgid, ts, spec);
 }
 
 #endif

@@ -135,3 +135,13 @@ $(OUTPUT)/targets/csmods_lazy: tests/targets/csmods.c $(OUTPUT)/targets/libcsplt
 EXTRA_TARGETS += $(OUTPUT)/targets/libcsdl.so $(OUTPUT)/targets/csmods $(OUTPUT)/targets/csmods_lazy
 # cs_tailplain: -O2, so that its static helper's call is a tail call (jmp tp_f).
 TARGET_CFLAGS_cs_tailplain := -O2
+# libcsdetail.so / cs_detail: a function of eight integer arguments called through the program's
+# PLT, and in the library directly, through a pointer and by a tail call (-Bsymbolic-functions:
+# the library's own calls are direct).
+$(OUTPUT)/targets/libcsdetail.so: tests/targets/libcsdetail.c
+	$(call msg,TARGET,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(TARGET_CFLAGS) -fPIC -shared -Wl,-z,now -Wl,-Bsymbolic-functions $< -o $@
+$(OUTPUT)/targets/cs_detail: $(OUTPUT)/targets/libcsdetail.so
+TARGET_LDFLAGS_cs_detail := -L$(OUTPUT)/targets -lcsdetail -Wl,-z,now -Wl,-rpath,'$$ORIGIN'
+EXTRA_TARGETS += $(OUTPUT)/targets/libcsdetail.so
