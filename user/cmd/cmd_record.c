@@ -378,10 +378,7 @@ static int record_main(struct record_args *a)
 	po.verbose = a->verbose;
 	po.unwind_hooks = mods.unwind_hooks;
 	/* the default's call sites give way to plain probes where they would record less */
-	if (a->call_sites && !a->call_sites_asked &&
-	    record_call_sites_unsuited(a->pid, a->detail.always || a->detail.non_globs ||
-				       a->detail.after_s >= 0 || a->detail.stack_bytes_given ||
-				       po.args_wanted, a->verbose)) {
+	if (a->call_sites && !a->call_sites_asked && record_call_sites_unsuited(a->pid)) {
 		a->call_sites = false;
 		a->no_trampolines = true;
 	}

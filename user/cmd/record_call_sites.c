@@ -221,22 +221,10 @@ static pid_t other_session(pid_t pid)
 	return owner;
 }
 
-bool record_call_sites_unsuited(pid_t pid, bool detail, bool verbose)
+bool record_call_sites_unsuited(pid_t pid)
 {
 	pid_t other;
 
-	/*
-	 * A call through a stub reaches probe A with the call's return address dropped: detail's
-	 * return address, stack arguments 7 and 8 (typed arguments too) and snapshot would be
-	 * read a word off.
-	 */
-	if (detail) {
-		if (verbose)
-			fprintf(stderr, "atftrace record: detail and typed arguments read the entry's "
-				"stack, which a call-site stub moves: plain probes (--call-sites or "
-				"--trampolines to choose)\n");
-		return true;
-	}
 	/* a second redirection would take the calls of the first session's probes, or the first
 	 * its; with plain probes that session's hand-back (or its guard) sees ours */
 	if (pid && (other = other_session(pid))) {

@@ -34,11 +34,10 @@ bool record_call_sites_restore_inherited(pid_t pid, bool verbose);
 
 /**
  * record_call_sites_unsuited - should a session that did not ask for call sites keep plain
- * probes instead (one line says why: with @verbose for @detail): @detail, detail or typed
- * arguments may be taken (a stub moves the entry's stack by the return address it drops); or
- * the -p process @pid (0: launched) has the stubs or trampolines of another running session.
+ * probes instead (one line says why): the -p process @pid (0: launched) has the stubs or
+ * trampolines of another running session.
  */
-bool record_call_sites_unsuited(pid_t pid, bool detail, bool verbose);
+bool record_call_sites_unsuited(pid_t pid);
 
 /**
  * record_call_sites_restore_forked - at the end of a -p or launched session, the calls that
