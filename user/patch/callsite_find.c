@@ -38,6 +38,20 @@ bool cs_read_at(int fd, uint64_t off, uint64_t size, uint8_t **buf, uint64_t *ca
 	return pread(fd, *buf, size, (off_t)off) == (ssize_t)size;
 }
 
+bool cs_reserve(void **v, size_t *cap, size_t n, size_t size)
+{
+	void *nv;
+
+	if (*cap >= n)
+		return true;
+	nv = realloc(*v, n * size);
+	if (!nv)
+		return false;
+	*v = nv;
+	*cap = n;
+	return true;
+}
+
 static int cmp_target(const void *a, const void *b)
 {
 	uint64_t x = ((const uint64_t *)a)[0], y = ((const uint64_t *)b)[0];
@@ -148,14 +162,8 @@ int cs_mod__find_sites(int fd, struct cs_mod *cm, const struct ta_maps *maps,
 
 		if (!cs_read_at(fd, start, s->size, &code, &cap))
 			continue;
-		if (ccap < s->size / CS_CALL_LEN + 1) {
-			struct cs_call *nc = realloc(calls, (s->size / CS_CALL_LEN + 1) * sizeof(*nc));
-
-			if (!nc)
-				goto cleanup;
-			calls = nc;
-			ccap = s->size / CS_CALL_LEN + 1;
-		}
+		if (!cs_reserve((void **)&calls, &ccap, s->size / CS_CALL_LEN + 1, sizeof(*calls)))
+			goto cleanup;
 		n = cs_find_calls(code, s->size, s->addr, addrs, ntargets, calls, ccap);
 		for (size_t k = 0; k < n; k++) {
 			uint64_t off = start + (calls[k].site - s->addr);

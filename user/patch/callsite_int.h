@@ -203,6 +203,12 @@ void cs_refresh_maps(const struct cs_process *cp, struct ta_maps *maps, const st
 /** cs_far_sites - each caller site of @cm gets f's block in its module's memfd, or is left out. */
 void cs_far_sites(struct cs_process *cp, struct cs_mod *cm);
 
+/**
+ * cs_reserve - room for @n elements of @size bytes at *@v (*@cap of them now), grown by realloc
+ * (the old ones kept); false when out of memory (*@v and *@cap unchanged).
+ */
+bool cs_reserve(void **v, size_t *cap, size_t n, size_t size);
+
 /** cs_read_at - @size bytes of the file @fd at @off into *@buf (grown as needed, *@cap bytes). */
 bool cs_read_at(int fd, uint64_t off, uint64_t size, uint8_t **buf, uint64_t *cap);
 

@@ -84,15 +84,8 @@ int cs_mod__find_tails(int fd, struct cs_mod *cm, const struct ta_maps *maps,
 			continue;
 		if (!cs_read_at(fd, start, g->size, &code, &cap))
 			continue;
-		if (tcap < g->size / CS_TAIL_JMP_LEN + 1) {
-			struct cs_tail_call *nt = realloc(tails, (g->size / CS_TAIL_JMP_LEN + 1) *
-							  sizeof(*nt));
-
-			if (!nt)
-				goto cleanup;
-			tails = nt;
-			tcap = g->size / CS_TAIL_JMP_LEN + 1;
-		}
+		if (!cs_reserve((void **)&tails, &tcap, g->size / CS_TAIL_JMP_LEN + 1, sizeof(*tails)))
+			goto cleanup;
 		n = cs_find_tails(code, g->size, g->addr, addrs, ntargets, tails, tcap);
 		for (size_t k = 0; k < n; k++) {
 			/* g's own first instruction lies under g's probe; g's body moves it */
