@@ -15,7 +15,7 @@
 #     the shell traced, a loop of $ROWS iterations; python3 with every exported function of
 #     the interpreter traced, $ROWS/10 json.dumps+loads (its _json module mapped by dlopen).
 # (3) sqlite3 with every libsqlite3 function traced, $ROWS INSERTs: the wall time of the whole
-#     session (launch to end) with entry trampolines (the default), --call-sites and
+#     session (launch to end) with entry trampolines (--trampolines), call sites (the default) and
 #     --no-trampolines, best of $REPEAT; and whether the calls per function of --call-sites
 #     equal those of --no-trampolines (they must: a check shown here, asserted on a small
 #     library in tests/e2e/test_record_call_sites_plt.sh).
@@ -66,7 +66,7 @@ if [ -n "$LIB" ]; then
 	} >"$tmp/q.sql"
 	echo "sqlite3 ($ROWS INSERTs, every function of $(basename "$(readlink -f "$LIB")")): $(python3 bench/call_sites_share.py \
 		"$ATF" "$tmp/sq" "$tmp/q.sql" -f "$(readlink -f "$LIB"):*" -- "$SQLITE" -batch :memory:)"
-	# wall seconds of one session of MODE (default, --call-sites, --no-trampolines); its
+	# wall seconds of one session of MODE (--trampolines, --call-sites, --no-trampolines); its
 	# calls per function in $tmp/MODE.calls
 	wall() {
 		local mode=$1 t0 t1 args=()
@@ -81,7 +81,7 @@ if [ -n "$LIB" ]; then
 	}
 	t0=$(date +%s.%N); "$SQLITE" -batch :memory: <"$tmp/q.sql" >/dev/null; t1=$(date +%s.%N)
 	echo "sqlite3 ($ROWS INSERTs), wall s, best of $REPEAT: untraced $(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.3f", b - a }')," \
-		"entry trampolines $(bench_lowest "$REPEAT" wall default), --call-sites $(bench_lowest "$REPEAT" wall --call-sites)," \
+		"entry trampolines $(bench_lowest "$REPEAT" wall --trampolines), call sites $(bench_lowest "$REPEAT" wall --call-sites)," \
 		"--no-trampolines $(bench_lowest "$REPEAT" wall --no-trampolines)"
 	if cmp -s "$tmp/--call-sites.calls" "$tmp/--no-trampolines.calls"; then
 		echo "sqlite3: calls per function, --call-sites = --no-trampolines ($(wc -l <"$tmp/--call-sites.calls") functions)"

@@ -9,7 +9,7 @@
 # below (ties by name); how many of them start with an instruction the kernel single-steps is
 # shown (their share of the calls sets what plain probes cost). Requests/s of the worker
 # untraced, and traced by atftrace record -p with those functions in each mode: entry
-# trampolines (the default), --call-sites, --no-trampolines (plain probes); and by bpftrace with
+# trampolines (--trampolines), call sites (the default), --no-trampolines (plain probes); and by bpftrace with
 # a uprobe and a uretprobe on each (counts only). Best of $REPEAT runs per mode, the untraced
 # runs interleaved with the traced ones (rounds of every mode). After each session has ended,
 # the worker must still answer 200 with the file's bytes and 404 for a missing file: checked
@@ -195,7 +195,7 @@ run_bpftrace() {
 	echo "$nf" >"$tmp/bpftrace.nfun"
 	responses >>"$tmp/bpftrace.check"
 }
-modes=(untraced default --call-sites --no-trampolines)
+modes=(untraced --trampolines --call-sites --no-trampolines)
 if [ "${NGINX_BENCH_BPFTRACE:-1}" = 1 ] && command -v bpftrace >/dev/null; then
 	[ -d /sys/kernel/tracing/events ] || mount -t tracefs nodev /sys/kernel/tracing 2>/dev/null
 	modes+=(bpftrace)
@@ -217,7 +217,7 @@ echo "single-stepped first instruction (plain probes; trampolines or call sites 
 printf '%-22s %11s %7s %9s %6s  %s\n' mode requests/s share functions lost "responses after each session"
 for m in "${modes[@]}"; do
 	label=$m
-	case $m in default) label="entry trampolines" ;; bpftrace) label="bpftrace (u+uretprobe)" ;; esac
+	case $m in --trampolines) label="entry trampolines" ;; --call-sites) label="call sites (default)" ;; bpftrace) label="bpftrace (u+uretprobe)" ;; esac
 	if [ "$m" = untraced ]; then
 		printf '%-22s %11s\n' "$label" "${best[$m]:-n/a}"
 		continue

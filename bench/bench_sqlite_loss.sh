@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Loss at the default settings on a real workload, with the CPUs contended: sqlite3 with every
-# libsqlite3 function traced (default ring, default entry trampolines), 20,000 single-row INSERTs
+# libsqlite3 function traced (default ring, default mode: call sites), 20,000 single-row INSERTs
 # in one transaction plus queries, while one CPU-bound process per run competes for the two
 # cores. Prints each run's events, lost events and sqlite3's run time; loss must be 0 in every run.
 set -u

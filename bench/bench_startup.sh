@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # Start-up to "probes attached" (figures only; nothing here asserts a time): from just before the
 # recorder is executed to the moment it opens its --ready-file FIFO, which it does once every
-# probe (and, by default, every entry trampoline) is in place. Median and range of $RUNS runs,
+# probe (and, by default, every call site redirected) is in place. Median and range of $RUNS runs,
 # for 1 and for 1000 functions of a generated target, with the target launched by the recorder
-# (record -- CMD) and already running (record -p PID), with entry trampolines (the default) and
-# with --no-trampolines.
+# (record -- CMD) and already running (record -p PID), with the default (call sites) and with
+# --no-trampolines.
 #   bench/bench_startup.sh                (via make bench; needs root)
 #   STARTUP_RUNS=11 bench/bench_startup.sh
 set -u
@@ -14,7 +14,7 @@ RUNS=${STARTUP_RUNS:-7}
 bench_probe_setup bench_startup
 
 # 1000 functions whose first instruction the kernel would single-step (as most -O1 code without
-# endbr64 starts), so the default run places trampolines; main calls one of them once, then waits
+# endbr64 starts); main calls one of them once, then waits
 # on its stdin when asked to (the -p runs), or exits.
 gen=$tmp/many.c
 awk 'BEGIN { for (i = 0; i < 1000; i++) printf "int f_%04d(int x) { return x * %d + 1; }\n", i, i + 3;
