@@ -38,18 +38,16 @@ bool cs_read_at(int fd, uint64_t off, uint64_t size, uint8_t **buf, uint64_t *ca
 	return pread(fd, *buf, size, (off_t)off) == (ssize_t)size;
 }
 
-bool cs_reserve(void **v, size_t *cap, size_t n, size_t size)
+void *cs_reserve(void *v, size_t *cap, size_t n, size_t size)
 {
 	void *nv;
 
 	if (*cap >= n)
-		return true;
-	nv = realloc(*v, n * size);
-	if (!nv)
-		return false;
-	*v = nv;
-	*cap = n;
-	return true;
+		return v;
+	nv = realloc(v, n * size);
+	if (nv)
+		*cap = n;
+	return nv;
 }
 
 static int cmp_target(const void *a, const void *b)
@@ -162,8 +160,10 @@ int cs_mod__find_sites(int fd, struct cs_mod *cm, const struct ta_maps *maps,
 
 		if (!cs_read_at(fd, start, s->size, &code, &cap))
 			continue;
-		if (!cs_reserve((void **)&calls, &ccap, s->size / CS_CALL_LEN + 1, sizeof(*calls)))
+		void *grown = cs_reserve(calls, &ccap, s->size / CS_CALL_LEN + 1, sizeof(*calls));
+		if (!grown)
 			goto cleanup;
+		calls = grown;
 		n = cs_find_calls(code, s->size, s->addr, addrs, ntargets, calls, ccap);
 		for (size_t k = 0; k < n; k++) {
 			uint64_t off = start + (calls[k].site - s->addr);

@@ -127,8 +127,10 @@ int cs_ind__find(int fd, struct cs_mod *cm, const struct ta_maps *maps)
 
 		if (!cs_read_at(fd, f->off, f->size, &code, &cap))
 			continue;
-		if (!cs_reserve((void **)&calls, &ccap, f->size / CS_IND_MIN_LEN + 1, sizeof(*calls)))
+		void *grown = cs_reserve(calls, &ccap, f->size / CS_IND_MIN_LEN + 1, sizeof(*calls));
+		if (!grown)
 			goto cleanup;
+		calls = grown;
 		n = cs_find_ind_calls(code, f->size, f->addr, calls, ccap, &cm->ind_short);
 		for (size_t k = 0; k < n; k++) {
 			uint64_t off = f->off + (calls[k].site - f->addr);

@@ -204,10 +204,11 @@ void cs_refresh_maps(const struct cs_process *cp, struct ta_maps *maps, const st
 void cs_far_sites(struct cs_process *cp, struct cs_mod *cm);
 
 /**
- * cs_reserve - room for @n elements of @size bytes at *@v (*@cap of them now), grown by realloc
- * (the old ones kept); false when out of memory (*@v and *@cap unchanged).
+ * cs_reserve - @v (room for *@cap elements of @size bytes) with room for @n of them: @v itself,
+ * or grown by realloc (the old ones kept, *@cap updated); NULL when out of memory (@v and *@cap
+ * unchanged, @v still to be freed).
  */
-bool cs_reserve(void **v, size_t *cap, size_t n, size_t size);
+void *cs_reserve(void *v, size_t *cap, size_t n, size_t size);
 
 /** cs_read_at - @size bytes of the file @fd at @off into *@buf (grown as needed, *@cap bytes). */
 bool cs_read_at(int fd, uint64_t off, uint64_t size, uint8_t **buf, uint64_t *cap);

@@ -119,8 +119,10 @@ int cs_plain__find(int fd, struct cs_mod *cm, const struct ta_maps *maps,
 
 		if (!cs_read_at(fd, r->off, r->size, &code, &cap))
 			continue;
-		if (!cs_reserve((void **)&tails, &tcap, r->size / CS_TAIL_JMP_LEN + 1, sizeof(*tails)))
+		void *grown = cs_reserve(tails, &tcap, r->size / CS_TAIL_JMP_LEN + 1, sizeof(*tails));
+		if (!grown)
 			goto cleanup;
+		tails = grown;
 		n = cs_find_tails(code, r->size, r->addr, addrs, ntargets, tails, tcap);
 		for (size_t k = 0; k < n; k++) {
 			uint64_t off = r->off + (tails[k].site - r->addr);

@@ -84,8 +84,10 @@ int cs_mod__find_tails(int fd, struct cs_mod *cm, const struct ta_maps *maps,
 			continue;
 		if (!cs_read_at(fd, start, g->size, &code, &cap))
 			continue;
-		if (!cs_reserve((void **)&tails, &tcap, g->size / CS_TAIL_JMP_LEN + 1, sizeof(*tails)))
+		void *grown = cs_reserve(tails, &tcap, g->size / CS_TAIL_JMP_LEN + 1, sizeof(*tails));
+		if (!grown)
 			goto cleanup;
+		tails = grown;
 		n = cs_find_tails(code, g->size, g->addr, addrs, ntargets, tails, tcap);
 		for (size_t k = 0; k < n; k++) {
 			/* g's own first instruction lies under g's probe; g's body moves it */
