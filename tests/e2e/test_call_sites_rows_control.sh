@@ -126,7 +126,10 @@ if row_on 10; then
 	kill -STOP $TGT
 	wait_state $TGT T "row 10: the user's stop"
 	bt_start bt_u "$BT_ENTRY"
-	assert_eq T "$(proc_state $TGT)" "row 10: the stopped target under bpftrace"
+	# bpftrace's probe on tr_sub makes the session hand it back: a ptrace stop ('t') for as
+	# long as that takes; then the user's stop again
+	wait_for "$T/u.err" "^atftrace record: tr_sub \(cs_rows\) handed back: " "row 10: tr_sub handed back"
+	wait_state $TGT T "row 10: the stopped target under bpftrace"
 	kill -INT $REC
 	wait $REC || { cat "$T/u.err" >&2; fail "row 10: record -p failed"; }
 	assert_eq T "$(proc_state $TGT)" "row 10: the stopped target after the session"
